@@ -1,0 +1,42 @@
+import { ConfigError } from '../config.ts';
+import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
+import { UsageError } from './output.ts';
+import { serveCommand } from './serve.ts';
+
+const USAGE = `till — self-hostable payment sessions
+
+Commands:
+  till serve                                   start the service (what npm start runs)
+  till migrate [--json]                        apply database migrations
+  till merchant create --name NAME [--wallet 0x…] [--json]
+  till merchant set-wallet MERCHANT_ID 0x… [--json]
+  till keys create --merchant MERCHANT_ID [--json]
+  till keys revoke KEY_ID [--json]
+Settings come from the environment; see .env.example.`;
+
+const commands: Record<string, (args: string[]) => Promise<void>> = {
+  serve: serveCommand,
+  migrate: migrateCommand,
+  merchant: merchantCommand,
+  keys: keysCommand,
+};
+
+async function main(argv: string[]): Promise<void> {
+  const [name, ...args] = argv;
+  const command = name ? commands[name] : undefined;
+  if (!command) {
+    process.stdout.write(USAGE + '\n');
+    process.exitCode = name && name !== 'help' && name !== '--help' ? 2 : 0;
+    return;
+  }
+  await command(args);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || error instanceof ConfigError) {
+    process.stderr.write(`till: ${error.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`till: ${(error as Error).message}\n`);
+  process.exit(1);
+});

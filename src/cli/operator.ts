@@ -1,0 +1,86 @@
+import { loadConfig, type Config } from '../config.ts';
+import { openDatabase, type DatabaseHandle } from '../db/index.ts';
+import { migrateToLatest } from '../db/migrate.ts';
+import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
+import { createMerchant, findMerchant, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
+import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './output.ts';
+
+async function withDatabase<T>(work: (database: DatabaseHandle, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const database = openDatabase(config);
+  try {
+    await migrateToLatest(database.db);
+    return await work(database, config);
+  } finally {
+    await database.close();
+  }
+}
+
+const keyModeFor = (config: Config) => (config.mode === 'sandbox' ? 'test' : 'live');
+
+function wallet(value: string | undefined): string | undefined {
+  if (value !== undefined && !WALLET_ADDRESS.test(value)) throw new UsageError(`--wallet must be a 0x address of 40 hex characters, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+export async function migrateCommand(args: string[]): Promise<void> {
+  const json = takeFlag(args, '--json');
+  noneLeft(args);
+  const applied = await withDatabase((database) => migrateToLatest(database.db));
+  printResult(json, { applied }, applied.length ? `Applied migrations: ${applied.join(', ')}` : 'The database is up to date.');
+}
+
+export async function merchantCommand(args: string[]): Promise<void> {
+  const sub = args.shift();
+  const json = takeFlag(args, '--json');
+  if (sub === 'create') {
+    const name = takeOption(args, '--name');
+    const walletAddress = wallet(takeOption(args, '--wallet'));
+    noneLeft(args);
+    if (!name) throw new UsageError('merchant create needs --name NAME');
+    const result = await withDatabase(async ({ db }, config) => {
+      const merchant = await createMerchant(db, { name, walletAddress });
+      const key = await createApiKey(db, merchant.id, keyModeFor(config));
+      return { merchantId: merchant.id, apiKey: key.apiKey, keyId: key.keyId };
+    });
+    printResult(json, result, `Merchant ${result.merchantId} created.\nAPI key (shown once, store it now): ${result.apiKey}`);
+    return;
+  }
+  if (sub === 'set-wallet') {
+    const [merchantId, address] = args.splice(0, 2);
+    noneLeft(args);
+    if (!merchantId || !wallet(address)) throw new UsageError('merchant set-wallet needs MERCHANT_ID 0xADDRESS');
+    await withDatabase(async ({ db }) => {
+      if (!(await setMerchantWallet(db, merchantId, address!))) throw new UsageError(`no merchant ${merchantId}`);
+    });
+    printResult(json, { merchantId, walletAddress: address }, `Payout wallet of ${merchantId} set to ${address}.`);
+    return;
+  }
+  throw new UsageError('merchant commands: create --name NAME [--wallet 0x…] [--json] | set-wallet MERCHANT_ID 0x… [--json]');
+}
+
+export async function keysCommand(args: string[]): Promise<void> {
+  const sub = args.shift();
+  const json = takeFlag(args, '--json');
+  if (sub === 'create') {
+    const merchantId = takeOption(args, '--merchant');
+    noneLeft(args);
+    if (!merchantId) throw new UsageError('keys create needs --merchant MERCHANT_ID');
+    const key = await withDatabase(async ({ db }, config) => {
+      if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
+      return createApiKey(db, merchantId, keyModeFor(config));
+    });
+    printResult(json, { keyId: key.keyId, apiKey: key.apiKey }, `API key ${key.keyId} (shown once, store it now): ${key.apiKey}`);
+    return;
+  }
+  if (sub === 'revoke') {
+    const [keyId] = args.splice(0, 1);
+    noneLeft(args);
+    if (!keyId) throw new UsageError('keys revoke needs KEY_ID');
+    const revoked = await withDatabase(({ db }) => revokeApiKey(db, keyId));
+    if (!revoked) throw new UsageError(`no active key ${keyId}`);
+    printResult(json, { keyId, revoked: true }, `API key ${keyId} revoked.`);
+    return;
+  }
+  throw new UsageError('keys commands: create --merchant MERCHANT_ID [--json] | revoke KEY_ID [--json]');
+}

@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+
+/** Every setting Till reads, from the environment, with its embedded default. */
+export type Config = {
+  port: number;
+  host: string;
+  baseUrl: string;
+  authUrl: string;
+  mcpUrl: string;
+  databaseUrl: string;
+  databaseKind: 'sqlite' | 'postgres';
+  sqlitePath: string | undefined;
+  dataDir: string;
+  sessionTtlSeconds: number;
+  secretKey: Buffer;
+  /** Sandbox when no real facilitator is configured: fake money, test keys only. */
+  mode: 'sandbox' | 'live';
+  facilitatorUrl: string | undefined;
+  facilitatorHeaders: Record<string, string>;
+  baseRpcUrl: string | undefined;
+  usdcAddress: string | undefined;
+  explorerTxUrl: string;
+  sandboxPort: number;
+  logLevel: string;
+  databasePoolSize: number;
+  role: 'all' | 'api' | 'worker';
+};
+
+export class ConfigError extends Error {
+  readonly setting: string;
+  constructor(setting: string, message: string) {
+    super(`Invalid setting ${setting}: ${message}`);
+    this.setting = setting;
+  }
+}
+
+const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+
+const httpUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+function read<T>(env: NodeJS.ProcessEnv, name: string, schema: z.ZodType<T>, fallback: string | undefined): T | undefined {
+  const raw = env[name] === undefined || env[name] === '' ? fallback : env[name];
+  if (raw === undefined) return undefined;
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(name, `${JSON.stringify(raw)} — ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  return parsed.data;
+}
+
+function required<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('a default was expected');
+  return value;
+}
+
+/**
+ * The secret key encrypts secrets that must be shown or sent again (webhook keys).
+ * On SQLite it is generated once and kept beside the database; on PostgreSQL every
+ * instance must share one, so it has to be given.
+ */
+function loadSecretKey(env: NodeJS.ProcessEnv, kind: 'sqlite' | 'postgres', dataDir: string): Buffer {
+  const given = env.TILL_SECRET_KEY;
+  if (given) {
+    const key = Buffer.from(given, /^[0-9a-f]{64}$/i.test(given) ? 'hex' : 'base64');
+    if (key.length !== 32) throw new ConfigError('TILL_SECRET_KEY', 'must be 32 bytes, as 64 hex characters or base64');
+    return key;
+  }
+  if (kind === 'postgres') {
+    throw new ConfigError('TILL_SECRET_KEY', 'is required with PostgreSQL so that every instance shares it (generate one with: openssl rand -hex 32)');
+  }
+  const file = join(dataDir, 'secret.key');
+  if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  return key;
+}
+
+function parseHeaders(raw: string | undefined): Record<string, string> {
+  if (!raw) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('TILL_FACILITATOR_HEADERS', 'must be a JSON object of header names to values');
+  }
+  const headers = z.record(z.string(), z.string()).safeParse(parsed);
+  if (!headers.success) throw new ConfigError('TILL_FACILITATOR_HEADERS', 'must be a JSON object of header names to string values');
+  return headers.data;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const listenPort = required(read(env, 'PORT', port, '8080'));
+  const host = required(read(env, 'TILL_HOST', z.string().min(1), '127.0.0.1'));
+  const localUrl = `http://localhost:${listenPort}`;
+  const baseUrl = required(read(env, 'TILL_BASE_URL', httpUrl, localUrl));
+  const dataDir = resolve(required(read(env, 'TILL_DATA_DIR', z.string().min(1), './data')));
+  const databaseUrl = required(read(env, 'TILL_DATABASE_URL', z.string().min(1), `sqlite:${join(dataDir, 'till.sqlite')}`));
+  let databaseKind: Config['databaseKind'];
+  let sqlitePath: string | undefined;
+  if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    databaseKind = 'postgres';
+  } else if (databaseUrl.startsWith('sqlite:')) {
+    databaseKind = 'sqlite';
+    sqlitePath = resolve(databaseUrl.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, ''));
+    mkdirSync(dirname(sqlitePath), { recursive: true });
+  } else {
+    throw new ConfigError('TILL_DATABASE_URL', 'must start with sqlite: (a file path) or postgres://');
+  }
+  const facilitatorUrl = read(env, 'TILL_FACILITATOR_URL', httpUrl, undefined);
+  const mode = facilitatorUrl && env.TILL_SANDBOX !== 'true' ? 'live' : 'sandbox';
+  const role = required(read(env, 'TILL_ROLE', z.enum(['all', 'api', 'worker']), 'all'));
+  if (databaseKind === 'sqlite' && role !== 'all') {
+    throw new ConfigError('TILL_ROLE', 'roles can be split across processes only on PostgreSQL; SQLite runs as one process with role "all"');
+  }
+  return {
+    port: listenPort,
+    host,
+    baseUrl,
+    authUrl: required(read(env, 'TILL_AUTH_URL', httpUrl, baseUrl)),
+    mcpUrl: required(read(env, 'TILL_MCP_URL', httpUrl, baseUrl)),
+    databaseUrl,
+    databaseKind,
+    sqlitePath,
+    dataDir,
+    sessionTtlSeconds: required(read(env, 'TILL_SESSION_TTL_SECONDS', positiveInt, '86400')),
+    secretKey: loadSecretKey(env, databaseKind, dataDir),
+    mode,
+    facilitatorUrl,
+    facilitatorHeaders: parseHeaders(env.TILL_FACILITATOR_HEADERS),
+    baseRpcUrl: read(env, 'TILL_BASE_RPC_URL', httpUrl, undefined),
+    usdcAddress: read(env, 'TILL_USDC_ADDRESS', z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x address'), mode === 'live' ? BASE_USDC_ADDRESS : undefined),
+    explorerTxUrl: required(read(env, 'TILL_EXPLORER_TX_URL', z.string().includes('{hash}', { message: 'must contain {hash}' }), mode === 'live' ? 'https://basescan.org/tx/{hash}' : `${baseUrl}/sandbox/tx/{hash}`)),
+    sandboxPort: required(read(env, 'TILL_SANDBOX_PORT', port, '8545')),
+    logLevel: required(read(env, 'TILL_LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info')),
+    databasePoolSize: required(read(env, 'TILL_DATABASE_POOL_SIZE', positiveInt, '10')),
+    role,
+  };
+}

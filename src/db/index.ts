@@ -1,0 +1,51 @@
+import { Kysely, PostgresDialect, type KyselyPlugin, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import { createSqliteDialect, openSqlite } from './sqlite-dialect.ts';
+import type { Database } from './schema.ts';
+
+export type { Database } from './schema.ts';
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+// int8 is money in base units: exact, so bigint.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => BigInt(value));
+
+/** Columns named `*_at` hold epoch milliseconds, well inside a double: hand them out as numbers. */
+const epochMillisecondsAsNumbers: KyselyPlugin = {
+  transformQuery: (args) => args.node,
+  async transformResult(args) {
+    for (const row of args.result.rows as Record<string, unknown>[]) {
+      for (const key in row) {
+        if (key.endsWith('_at') && typeof row[key] === 'bigint') row[key] = Number(row[key]);
+      }
+    }
+    return args.result;
+  },
+};
+
+export type DatabaseHandle = {
+  db: Db;
+  kind: DatabaseKind;
+  close(): Promise<void>;
+};
+
+export function openDatabase(config: Pick<Config, 'databaseKind' | 'databaseUrl' | 'sqlitePath' | 'databasePoolSize'>): DatabaseHandle {
+  if (config.databaseKind === 'postgres') {
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize });
+    // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
+    pool.on('error', () => {});
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [epochMillisecondsAsNumbers] });
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  if (!config.sqlitePath) throw new Error('sqlitePath is required for SQLite');
+  const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.sqlitePath)), plugins: [epochMillisecondsAsNumbers] });
+  return { db, kind: 'sqlite', close: () => db.destroy() };
+}
+
+/** True when the error is a unique-constraint violation on either engine. */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string; errcode?: string; message?: string };
+  return e?.code === '23505' || e?.errcode === 'SQLITE_CONSTRAINT_UNIQUE' || e?.errcode === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(e?.message ?? '');
+}

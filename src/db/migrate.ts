@@ -1,0 +1,15 @@
+import { Migrator, type Migration } from 'kysely';
+import type { Db } from './index.ts';
+import * as foundation from './migrations/0001_foundation.ts';
+
+/** Every migration, in order. A capability adds its own file and one line here. */
+const migrations: Record<string, Migration> = {
+  '0001_foundation': foundation,
+};
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,66 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Table types. Money is bigint (BIGINT base units), times are epoch milliseconds
+ * (BIGINT columns named `*_at`, read back as numbers), flags are 0/1 integers.
+ */
+export interface MerchantsTable {
+  id: string;
+  name: string;
+  wallet_address: string | null;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  merchant_id: string;
+  mode: 'test' | 'live';
+  key_hash: string;
+  last_four: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export type OrderType = 'STATIC' | 'TRANSIENT';
+export type SessionStatus = 'OPEN' | 'SUCCESS' | 'EXPIRED';
+
+export interface PaymentSessionsTable {
+  id: string;
+  merchant_id: string;
+  order_id: string | null;
+  order_type: OrderType;
+  status: SessionStatus;
+  amount_minor: bigint;
+  currency: string;
+  min_amount_minor: bigint | null;
+  editable: number;
+  concept: string | null;
+  success_url: string | null;
+  cancel_url: string | null;
+  fail_url: string | null;
+  pay_to: string | null;
+  expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+  /** Bumped by every update, so a quote made before a change can be told apart. */
+  version: number;
+}
+
+export interface IdempotencyKeysTable {
+  merchant_id: string;
+  idempotency_key: string;
+  request_hash: string;
+  status_code: number | null;
+  response_body: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface Database {
+  merchants: MerchantsTable;
+  api_keys: ApiKeysTable;
+  payment_sessions: PaymentSessionsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export type { Generated };

@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { AppContext } from './context.ts';
+import { ApiError } from './errors.ts';
+import { registerJsonParser } from './json.ts';
+import { buildOpenApi } from './openapi.ts';
+import { renderApiReference } from './docs-page.ts';
+import { PAGE_CSP, STYLESHEET, STYLESHEET_PATH } from './html.ts';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Fastify's own refusals, mapped onto the one error shape. */
+function frameworkError(error: FastifyError): ApiError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, 'body_too_large', 'The request body is too large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError(400, 'invalid_json', 'The request body is empty; a JSON object was expected');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError(400, 'invalid_request', 'Content-Length does not match the body');
+  }
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ApiError(error.statusCode, 'invalid_request', error.message);
+  }
+  return undefined;
+}
+
+export type RouteRegistrar = (app: FastifyInstance, context: AppContext) => void;
+
+export async function buildApp(context: AppContext, registrars: RouteRegistrar[]): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: context.log as FastifyBaseLogger,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    disableRequestLogging: false,
+    trustProxy: process.env.TILL_TRUST_PROXY === 'true',
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+  });
+  registerJsonParser(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    const type = String(reply.getHeader('content-type') ?? '');
+    if (type.startsWith('text/html')) {
+      reply.header('content-security-policy', PAGE_CSP);
+      reply.header('x-frame-options', 'DENY');
+    }
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    context.metrics.httpRequestSeconds.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const apiError = error instanceof ApiError ? error : frameworkError(error);
+    if (apiError) {
+      if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+      return reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody());
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.code(500).send({ error: { code: 'internal_error', message: 'Something went wrong on our side; the request id identifies it in our logs', requestId: request.id } });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send(new ApiError(404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`).toBody());
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    try {
+      await context.db.selectFrom('merchants').select('id').limit(1).execute();
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable', error: { code: 'database_unreachable', message: 'The database does not answer' } });
+    }
+  });
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(context.metrics.registry.contentType);
+    return context.metrics.registry.metrics();
+  });
+  app.get(STYLESHEET_PATH, async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET));
+
+  for (const register of registrars) register(app, context);
+
+  const openapi = buildOpenApi(context.config.baseUrl);
+  const reference = renderApiReference(openapi);
+  app.get('/openapi.json', async () => openapi);
+  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(reference));
+  return app;
+}

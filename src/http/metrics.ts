@@ -1,0 +1,20 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** One registry per service instance (tests start many in one process). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'till_' });
+  return {
+    registry,
+    httpRequestSeconds: new Histogram({
+      name: 'till_http_request_duration_seconds',
+      help: 'HTTP request duration by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    sessionsCreated: new Counter({ name: 'till_payment_sessions_created_total', help: 'Payment sessions created', registers: [registry] }),
+  };
+}

@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { ApiError } from './errors.ts';
+
+function describe(issue: z.core.$ZodIssue): { field: string; message: string } {
+  const field = issue.path.map(String).join('.') || 'body';
+  switch (issue.code) {
+    case 'unrecognized_keys': {
+      const key = issue.keys[0] ?? '';
+      const name = [...issue.path.map(String), key].join('.');
+      return { field: name, message: `Unknown field "${name}" is not accepted` };
+    }
+    case 'invalid_type':
+      if (issue.input === undefined) return { field, message: `${field} is required` };
+      return { field, message: `${field} must be ${issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}` };
+    default:
+      return { field, message: `${field}: ${issue.message}` };
+  }
+}
+
+/** Validates input against a zod schema; the first problem becomes a 400 naming its field. */
+export function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const { field, message } = describe(issue);
+  throw new ApiError(400, issue.code === 'unrecognized_keys' ? 'unknown_field' : 'invalid_field', message, { field });
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../db/index.ts';
+import { newId } from '../common/ids.ts';
+import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
+
+export type KeyMode = 'test' | 'live';
+
+export type IssuedApiKey = { keyId: string; apiKey: string; mode: KeyMode; lastFour: string };
+
+const KEY_PATTERN = /^sk_(test|live)_[A-Za-z0-9_-]{43}$/;
+
+/** Issues a 256-bit key; only its SHA-256 is stored, so it can be shown this once. */
+export async function createApiKey(db: Db, merchantId: string, mode: KeyMode, now = Date.now()): Promise<IssuedApiKey> {
+  const apiKey = `sk_${mode}_${randomBytes(32).toString('base64url')}`;
+  const keyId = newId('key_');
+  const lastFour = apiKey.slice(-4);
+  await db.insertInto('api_keys').values({ id: keyId, merchant_id: merchantId, mode, key_hash: sha256Hex(apiKey), last_four: lastFour, created_at: now, revoked_at: null }).execute();
+  return { keyId, apiKey, mode, lastFour };
+}
+
+export async function revokeApiKey(db: Db, keyId: string, now = Date.now()): Promise<boolean> {
+  const result = await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).where('revoked_at', 'is', null).executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode };
+
+/**
+ * Finds the merchant behind a presented key. The key is looked up by its hash and the
+ * hashes compared in constant time; a key of the other mode than the service runs in is refused.
+ */
+export async function authenticateApiKey(db: Db, presented: string | undefined, serviceMode: 'sandbox' | 'live'): Promise<AuthenticatedKey | undefined> {
+  if (!presented || !KEY_PATTERN.test(presented)) return undefined;
+  const hash = sha256Hex(presented);
+  const row = await db.selectFrom('api_keys').select(['id', 'merchant_id', 'mode', 'key_hash', 'revoked_at']).where('key_hash', '=', hash).executeTakeFirst();
+  if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return undefined;
+  const expectedMode: KeyMode = serviceMode === 'sandbox' ? 'test' : 'live';
+  if (row.mode !== expectedMode) return undefined;
+  return { keyId: row.id, merchantId: row.merchant_id, mode: row.mode };
+}

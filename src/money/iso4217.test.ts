@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { currencyExponent, normalizeCurrency } from './iso4217.ts';
+
+test('exponents come from the ISO 4217 table, case-insensitively', () => {
+  assert.equal(currencyExponent('USD'), 2);
+  assert.equal(currencyExponent('eur'), 2);
+  assert.equal(currencyExponent('JPY'), 0);
+  assert.equal(currencyExponent('KRW'), 0);
+  assert.equal(currencyExponent('KWD'), 3);
+  assert.equal(currencyExponent('BHD'), 3);
+  assert.equal(currencyExponent('TND'), 3);
+  assert.equal(currencyExponent('CLF'), 4);
+  assert.equal(currencyExponent('uyw'), 4);
+  assert.equal(currencyExponent('XCG'), 2);
+  assert.equal(currencyExponent('ZWG'), 2);
+});
+
+test('unknown, withdrawn and non-monetary codes have no exponent', () => {
+  for (const code of ['', 'US', 'USDD', 'ABC', 'XAU', 'XDR', 'XTS', 'XXX', 'HRK', 'ZWL', 'constructor', '__proto__', ' USD']) {
+    assert.equal(currencyExponent(code), undefined, code);
+    assert.equal(normalizeCurrency(code), undefined, code);
+  }
+});
+
+test('normalizeCurrency returns the upper-case code', () => {
+  assert.equal(normalizeCurrency('usd'), 'USD');
+  assert.equal(normalizeCurrency('Jpy'), 'JPY');
+  assert.equal(normalizeCurrency('CLF'), 'CLF');
+});

@@ -1,0 +1,113 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../http/context.ts';
+import { ApiError } from '../http/errors.ts';
+import { addRoute, type RouteDoc } from '../http/routes.ts';
+import { validate } from '../http/validation.ts';
+import { isUniqueViolation, type Db } from '../db/index.ts';
+import { newId } from '../common/ids.ts';
+import { requireMerchant } from '../auth/api-key-auth.ts';
+import { checkTerms, parseCurrency, parseMoneyField, sessionFields } from './fields.ts';
+import { sessionCreatedBody } from './sessions.ts';
+import { checkIdempotencyKey, runIdempotently } from './idempotency.ts';
+
+export const CreateSessionBody = z
+  .strictObject({
+    amount: sessionFields.amount,
+    currency: sessionFields.currency,
+    orderType: z.enum(['STATIC', 'TRANSIENT']).nullable().optional().meta({ description: 'TRANSIENT (default) is paid once and expires; STATIC never expires and takes many payments' }),
+    minAmount: sessionFields.minAmount.optional(),
+    editable: sessionFields.editable.optional(),
+    orderId: sessionFields.orderId.optional(),
+    concept: sessionFields.concept.optional(),
+    successUrl: sessionFields.successUrl.optional(),
+    cancelUrl: sessionFields.cancelUrl.optional(),
+    failUrl: sessionFields.failUrl.optional(),
+  })
+  .meta({ id: 'NewPaymentSession' });
+
+export const SessionCreated = z
+  .object({
+    sessionId: z.string().meta({ description: 'Public session id; an x402 buyer pays this id', example: 'ps_3q2Hf0…' }),
+    redirectUrl: z.string().meta({ description: 'Hosted payment page; carries the session id as query parameter uid' }),
+  })
+  .meta({ id: 'PaymentSessionResponse' });
+
+export const ErrorResponse = z
+  .object({ error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }) })
+  .meta({ id: 'Error' });
+
+export const BODY_LIMIT = 16 * 1024;
+
+const doc: RouteDoc = {
+  method: 'POST',
+  url: '/api/checkout/v2/payment_session',
+  tag: 'Payment sessions',
+  summary: 'Create a payment session (E1)',
+  description: 'Creates a session and returns its id and the hosted payment page URL. Send `Idempotency-Key` to make retries safe.',
+  security: 'apiKey',
+  body: CreateSessionBody,
+  responses: {
+    201: { description: 'Session created', schema: SessionCreated },
+    400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
+    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    409: { description: '`orderId` already used by this merchant, or the Idempotency-Key is in flight', schema: ErrorResponse },
+    413: { description: 'Body over 16 KiB', schema: ErrorResponse },
+    415: { description: 'Content-Type is not application/json', schema: ErrorResponse },
+    422: { description: 'Idempotency-Key reused with a different body', schema: ErrorResponse },
+  },
+};
+
+export function registerCreateSession(app: FastifyInstance, context: AppContext): void {
+  addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
+    const { merchantId } = await requireMerchant(context, request);
+    const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
+    const input = validate(CreateSessionBody, request.body);
+    const { currency, exponent } = parseCurrency(input.currency);
+    const amountMinor = parseMoneyField(request.body, 'amount', exponent, currency);
+    const editable = input.editable ?? false;
+    const minAmountMinor = input.minAmount == null ? null : parseMoneyField(request.body, 'minAmount', exponent, currency);
+    checkTerms({ amountMinor, currency, minAmountMinor, editable });
+
+    const now = context.now();
+    const orderType = input.orderType ?? 'TRANSIENT';
+    const insert = async (trx: Db) => {
+      const sessionId = newId('ps_');
+      try {
+        await trx
+          .insertInto('payment_sessions')
+          .values({
+            id: sessionId,
+            merchant_id: merchantId,
+            order_id: input.orderId ?? null,
+            order_type: orderType,
+            status: 'OPEN',
+            amount_minor: amountMinor,
+            currency,
+            min_amount_minor: minAmountMinor,
+            editable: editable ? 1 : 0,
+            concept: input.concept ?? null,
+            success_url: input.successUrl ?? null,
+            cancel_url: input.cancelUrl ?? null,
+            fail_url: input.failUrl ?? null,
+            pay_to: null,
+            expires_at: orderType === 'STATIC' ? null : now + context.config.sessionTtlSeconds * 1000,
+            created_at: now,
+            updated_at: now,
+            version: 1,
+          })
+          .execute();
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new ApiError(409, 'order_id_in_use', `orderId "${input.orderId}" is already used by another session of this merchant`, { field: 'orderId' });
+        throw error;
+      }
+      context.metrics.sessionsCreated.inc();
+      return { status: 201, body: JSON.stringify(sessionCreatedBody(context.config.baseUrl, sessionId)) };
+    };
+
+    const response = idempotencyKey
+      ? await runIdempotently(context.db, context.dbKind, { merchantId, key: idempotencyKey, requestBody: request.body, now }, insert)
+      : await insert(context.db);
+    return reply.code(response.status).type('application/json; charset=utf-8').send(response.body);
+  });
+}

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { currencyExponent, normalizeCurrency } from '../money/iso4217.ts';
+import { parseDecimalAmount } from '../money/decimal.ts';
+import { invalidField } from '../http/errors.ts';
+import { numberText } from '../http/json.ts';
+
+/** Field rules shared by create (E1) and update (E2). Null means "not given". */
+export const MAX_ORDER_ID = 255;
+export const MAX_URL = 2048;
+export const MAX_CONCEPT = 500;
+
+const absoluteHttpUrl = z
+  .string()
+  .max(MAX_URL, `must be at most ${MAX_URL} characters`)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute http(s) URL');
+
+export const sessionFields = {
+  amount: z.number().meta({ description: 'Amount of the purchase, in the currency (at most the currency\'s decimals). On an editable session, the prefilled amount.', example: 25.5 }),
+  currency: z.string().meta({ description: 'ISO 4217 code, case-insensitive', example: 'USD' }),
+  minAmount: z.number().nullable().meta({ description: 'Floor of a buyer-chosen amount; only with editable: true' }),
+  editable: z.boolean().nullable().meta({ description: 'Whether the buyer chooses the amount' }),
+  orderId: z.string().min(1, 'must not be empty').max(MAX_ORDER_ID, `must be at most ${MAX_ORDER_ID} characters`).nullable().meta({ description: "Merchant's unique reference of the order" }),
+  concept: z.string().max(MAX_CONCEPT, `must be at most ${MAX_CONCEPT} characters`).nullable().meta({ description: 'What is being paid for, shown to the buyer' }),
+  successUrl: absoluteHttpUrl.nullable(),
+  cancelUrl: absoluteHttpUrl.nullable(),
+  failUrl: absoluteHttpUrl.nullable(),
+};
+
+export type SessionTerms = {
+  amountMinor: bigint;
+  currency: string;
+  minAmountMinor: bigint | null;
+  editable: boolean;
+};
+
+export function parseCurrency(value: string): { currency: string; exponent: number } {
+  const currency = normalizeCurrency(value);
+  const exponent = currency === undefined ? undefined : currencyExponent(currency);
+  if (currency === undefined || exponent === undefined) throw invalidField('currency', 'must be an ISO 4217 currency code, e.g. USD');
+  return { currency, exponent };
+}
+
+/** Reads a money field from the digits the client sent (never through a float). */
+export function parseMoneyField(body: unknown, field: 'amount' | 'minAmount', exponent: number, currency: string): bigint {
+  const text = numberText(body, field);
+  const value = (body as Record<string, unknown>)[field];
+  if (text === undefined || typeof value !== 'number') throw invalidField(field, 'must be a number');
+  const parsed = parseDecimalAmount(text, exponent);
+  if (!parsed.ok) throw invalidField(field, `${parsed.reason} (${currency} allows ${exponent} decimal${exponent === 1 ? '' : 's'})`);
+  return parsed.minor;
+}
+
+/** The rules that tie amount, minAmount and editable together, checked on the merged result. */
+export function checkTerms(terms: SessionTerms): void {
+  if (terms.minAmountMinor !== null) {
+    if (!terms.editable) throw invalidField('minAmount', 'is only allowed with editable: true; a fixed-amount session has no floor');
+    if (terms.minAmountMinor > terms.amountMinor) throw invalidField('minAmount', 'must not be above amount');
+  }
+}

@@ -1,0 +1,63 @@
+import { sql } from 'kysely';
+import type { Db, Tx } from '../db/index.ts';
+import { ApiError } from '../http/errors.ts';
+import { sha256Hex } from '../common/secrets.ts';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+export type StoredResponse = { status: number; body: string };
+
+export function checkIdempotencyKey(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (Array.isArray(value) || !KEY_PATTERN.test(value)) {
+    throw new ApiError(400, 'invalid_field', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { field: 'Idempotency-Key' });
+  }
+  return value;
+}
+
+const inUse = () => new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly');
+
+/**
+ * Runs `work` at most once per (merchant, key) within 24 h. The key row is inserted first in
+ * the same transaction as the work, so a duplicate waits for the first to commit (or gets 409
+ * after the lock timeout) and then receives the first request's status and body byte for byte;
+ * if the first fails, nothing of it is kept and the key is free again.
+ */
+export async function runIdempotently(
+  db: Db,
+  dbKind: 'sqlite' | 'postgres',
+  scope: { merchantId: string; key: string; requestBody: unknown; now: number },
+  work: (trx: Tx) => Promise<StoredResponse>,
+): Promise<StoredResponse> {
+  const requestHash = sha256Hex(JSON.stringify(scope.requestBody ?? null));
+  try {
+    return await db.transaction().execute(async (trx) => {
+      if (dbKind === 'postgres') await sql`SET LOCAL lock_timeout = '5s'`.execute(trx);
+      await trx.deleteFrom('idempotency_keys').where('merchant_id', '=', scope.merchantId).where('idempotency_key', '=', scope.key).where('expires_at', '<=', scope.now).execute();
+      const inserted = await trx
+        .insertInto('idempotency_keys')
+        .values({ merchant_id: scope.merchantId, idempotency_key: scope.key, request_hash: requestHash, status_code: null, response_body: null, created_at: scope.now, expires_at: scope.now + IDEMPOTENCY_TTL_MS })
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst();
+      if (inserted.numInsertedOrUpdatedRows === 0n) {
+        const first = await trx.selectFrom('idempotency_keys').select(['request_hash', 'status_code', 'response_body']).where('merchant_id', '=', scope.merchantId).where('idempotency_key', '=', scope.key).executeTakeFirstOrThrow();
+        if (first.request_hash !== requestHash) {
+          throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request body', { field: 'Idempotency-Key' });
+        }
+        if (first.status_code === null || first.response_body === null) throw inUse();
+        return { status: first.status_code, body: first.response_body };
+      }
+      const response = await work(trx);
+      await trx.updateTable('idempotency_keys').set({ status_code: response.status, response_body: response.body }).where('merchant_id', '=', scope.merchantId).where('idempotency_key', '=', scope.key).execute();
+      return response;
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code === '55P03') throw inUse();
+    throw error;
+  }
+}
+
+export async function purgeExpiredIdempotencyKeys(db: Db, now: number): Promise<void> {
+  await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).execute();
+}

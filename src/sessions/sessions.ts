@@ -1,0 +1,54 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../db/index.ts';
+import type { PaymentSessionsTable } from '../db/schema.ts';
+import { currencyExponent } from '../money/iso4217.ts';
+import { minorToJsonNumber } from '../money/decimal.ts';
+
+export type SessionRow = Selectable<PaymentSessionsTable>;
+
+export function redirectUrlFor(baseUrl: string, sessionId: string): string {
+  return `${baseUrl}/checkout/pay?uid=${encodeURIComponent(sessionId)}`;
+}
+
+export function sessionCreatedBody(baseUrl: string, sessionId: string) {
+  return { sessionId, redirectUrl: redirectUrlFor(baseUrl, sessionId) };
+}
+
+/** A TRANSIENT session past its deadline is expired even before the sweeper marks it. */
+export function isExpired(session: Pick<SessionRow, 'status' | 'expires_at'>, now: number): boolean {
+  return session.status === 'EXPIRED' || (session.status === 'OPEN' && session.expires_at !== null && session.expires_at <= now);
+}
+
+export async function findSession(db: Db, sessionId: string): Promise<SessionRow | undefined> {
+  return db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirst();
+}
+
+export async function findMerchantSession(db: Db, merchantId: string, sessionId: string): Promise<SessionRow | undefined> {
+  return db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).where('merchant_id', '=', merchantId).executeTakeFirst();
+}
+
+export function decimalNumber(minor: bigint, currency: string): number {
+  return minorToJsonNumber(minor, currencyExponent(currency) ?? 2);
+}
+
+/** The session as the merchant sees it through GET. */
+export function sessionView(baseUrl: string, row: SessionRow, now: number) {
+  return {
+    sessionId: row.id,
+    redirectUrl: redirectUrlFor(baseUrl, row.id),
+    status: isExpired(row, now) ? 'EXPIRED' : row.status,
+    orderType: row.order_type,
+    amount: decimalNumber(row.amount_minor, row.currency),
+    currency: row.currency,
+    minAmount: row.min_amount_minor === null ? null : decimalNumber(row.min_amount_minor, row.currency),
+    editable: row.editable === 1,
+    orderId: row.order_id,
+    concept: row.concept,
+    successUrl: row.success_url,
+    cancelUrl: row.cancel_url,
+    failUrl: row.fail_url,
+    expiresAt: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}

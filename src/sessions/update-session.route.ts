@@ -1,0 +1,101 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../http/context.ts';
+import { ApiError, notFound } from '../http/errors.ts';
+import { addRoute, type RouteDoc } from '../http/routes.ts';
+import { validate } from '../http/validation.ts';
+import { isUniqueViolation } from '../db/index.ts';
+import { requireMerchant } from '../auth/api-key-auth.ts';
+import { checkTerms, parseCurrency, parseMoneyField, sessionFields } from './fields.ts';
+import { findMerchantSession, isExpired, sessionCreatedBody } from './sessions.ts';
+import { BODY_LIMIT, ErrorResponse, SessionCreated } from './create-session.route.ts';
+import { hasPaymentInProgress } from './payment-guard.ts';
+
+export const UpdateSessionBody = z
+  .strictObject({
+    sessionId: z.string().min(1, 'must not be empty').meta({ description: 'The session to update' }),
+    orderId: sessionFields.orderId.optional(),
+    concept: sessionFields.concept.optional(),
+    amount: sessionFields.amount.optional(),
+    minAmount: sessionFields.minAmount.optional(),
+    editable: sessionFields.editable.optional(),
+    currency: sessionFields.currency.optional(),
+    successUrl: sessionFields.successUrl.optional(),
+    failUrl: sessionFields.failUrl.optional(),
+    cancelUrl: sessionFields.cancelUrl.optional(),
+  })
+  .meta({ id: 'UpdatePaymentSession' });
+
+const doc: RouteDoc = {
+  method: 'PUT',
+  url: '/api/checkout/v2/payment_session',
+  tag: 'Payment sessions',
+  summary: 'Update a payment session (E2)',
+  description: 'Changes only the fields sent; `null` clears an optional field. Used for sessions that take several payments, such as donation links.',
+  security: 'apiKey',
+  body: UpdateSessionBody,
+  responses: {
+    200: { description: 'Session updated', schema: SessionCreated },
+    400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
+    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    404: { description: 'No such session for this merchant', schema: ErrorResponse },
+    409: { description: 'TRANSIENT session settled, expired or with a payment in progress; or orderId already used', schema: ErrorResponse },
+  },
+};
+
+export function registerUpdateSession(app: FastifyInstance, context: AppContext): void {
+  addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request) => {
+    const { merchantId } = await requireMerchant(context, request);
+    const input = validate(UpdateSessionBody, request.body);
+    const session = await findMerchantSession(context.db, merchantId, input.sessionId);
+    if (!session) throw notFound(`Payment session ${input.sessionId}`);
+
+    const now = context.now();
+    if (session.order_type === 'TRANSIENT') {
+      if (session.status === 'SUCCESS') throw new ApiError(409, 'session_settled', 'This session has been paid and can no longer change');
+      if (isExpired(session, now)) throw new ApiError(409, 'session_expired', 'This session has expired and can no longer change');
+      if (await hasPaymentInProgress(context.db, session.id)) throw new ApiError(409, 'payment_in_progress', 'A payment of this session is being settled; try again once it is resolved');
+    }
+
+    const { currency, exponent } = parseCurrency(input.currency ?? session.currency);
+    const amountMinor = input.amount === undefined ? session.amount_minor : parseMoneyField(request.body, 'amount', exponent, currency);
+    const editable = input.editable === undefined ? session.editable === 1 : input.editable === true;
+    let minAmountMinor = session.min_amount_minor;
+    if (input.minAmount === null) minAmountMinor = null;
+    else if (input.minAmount !== undefined) minAmountMinor = parseMoneyField(request.body, 'minAmount', exponent, currency);
+    if (input.currency !== undefined && input.currency.toUpperCase() !== session.currency) {
+      // Amounts are in the session's currency: changing it requires restating them.
+      if (input.amount === undefined) throw new ApiError(400, 'invalid_field', 'amount must be sent when currency changes', { field: 'amount' });
+      if (minAmountMinor !== null && input.minAmount === undefined) throw new ApiError(400, 'invalid_field', 'minAmount must be sent (or null) when currency changes', { field: 'minAmount' });
+    }
+    checkTerms({ amountMinor, currency, minAmountMinor, editable });
+
+    const changes = {
+      ...(input.orderId !== undefined ? { order_id: input.orderId } : {}),
+      ...(input.concept !== undefined ? { concept: input.concept } : {}),
+      ...(input.successUrl !== undefined ? { success_url: input.successUrl } : {}),
+      ...(input.failUrl !== undefined ? { fail_url: input.failUrl } : {}),
+      ...(input.cancelUrl !== undefined ? { cancel_url: input.cancelUrl } : {}),
+      amount_minor: amountMinor,
+      currency,
+      min_amount_minor: minAmountMinor,
+      editable: editable ? 1 : 0,
+      updated_at: now,
+    };
+    try {
+      // Conditional on the version read, so a concurrent payment or update is never overwritten.
+      const result = await context.db
+        .updateTable('payment_sessions')
+        .set((eb) => ({ ...changes, version: eb('version', '+', 1) }))
+        .where('id', '=', session.id)
+        .where('version', '=', session.version)
+        .where('status', '=', session.status)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) throw new ApiError(409, 'session_changed', 'The session changed while it was being updated; read it again and retry');
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ApiError(409, 'order_id_in_use', `orderId "${input.orderId}" is already used by another session of this merchant`, { field: 'orderId' });
+      throw error;
+    }
+    return sessionCreatedBody(context.config.baseUrl, session.id);
+  });
+}
