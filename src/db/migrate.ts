@@ -1,10 +1,12 @@
 import { Migrator, type Migration } from 'kysely';
 import type { Db } from './index.ts';
 import * as foundation from './migrations/0001_foundation.ts';
+import * as payments from './migrations/0002_payments.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
+  '0002_payments': payments,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

@@ -44,6 +44,56 @@ export interface PaymentSessionsTable {
   updated_at: number;
   /** Bumped by every update, so a quote made before a change can be told apart. */
   version: number;
+  /** Payments claimed and not yet resolved; a session with one is neither changed nor expired. */
+  payments_in_progress: Generated<number>;
+}
+
+export interface PaymentQuotesTable {
+  id: string;
+  session_id: string;
+  session_version: number;
+  amount_minor: bigint;
+  currency: string;
+  /** USDC per one unit of the currency, as an exact decimal string. */
+  rate: string;
+  rate_source: string;
+  usdc_amount: bigint;
+  pay_to: string;
+  asset: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export type PaymentStatus = 'PENDING' | 'SUCCESS' | 'FAILED' | 'REVERSED';
+
+/** A payment attempt; a SUCCESS one is an order, public as `public_order_id` (TX-…). */
+export interface PaymentsTable {
+  id: string;
+  session_id: string;
+  merchant_id: string;
+  quote_id: string;
+  status: PaymentStatus;
+  exclusive: number;
+  payer: string;
+  pay_to: string;
+  asset: string;
+  value: bigint;
+  nonce: string;
+  valid_after: bigint;
+  valid_before: bigint;
+  signature: string;
+  amount_minor: bigint;
+  currency: string;
+  rate: string;
+  public_order_id: string | null;
+  tx_hash: string | null;
+  block_number: bigint | null;
+  failure_reason: string | null;
+  settle_response: string | null;
+  created_at: number;
+  updated_at: number;
+  settled_at: number | null;
+  finalized_at: number | null;
 }
 
 export interface IdempotencyKeysTable {
@@ -61,6 +111,8 @@ export interface Database {
   api_keys: ApiKeysTable;
   payment_sessions: PaymentSessionsTable;
   idempotency_keys: IdempotencyKeysTable;
+  payment_quotes: PaymentQuotesTable;
+  payments: PaymentsTable;
 }
 
 export type { Generated };

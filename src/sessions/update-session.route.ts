@@ -90,6 +90,7 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
         .where('id', '=', session.id)
         .where('version', '=', session.version)
         .where('status', '=', session.status)
+        .$if(session.order_type === 'TRANSIENT', (qb) => qb.where('payments_in_progress', '=', 0))
         .executeTakeFirst();
       if (result.numUpdatedRows === 0n) throw new ApiError(409, 'session_changed', 'The session changed while it was being updated; read it again and retry');
     } catch (error) {
