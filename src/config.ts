@@ -24,6 +24,8 @@ export type Config = {
   usdcAddress: string | undefined;
   explorerTxUrl: string;
   sandboxPort: number;
+  /** The sandbox's own HTTP server (faucet, explorer, chain RPC); sandbox mode only. */
+  sandboxUrl: string | undefined;
   logLevel: string;
   databasePoolSize: number;
   role: 'all' | 'api' | 'worker';
@@ -135,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     usdcAddress: read(env, 'TILL_USDC_ADDRESS', z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x address'), mode === 'live' ? BASE_USDC_ADDRESS : undefined),
     explorerTxUrl: required(read(env, 'TILL_EXPLORER_TX_URL', z.string().includes('{hash}', { message: 'must contain {hash}' }), mode === 'live' ? 'https://basescan.org/tx/{hash}' : `${baseUrl}/sandbox/tx/{hash}`)),
     sandboxPort: required(read(env, 'TILL_SANDBOX_PORT', port, '8545')),
+    sandboxUrl: mode === 'sandbox' ? read(env, 'TILL_SANDBOX_URL', httpUrl, undefined) : undefined,
     logLevel: required(read(env, 'TILL_LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info')),
     databasePoolSize: required(read(env, 'TILL_DATABASE_POOL_SIZE', positiveInt, '10')),
     role,

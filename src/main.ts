@@ -7,6 +7,10 @@ import { buildApp } from './http/app.ts';
 import type { AppContext } from './http/context.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerSessionRoutes } from './sessions/index.ts';
+import type { RatesProvider } from './money/rates.ts';
+import { createX402Services, registerX402Routes } from './x402/services.ts';
+import { registerReceiptRoutes } from './payments/receipt.route.ts';
+import { registerSandboxProxy } from './sandbox/service-routes.ts';
 
 export type Service = {
   app: FastifyInstance;
@@ -23,7 +27,7 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
 }
 
 /** Composition root: config → database → services → HTTP app (→ workers, per role). */
-export async function createService(config: Config, options: { log?: Logger; now?: () => number } = {}): Promise<Service> {
+export async function createService(config: Config, options: { log?: Logger; now?: () => number; rates?: RatesProvider } = {}): Promise<Service> {
   const database = openDatabase(config);
   await migrateToLatest(database.db);
   const context: AppContext = {
@@ -34,7 +38,8 @@ export async function createService(config: Config, options: { log?: Logger; now
     log: options.log ?? createLogger(config),
     now: options.now ?? Date.now,
   };
-  const app = await buildApp(context, [registerSessionRoutes]);
+  const x402 = createX402Services(context, options.rates ? { rates: options.rates } : {});
+  const app = await buildApp(context, [registerSessionRoutes, registerX402Routes(x402), registerReceiptRoutes, registerSandboxProxy]);
   return {
     app,
     context,

@@ -113,6 +113,63 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   payment_quotes: PaymentQuotesTable;
   payments: PaymentsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 export type { Generated };
+
+/** A merchant's webhook endpoint; `events` is a JSON array of the event types it receives. */
+export interface WebhookEndpointsTable {
+  merchant_id: string;
+  url: string;
+  events: string;
+  webhook_key_sealed: string;
+  signing_secret_sealed: string;
+  created_at: number;
+  updated_at: number;
+  disabled_at: number | null;
+  disabled_reason: string | null;
+}
+
+/** The outbox: `body` is the JSON sent, frozen when the status changed. */
+export interface WebhookEventsTable {
+  id: string;
+  merchant_id: string;
+  type: string;
+  session_id: string | null;
+  payment_id: string | null;
+  body: string;
+  occurred_at: number;
+  created_at: number;
+}
+
+export type WebhookDeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED';
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  event_id: string;
+  merchant_id: string;
+  status: WebhookDeliveryStatus;
+  attempts: Generated<number>;
+  next_attempt_at: number;
+  lease_until: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  delivered_at: number | null;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempt: number;
+  started_at: number;
+  status_code: number | null;
+  error: string | null;
+  latency_ms: number;
+  response_excerpt: string | null;
+}

@@ -93,9 +93,16 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
 
   for (const register of registrars) register(app, context);
 
-  const openapi = buildOpenApi(context.config.baseUrl);
-  const reference = renderApiReference(openapi);
-  app.get('/openapi.json', async () => openapi);
-  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(reference));
+  // Built on first use: routes registered in plugins are known only once the app is ready.
+  let documents: { openapi: ReturnType<typeof buildOpenApi>; reference: string } | undefined;
+  const docs = () => {
+    if (!documents) {
+      const openapi = buildOpenApi(context.config.baseUrl);
+      documents = { openapi, reference: renderApiReference(openapi) };
+    }
+    return documents;
+  };
+  app.get('/openapi.json', async () => docs().openapi);
+  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(docs().reference));
   return app;
 }

@@ -17,3 +17,11 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e4e4e7;
 export function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><link rel="stylesheet" href="${STYLESHEET_PATH}"></head><body>${body}</body></html>`;
 }
+
+/** Content negotiation for pages that also answer JSON: a browser asks for text/html before JSON. */
+export function prefersHtml(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const html = accept.indexOf('text/html');
+  const json = accept.indexOf('application/json');
+  return html !== -1 && (json === -1 || html < json);
+}

@@ -16,5 +16,14 @@ export function createMetrics() {
       registers: [registry],
     }),
     sessionsCreated: new Counter({ name: 'till_payment_sessions_created_total', help: 'Payment sessions created', registers: [registry] }),
+    facilitatorCallSeconds: new Histogram({
+      name: 'till_facilitator_call_duration_seconds',
+      help: 'Calls to the x402 facilitator by operation',
+      labelNames: ['operation', 'outcome'],
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    x402ProofsRefused: new Counter({ name: 'till_x402_proofs_refused_total', help: 'Payment proofs refused, by reason', labelNames: ['reason'], registers: [registry] }),
+    x402PaymentsSettled: new Counter({ name: 'till_x402_payments_settled_total', help: 'Payments settled through x402', registers: [registry] }),
   };
 }

@@ -79,3 +79,27 @@ export async function startTestService(engine: Engine, env: Record<string, strin
     },
   };
 }
+
+/** A service paying through a real sandbox chain and facilitator, started in this process. */
+export async function startPayingService(engine: Engine, env: Record<string, string> = {}, options: { faultControls?: boolean } = {}) {
+  const { startSandbox } = await import('../../src/sandbox/index.ts');
+  const sandbox = await startSandbox({ faultControls: options.faultControls ?? false });
+  const service = await startTestService(engine, {
+    TILL_SANDBOX: 'true',
+    TILL_FACILITATOR_URL: sandbox.facilitatorUrl,
+    TILL_BASE_RPC_URL: sandbox.rpcUrl,
+    TILL_USDC_ADDRESS: sandbox.usdcAddress,
+    TILL_SANDBOX_URL: sandbox.url,
+    ...env,
+  });
+  const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    service,
+    sandbox,
+    baseUrl,
+    async stop() {
+      await service.stop();
+      await sandbox.stop();
+    },
+  };
+}

@@ -1,0 +1,159 @@
+import { createRequire } from "node:module";
+import {
+  createPublicClient,
+  createWalletClient,
+  custom,
+  defineChain,
+  publicActions,
+  type Address,
+  type EIP1193RequestFn,
+  type Hex,
+  type PrivateKeyAccount,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { multicall3DeployedBytecode, sandboxUsdcAbi, sandboxUsdcBytecode } from "./contracts/artifacts.ts";
+import {
+  MULTICALL3_ADDRESS,
+  SANDBOX_CHAIN_ID,
+  SANDBOX_FACILITATOR_PRIVATE_KEY,
+  SANDBOX_MINTER_PRIVATE_KEY,
+  SANDBOX_USDC_ADDRESS,
+} from "./constants.ts";
+
+/** The EIP-1193 provider of Hardhat's EDR network, used in-process without a Hardhat project. */
+export type ChainProvider = { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
+
+type HardhatNetworkModule = {
+  createHardhatNetworkProvider(config: Record<string, unknown>, logger: { enabled: boolean }): Promise<ChainProvider>;
+};
+type HardhatDefaultsModule = { defaultHardhatNetworkParams: { hardfork: string; chains: unknown } };
+
+const GAS_ETH_BALANCE = 10n ** 22n; // 10,000 ETH for the sandbox's own accounts
+
+async function createEdrProvider(): Promise<ChainProvider> {
+  const require = createRequire(import.meta.url);
+  const { createHardhatNetworkProvider } = require(
+    "hardhat/internal/hardhat-network/provider/provider",
+  ) as HardhatNetworkModule;
+  const { defaultHardhatNetworkParams } = require(
+    "hardhat/internal/core/config/default-config",
+  ) as HardhatDefaultsModule;
+  return createHardhatNetworkProvider(
+    {
+      hardfork: defaultHardhatNetworkParams.hardfork,
+      chainId: SANDBOX_CHAIN_ID,
+      networkId: SANDBOX_CHAIN_ID,
+      blockGasLimit: 60_000_000,
+      minGasPrice: 0n,
+      automine: true,
+      intervalMining: 0,
+      mempoolOrder: "priority",
+      chains: defaultHardhatNetworkParams.chains,
+      genesisAccounts: [SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_FACILITATOR_PRIVATE_KEY].map((privateKey) => ({
+        privateKey,
+        balance: GAS_ETH_BALANCE.toString(),
+      })),
+      allowUnlimitedContractSize: false,
+      // A mined-but-reverted transaction is reported by its receipt, as on a real node.
+      throwOnTransactionFailures: false,
+      throwOnCallFailures: true,
+      allowBlocksWithSameTimestamp: false,
+      enableTransientStorage: false,
+      enableRip7212: false,
+    },
+    { enabled: false },
+  );
+}
+
+export const sandboxViemChain = defineChain({
+  id: SANDBOX_CHAIN_ID,
+  name: "Till sandbox (Base)",
+  nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+  rpcUrls: { default: { http: [] } },
+});
+
+/** Runs one transaction at a time per account, so concurrent senders never race for a nonce. */
+function serialized() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => Promise<T>): Promise<T> => {
+    const run = tail.then(task, task);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+function walletFor(provider: ChainProvider, account: PrivateKeyAccount) {
+  return createWalletClient({
+    account,
+    chain: sandboxViemChain,
+    // In-process provider: a revert is final, so no retries (viem retries -32603 by default).
+    transport: custom({ request: provider.request.bind(provider) as EIP1193RequestFn }, { retryCount: 0 }),
+    pollingInterval: 50,
+  }).extend(publicActions);
+}
+
+export type SandboxWallet = ReturnType<typeof walletFor>;
+
+export type SandboxChain = {
+  provider: ChainProvider;
+  publicClient: SandboxWallet;
+  /** The facilitator's wallet; every transaction it sends goes through `sendFromFacilitator`. */
+  facilitatorWallet: SandboxWallet;
+  sendFromFacilitator: <T>(task: () => Promise<T>) => Promise<T>;
+  mintUsdc(to: Address, amount: bigint): Promise<Hex>;
+  balanceOf(address: Address): Promise<bigint>;
+  mine(blocks?: number): Promise<void>;
+  increaseTime(seconds: number): Promise<void>;
+  snapshot(): Promise<string>;
+  revert(snapshotId: string): Promise<void>;
+};
+
+/** Starts an empty chain with Multicall3 at its usual address and the sandbox USDC at its fixed address. */
+export async function startSandboxChain(): Promise<SandboxChain> {
+  const provider = await createEdrProvider();
+  await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicall3DeployedBytecode] });
+  const minterWallet = walletFor(provider, privateKeyToAccount(SANDBOX_MINTER_PRIVATE_KEY));
+  const facilitatorWallet = walletFor(provider, privateKeyToAccount(SANDBOX_FACILITATOR_PRIVATE_KEY));
+  const sendFromMinter = serialized();
+
+  const deployHash = await minterWallet.deployContract({ abi: sandboxUsdcAbi, bytecode: sandboxUsdcBytecode });
+  const deployed = await minterWallet.waitForTransactionReceipt({ hash: deployHash });
+  if (deployed.status !== "success" || deployed.contractAddress?.toLowerCase() !== SANDBOX_USDC_ADDRESS.toLowerCase()) {
+    throw new Error(`sandbox USDC deployed at ${deployed.contractAddress}, expected ${SANDBOX_USDC_ADDRESS}`);
+  }
+
+  const balanceOf = (address: Address) =>
+    minterWallet.readContract({ address: SANDBOX_USDC_ADDRESS, abi: sandboxUsdcAbi, functionName: "balanceOf", args: [address] });
+
+  return {
+    provider,
+    publicClient: minterWallet,
+    facilitatorWallet,
+    sendFromFacilitator: serialized(),
+    mintUsdc: (to, amount) =>
+      sendFromMinter(async () => {
+        const hash = await minterWallet.writeContract({
+          address: SANDBOX_USDC_ADDRESS,
+          abi: sandboxUsdcAbi,
+          functionName: "mint",
+          args: [to, amount],
+        });
+        const receipt = await minterWallet.waitForTransactionReceipt({ hash });
+        if (receipt.status !== "success") throw new Error(`mint transaction ${hash} reverted`);
+        return hash;
+      }),
+    balanceOf,
+    mine: async (blocks = 1) => {
+      await provider.request({ method: "hardhat_mine", params: [`0x${blocks.toString(16)}`] });
+    },
+    increaseTime: async (seconds) => {
+      await provider.request({ method: "evm_increaseTime", params: [seconds] });
+      await provider.request({ method: "evm_mine", params: [] });
+    },
+    snapshot: async () => (await provider.request({ method: "evm_snapshot", params: [] })) as string,
+    revert: async (snapshotId) => {
+      const reverted = await provider.request({ method: "evm_revert", params: [snapshotId] });
+      if (reverted !== true) throw new Error(`unknown snapshot ${snapshotId}`);
+    },
+  };
+}

@@ -1,0 +1,67 @@
+// The sandbox as its own process: `node src/sandbox/process.ts [--port N] [--host H] [--fault-controls]`.
+// Prints one JSON line `{"event":"sandbox.ready",...}` on stdout once it serves, and stops on SIGTERM/SIGINT.
+import { parseArgs } from "node:util";
+import { startSandbox } from "./index.ts";
+
+export type SandboxReadyEvent = {
+  event: "sandbox.ready";
+  url: string;
+  rpcUrl: string;
+  facilitatorUrl: string;
+  usdcAddress: string;
+  chainId: number;
+  network: string;
+  faultControls: boolean;
+};
+
+/** Options from argv, falling back to TILL_SANDBOX_PORT, TILL_SANDBOX_HOST and TILL_SANDBOX_FAULT_CONTROLS=1. */
+export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = process.env) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      port: { type: "string" },
+      host: { type: "string" },
+      "fault-controls": { type: "boolean" },
+    },
+    strict: true,
+  });
+  const portText = values.port ?? env.TILL_SANDBOX_PORT ?? "0";
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`invalid sandbox port: ${portText}`);
+  return {
+    port,
+    host: values.host ?? env.TILL_SANDBOX_HOST ?? "127.0.0.1",
+    faultControls: values["fault-controls"] ?? env.TILL_SANDBOX_FAULT_CONTROLS === "1",
+  };
+}
+
+export async function runSandboxProcess(args: string[]): Promise<void> {
+  const options = sandboxProcessOptions(args);
+  const sandbox = await startSandbox(options);
+  const ready: SandboxReadyEvent = {
+    event: "sandbox.ready",
+    url: sandbox.url,
+    rpcUrl: sandbox.rpcUrl,
+    facilitatorUrl: sandbox.facilitatorUrl,
+    usdcAddress: sandbox.usdcAddress,
+    chainId: sandbox.chainId,
+    network: sandbox.network,
+    faultControls: options.faultControls,
+  };
+  process.stdout.write(`${JSON.stringify(ready)}\n`);
+  const shutdown = () => {
+    sandbox.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
+}
+
+if (import.meta.main) {
+  runSandboxProcess(process.argv.slice(2)).catch((error: unknown) => {
+    process.stderr.write(`${JSON.stringify({ event: "sandbox.failed", message: String(error) })}\n`);
+    process.exit(1);
+  });
+}

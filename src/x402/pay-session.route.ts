@@ -1,0 +1,215 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../http/context.ts';
+import { ApiError, notFound } from '../http/errors.ts';
+import { addRoute, type RouteDoc } from '../http/routes.ts';
+import { validate } from '../http/validation.ts';
+import { parseDecimalAmount } from '../money/decimal.ts';
+import { currencyExponent } from '../money/iso4217.ts';
+import { RateUnavailableError } from '../money/rates.ts';
+import { firstSuccessfulPayment } from '../payments/payments.ts';
+import { findSession, isExpired, decimalNumber, type SessionRow } from '../sessions/sessions.ts';
+import { ErrorResponse } from '../sessions/create-session.route.ts';
+import { challenge, type Offer } from './challenge.ts';
+import { decodeProof, isOurNetwork, isOurScheme, type Proof } from './payload.ts';
+import { MAX_VALIDITY_S, MIN_VALIDITY_LEFT_S, X402_ERRORS, type X402ErrorCode } from './protocol.ts';
+import { findQuoteForValue, quoteFor, type Quote } from './quotes.ts';
+import { claimPayment, facilitatorRequest, paidResponse, settleClaimed, waitForOutcome } from './settlement.ts';
+import type { X402Services } from './services.ts';
+
+const Params = z.strictObject({ sessionId: z.string().min(1).max(64) });
+const Query = z.strictObject({ amount: z.string().optional().meta({ description: 'Buyer-chosen amount in the session currency; editable sessions only, on both requests' }) });
+
+const PaidBody = z.object({ status: z.literal('SUCCESS'), paymentSessionId: z.string(), payTo: z.string(), receipt: z.string(), paymentId: z.string() }).meta({ id: 'X402Paid' });
+const ChallengeBody = z.object({ x402Version: z.literal(2), error: z.string(), message: z.string(), accepts: z.array(z.record(z.string(), z.unknown())) }).meta({ id: 'X402Challenge' });
+
+const DUPLICATE_WAIT_MS = 10_000;
+const RETRY_AFTER_S = '5';
+
+function docFor(url: string): RouteDoc {
+  return {
+    method: 'GET',
+    url,
+    tag: 'x402',
+    summary: 'Pay a session over x402 (E3)',
+    description: 'Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. See docs/x402.md for every `error` code.',
+    security: 'none',
+    params: Params,
+    query: Query,
+    responses: {
+      200: { description: 'Paid, or already settled (idempotent); X-PAYMENT-RESPONSE and PAYMENT-RESPONSE headers', schema: PaidBody },
+      400: { description: '?amount= malformed, or sent for a fixed-amount session', schema: ErrorResponse },
+      402: { description: 'Challenge: no payment yet, or the proof was refused (`error` says why)', schema: ChallengeBody },
+      404: { description: 'Unknown or expired session', schema: ErrorResponse },
+      422: { description: 'No payout wallet configured, so no payTo can be quoted', schema: ErrorResponse },
+      429: { description: 'Too many payment proofs from this client or for this session', schema: ErrorResponse },
+      503: { description: 'No fresh exchange rate for the session currency', schema: ErrorResponse },
+    },
+  };
+}
+
+function facilitatorErrorCode(reason: string | undefined): X402ErrorCode {
+  if (!reason) return 'payment_failed';
+  if (reason.includes('signature')) return 'invalid_signature';
+  if (reason.includes('insufficient')) return 'insufficient_funds';
+  if (reason.includes('nonce')) return 'nonce_used';
+  if (reason.includes('recipient')) return 'wrong_pay_to';
+  if (reason.includes('valid_before') || reason.includes('expired')) return 'authorization_expired';
+  if (reason.includes('valid_after')) return 'authorization_not_yet_valid';
+  if (reason.includes('value')) return 'amount_mismatch';
+  return 'payment_failed';
+}
+
+/** Checks a proof against what the session's own stored quote offered, before any facilitator call. */
+function localCheck(proof: Proof, quote: Quote | undefined, offer: Offer, session: SessionRow, nowSeconds: bigint): X402ErrorCode | undefined {
+  if (!isOurScheme(proof.scheme)) return 'unsupported_scheme';
+  if (!isOurNetwork(proof.network)) return 'wrong_network';
+  if (proof.to !== offer.payTo.toLowerCase()) return 'wrong_pay_to';
+  if (proof.asset !== undefined && proof.asset.toLowerCase() !== offer.asset.toLowerCase()) return 'wrong_asset';
+  if (!quote) return 'amount_mismatch';
+  if (quote.session_version !== session.version) return 'session_changed';
+  if (quote.pay_to.toLowerCase() !== proof.to) return 'wrong_pay_to';
+  if (proof.validBefore < nowSeconds + BigInt(MIN_VALIDITY_LEFT_S)) return 'authorization_expired';
+  if (proof.validBefore > nowSeconds + BigInt(MAX_VALIDITY_S)) return 'authorization_too_long';
+  if (proof.validAfter > nowSeconds) return 'authorization_not_yet_valid';
+  return undefined;
+}
+
+export function registerPaySession(app: FastifyInstance, context: AppContext, services: X402Services): void {
+  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const { sessionId } = validate(Params, request.params);
+    const query = validate(Query, request.query);
+    const now = context.now();
+    const session = await findSession(context.db, sessionId);
+    if (!session || isExpired(session, now)) throw notFound(`Payment session ${sessionId}`);
+
+    const paid = (payment: NonNullable<Awaited<ReturnType<typeof firstSuccessfulPayment>>>) => {
+      const response = paidResponse(payment, context.config.explorerTxUrl);
+      return reply.code(200).headers(response.headers).send(response.body);
+    };
+    // A settled TRANSIENT session answers its stored result and charges nobody, whatever proof comes.
+    if (session.order_type === 'TRANSIENT' && session.status === 'SUCCESS') {
+      const payment = await firstSuccessfulPayment(context.db, session.id);
+      if (payment) return paid(payment);
+    }
+
+    const merchant = await context.db.selectFrom('merchants').select(['name', 'wallet_address']).where('id', '=', session.merchant_id).executeTakeFirstOrThrow();
+    const payTo = session.pay_to ?? merchant.wallet_address;
+    if (!payTo) throw new ApiError(422, 'no_pay_to', 'The merchant has no payout wallet configured in Settings, so no payTo can be quoted');
+
+    const exponent = currencyExponent(session.currency) ?? 2;
+    let amountMinor = session.amount_minor;
+    if (session.editable === 1) {
+      const floor = session.min_amount_minor === null ? null : decimalNumber(session.min_amount_minor, session.currency);
+      if (query.amount === undefined) {
+        const c = challenge('amount_required', undefined, { minAmount: floor, currency: session.currency });
+        return reply.code(402).headers(c.headers).send(c.body);
+      }
+      const parsed = parseDecimalAmount(query.amount, exponent);
+      if (!parsed.ok) throw new ApiError(400, 'invalid_field', `amount ${parsed.reason}`, { field: 'amount' });
+      if (session.min_amount_minor !== null && parsed.minor < session.min_amount_minor) {
+        const c = challenge('amount_below_minimum', undefined, { minAmount: floor, currency: session.currency });
+        return reply.code(402).headers(c.headers).send(c.body);
+      }
+      amountMinor = parsed.minor;
+    } else if (query.amount !== undefined) {
+      throw new ApiError(400, 'invalid_field', 'amount is only accepted for sessions with an editable amount', { field: 'amount' });
+    }
+
+    let quote: Quote;
+    try {
+      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now });
+    } catch (error) {
+      if (error instanceof RateUnavailableError) throw new ApiError(503, 'rate_unavailable', `No fresh exchange rate for ${session.currency}; try again shortly`, { headers: { 'retry-after': '30' } });
+      throw error;
+    }
+    const offer: Offer = {
+      resourceUrl: `${context.config.baseUrl}/x402/session/${encodeURIComponent(session.id)}`,
+      description: `${merchant.name}: ${session.concept ?? `payment session ${session.id}`}`,
+      payTo,
+      asset: services.usdcAddress,
+      usdcAmount: quote.usdc_amount,
+    };
+    const refuse = (error: X402ErrorCode, message?: string, headers: Record<string, string> = {}) => {
+      const c = challenge(error, offer, {}, message);
+      return reply.code(402).headers({ ...c.headers, ...headers }).send(c.body);
+    };
+
+    const decoded = decodeProof({ xPayment: header(request, 'x-payment'), paymentSignature: header(request, 'payment-signature') });
+    if (!decoded) return refuse('payment_required');
+    if (!decoded.ok) return refuse(decoded.error, decoded.message);
+    const proof = decoded.proof;
+    await services.limitProofs(request.ip, session.id);
+
+    const quoted = await findQuoteForValue(context.db, session.id, proof.value, now);
+    const matching = quoted && (session.editable !== 1 || quoted.amount_minor === amountMinor) ? quoted : undefined;
+    const problem = localCheck(proof, matching, offer, session, BigInt(Math.floor(now / 1000)));
+    if (problem) {
+      services.metrics.proofsRefused.inc({ reason: problem });
+      return refuse(problem);
+    }
+    const payQuote = matching!;
+
+    const answerFor = async (payment: Awaited<ReturnType<typeof waitForOutcome>>) => {
+      if (payment?.status === 'SUCCESS') return paid(payment);
+      if (payment?.status === 'FAILED') return refuse(facilitatorErrorCode(payment.failure_reason ?? undefined));
+      return refuse('payment_in_progress', undefined, { 'retry-after': RETRY_AFTER_S });
+    };
+    // A proof already claimed is never verified or settled again: wait for its outcome.
+    const existing = await waitForOutcome(context.db, proof.from, proof.nonce, 0);
+    if (existing) return answerFor(await waitForOutcome(context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS));
+
+    const facilitatorCall = facilitatorRequest(proof, payQuote, { url: offer.resourceUrl, description: offer.description });
+    let verification;
+    try {
+      verification = await services.facilitator.verify(facilitatorCall.payload, facilitatorCall.requirements);
+    } catch {
+      throw new ApiError(503, 'facilitator_unavailable', 'The payment facilitator does not answer; nothing was charged, try again shortly', { headers: { 'retry-after': '10' } });
+    }
+    if (!verification.isValid) {
+      const code = facilitatorErrorCode(verification.invalidReason);
+      services.metrics.proofsRefused.inc({ reason: code });
+      request.log.info({ reason: verification.invalidReason, sessionId: session.id }, 'payment proof refused by the facilitator');
+      return refuse(code, `${X402_ERRORS[code]} (${verification.invalidReason ?? 'refused'})`);
+    }
+
+    const claim = await claimPayment(context.db, { session, quote: payQuote, proof, now: context.now() });
+    switch (claim.kind) {
+      case 'duplicate':
+        return answerFor(await waitForOutcome(context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS));
+      case 'session_busy': {
+        const settled = await firstSuccessfulPayment(context.db, session.id);
+        if (settled && session.order_type === 'TRANSIENT') return paid(settled);
+        return refuse('payment_in_progress', undefined, { 'retry-after': RETRY_AFTER_S });
+      }
+      case 'session_closed': {
+        const current = claim.session;
+        if (current?.status === 'SUCCESS') {
+          const settled = await firstSuccessfulPayment(context.db, session.id);
+          if (settled) return paid(settled);
+        }
+        if (!current || isExpired(current, context.now())) throw notFound(`Payment session ${sessionId}`);
+        return refuse('session_changed');
+      }
+      case 'claimed': {
+        const outcome = await settleClaimed(context.db, services.facilitator, claim.payment, facilitatorCall, context.now);
+        if (outcome.kind === 'settled') {
+          services.metrics.paymentsSettled.inc();
+          return paid(outcome.payment);
+        }
+        if (outcome.kind === 'refused') {
+          request.log.warn({ reason: outcome.reason, paymentId: claim.payment.id }, 'settlement refused; the reconciler resolves the payment from the chain');
+          return refuse(facilitatorErrorCode(outcome.reason), `${outcome.message} (${outcome.reason})`, { 'retry-after': RETRY_AFTER_S });
+        }
+        return refuse('payment_in_progress', undefined, { 'retry-after': RETRY_AFTER_S });
+      }
+    }
+  };
+
+  for (const url of ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}']) addRoute(app, docFor(url), {}, handler);
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
+}

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { NETWORK_V1, NETWORK_V2, SCHEME } from './protocol.ts';
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
+const uint = z.union([z.string().regex(/^\d{1,78}$/), z.number().int().nonnegative()]).transform((v) => BigInt(v));
+const authorization = z.object({
+  from: address,
+  to: address,
+  value: uint,
+  validAfter: uint,
+  validBefore: uint,
+  nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+});
+const exactPayload = z.object({ signature: z.string().regex(/^0x[0-9a-fA-F]+$/), authorization });
+
+/** v1-shaped, as `x402-fetch` sends it in X-PAYMENT (x402Version 1, or 2 echoed from our body). */
+const v1Shape = z.object({ x402Version: z.union([z.literal(1), z.literal(2)]), scheme: z.string(), network: z.string(), payload: exactPayload });
+/** v2, as `@x402/fetch` sends it in PAYMENT-SIGNATURE (or X-PAYMENT). */
+const v2Shape = z.object({
+  x402Version: z.literal(2),
+  accepted: z.object({ scheme: z.string(), network: z.string(), asset: address, amount: z.string(), payTo: address }).passthrough(),
+  payload: exactPayload,
+});
+
+/** Every accepted proof, whatever its encoding, in one form. */
+export type Proof = {
+  scheme: string;
+  network: string;
+  /** The token the client says it signed for, when its encoding says (v2 only). */
+  asset: string | undefined;
+  signature: `0x${string}`;
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: `0x${string}`;
+};
+
+export type DecodedProof = { ok: true; proof: Proof } | { ok: false; error: 'invalid_payload' | 'conflicting_payment_headers'; message: string };
+
+function decodeBase64Json(header: string): unknown {
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(header.trim())) throw new Error('not base64');
+  return JSON.parse(Buffer.from(header.trim(), 'base64').toString('utf8'));
+}
+
+export function decodeProof(headers: { xPayment: string | undefined; paymentSignature: string | undefined }): DecodedProof | undefined {
+  if (headers.xPayment && headers.paymentSignature) return { ok: false, error: 'conflicting_payment_headers', message: 'Send either X-PAYMENT or PAYMENT-SIGNATURE, not both' };
+  const header = headers.xPayment ?? headers.paymentSignature;
+  if (!header) return undefined;
+  let json: unknown;
+  try {
+    json = decodeBase64Json(header);
+  } catch {
+    return { ok: false, error: 'invalid_payload', message: 'The payment header is not base64-encoded JSON' };
+  }
+  const v2 = v2Shape.safeParse(json);
+  const v1 = v2.success ? undefined : v1Shape.safeParse(json);
+  if (!v2.success && !v1?.success) {
+    const issue = (v1?.error ?? v2.error).issues[0];
+    return { ok: false, error: 'invalid_payload', message: `The payment payload is malformed at ${issue?.path.join('.') || 'its root'}: ${issue?.message ?? 'invalid'}` };
+  }
+  const payload = v2.success ? v2.data.payload : v1!.data!.payload;
+  const { authorization } = payload;
+  return {
+    ok: true,
+    proof: {
+      scheme: v2.success ? v2.data.accepted.scheme : v1!.data!.scheme,
+      network: v2.success ? v2.data.accepted.network : v1!.data!.network,
+      asset: v2.success ? v2.data.accepted.asset : undefined,
+      signature: payload.signature as `0x${string}`,
+      from: authorization.from.toLowerCase() as `0x${string}`,
+      to: authorization.to.toLowerCase() as `0x${string}`,
+      value: authorization.value,
+      validAfter: authorization.validAfter,
+      validBefore: authorization.validBefore,
+      nonce: authorization.nonce.toLowerCase() as `0x${string}`,
+    },
+  };
+}
+
+export const isOurNetwork = (network: string) => network === NETWORK_V1 || network === NETWORK_V2;
+export const isOurScheme = (scheme: string) => scheme === SCHEME;

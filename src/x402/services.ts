@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Counter } from 'prom-client';
+import { ApiError } from '../http/errors.ts';
+import type { AppContext } from '../http/context.ts';
+import { HttpRatesProvider, StaticRatesProvider, type RatesProvider } from '../money/rates.ts';
+import { createFacilitator, type Facilitator } from './facilitator.ts';
+import { registerPaySession } from './pay-session.route.ts';
+
+export type X402Services = {
+  facilitator: Facilitator;
+  rates: RatesProvider;
+  usdcAddress: string;
+  /** Throws 429 when a client or a session sends too many proofs. */
+  limitProofs(ip: string, sessionId: string): Promise<void>;
+  metrics: { proofsRefused: Counter<'reason'>; paymentsSettled: Counter };
+};
+
+function positiveIntFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`Invalid setting ${name}: must be a positive whole number`);
+  return value;
+}
+
+export function createRatesProvider(env: NodeJS.ProcessEnv = process.env): RatesProvider {
+  const url = env.TILL_RATES_URL;
+  if (!url) return new StaticRatesProvider();
+  return new HttpRatesProvider({ url, maxAgeMs: positiveIntFromEnv(env, 'TILL_RATES_MAX_AGE_SECONDS', 3600) * 1000 });
+}
+
+export function createX402Services(context: AppContext, options: { rates?: RatesProvider; env?: NodeJS.ProcessEnv } = {}): X402Services | undefined {
+  const { config } = context;
+  if (!config.facilitatorUrl || !config.usdcAddress) return undefined;
+  const env = options.env ?? process.env;
+  const perIp = new RateLimiterMemory({ points: positiveIntFromEnv(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_IP', 600), duration: 60 });
+  const perSession = new RateLimiterMemory({ points: positiveIntFromEnv(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', 600), duration: 60 });
+  const consume = async (limiter: RateLimiterMemory, key: string, what: string) => {
+    try {
+      await limiter.consume(key);
+    } catch (error) {
+      if (!(error instanceof RateLimiterRes)) throw error;
+      const retryAfter = String(Math.ceil(error.msBeforeNext / 1000));
+      throw new ApiError(429, 'rate_limited', `Too many payment proofs ${what}; retry after ${retryAfter} s`, { headers: { 'retry-after': retryAfter } });
+    }
+  };
+  return {
+    facilitator: createFacilitator({ url: config.facilitatorUrl, headers: config.facilitatorHeaders, callSeconds: context.metrics.facilitatorCallSeconds }),
+    rates: options.rates ?? createRatesProvider(env),
+    usdcAddress: config.usdcAddress,
+    limitProofs: async (ip, sessionId) => {
+      await consume(perIp, ip, 'from this client');
+      await consume(perSession, sessionId, 'for this session');
+    },
+    metrics: { proofsRefused: context.metrics.x402ProofsRefused, paymentsSettled: context.metrics.x402PaymentsSettled },
+  };
+}
+
+const CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, OPTIONS',
+  'access-control-allow-headers': 'X-PAYMENT, PAYMENT-SIGNATURE, Content-Type, Access-Control-Expose-Headers',
+  'access-control-expose-headers': 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, Retry-After',
+  'access-control-max-age': '600',
+};
+
+/** x402 routes are public and called from browsers too, so CORS allows them and exposes the x402 headers. */
+export function registerX402Routes(services: X402Services | undefined) {
+  return (app: FastifyInstance, context: AppContext) => {
+    if (!services) return;
+    app.register(async (scope) => {
+      scope.addHook('onRequest', async (_request, reply) => {
+        reply.headers(CORS_HEADERS);
+      });
+      for (const path of ['/x402/session/:sessionId', '/checkout/v2/x402/session/:sessionId']) scope.options(path, async (_request, reply) => reply.code(204).send());
+      registerPaySession(scope, context, services);
+    });
+  };
+}
