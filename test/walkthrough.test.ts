@@ -20,8 +20,9 @@ after(() => rmSync(dataDir, { recursive: true, force: true }));
 
 test('README walkthrough: the service starts on its defaults, prints a test key, and creates a session', async () => {
   const port = await freePort();
+  const sandboxPort = await freePort();
   const child = spawn(process.execPath, ['src/cli/main.ts', 'serve'], {
-    env: { ...process.env, PORT: String(port), TILL_DATA_DIR: dataDir, TILL_LOG_LEVEL: 'warn', TILL_DATABASE_URL: '', TILL_NO_SANDBOX: 'true' },
+    env: { ...process.env, PORT: String(port), TILL_DATA_DIR: dataDir, TILL_LOG_LEVEL: 'warn', TILL_DATABASE_URL: '', TILL_SANDBOX_PORT: String(sandboxPort), TILL_FACILITATOR_URL: '' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
@@ -44,6 +45,14 @@ test('README walkthrough: the service starts on its defaults, prints a test key,
     const body = await response.json();
     assert.equal(new URL(body.redirectUrl).searchParams.get('uid'), body.sessionId);
     assert.equal((await fetch(`http://localhost:${port}/readyz`)).status, 200);
+    // The sandbox came up with the service: the session can be paid over x402.
+    const challenge = await fetch(`http://localhost:${port}/x402/session/${body.sessionId}`);
+    assert.equal(challenge.status, 402);
+    const offer = (await challenge.json()).accepts[0];
+    assert.equal(offer.maxAmountRequired, '25000000');
+    assert.equal(offer.network, 'base');
+    const faucet = await fetch(`http://localhost:${port}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: offer.payTo, usdc: '1' }) });
+    assert.equal(faucet.status, 200);
     const openapi = await (await fetch(`http://localhost:${port}/openapi.json`)).json();
     assert.equal(openapi.info.version, '2.0');
     assert.ok(openapi.paths['/api/checkout/v2/payment_session'].post);

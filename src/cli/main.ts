@@ -1,6 +1,7 @@
 import { ConfigError } from '../config.ts';
 import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
 import { UsageError } from './output.ts';
+import { sandboxCommand } from './sandbox.ts';
 import { serveCommand } from './serve.ts';
 
 const USAGE = `till — self-hostable payment sessions
@@ -12,6 +13,8 @@ Commands:
   till merchant set-wallet MERCHANT_ID 0x… [--json]
   till keys create --merchant MERCHANT_ID [--json]
   till keys revoke KEY_ID [--json]
+  till sandbox [--port N]                      run the sandbox chain + facilitator (fake money)
+  till sandbox fund --address 0x… --usdc 100 [--json]
 Settings come from the environment; see .env.example.`;
 
 const commands: Record<string, (args: string[]) => Promise<void>> = {
@@ -19,6 +22,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   migrate: migrateCommand,
   merchant: merchantCommand,
   keys: keysCommand,
+  sandbox: sandboxCommand,
 };
 
 async function main(argv: string[]): Promise<void> {

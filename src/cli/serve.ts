@@ -1,21 +1,34 @@
-import { loadConfig } from '../config.ts';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { loadConfig, type Config } from '../config.ts';
 import { createService } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { countMerchants, createMerchant } from '../merchants/merchants.ts';
 import { noneLeft } from './output.ts';
+import { ensureSandbox, type SandboxEndpoints } from './sandbox.ts';
+
+/** With no real facilitator configured, payments go through the local sandbox, reached over HTTP only. */
+async function withSandbox(config: Config): Promise<{ config: Config; sandbox: SandboxEndpoints | undefined }> {
+  if (config.mode !== 'sandbox' || config.facilitatorUrl || process.env.TILL_NO_SANDBOX === 'true') return { config, sandbox: undefined };
+  const sandbox = await ensureSandbox(config);
+  return {
+    config: { ...config, facilitatorUrl: sandbox.facilitatorUrl, baseRpcUrl: sandbox.rpcUrl, usdcAddress: config.usdcAddress ?? sandbox.usdcAddress, sandboxUrl: sandbox.url },
+    sandbox,
+  };
+}
 
 export async function serveCommand(args: string[]): Promise<void> {
   noneLeft(args);
-  const config = loadConfig();
+  const { config, sandbox } = await withSandbox(loadConfig());
   const service = await createService(config);
-  const { log } = service.context;
+  const { log, db } = service.context;
 
   // First start of a sandbox with an empty database: a demo merchant, so the README walkthrough works at once.
-  if (config.mode === 'sandbox' && (await countMerchants(service.context.db)) === 0) {
-    const merchant = await createMerchant(service.context.db, { name: 'Demo store (sandbox)' });
-    const key = await createApiKey(service.context.db, merchant.id, 'test');
+  if (config.mode === 'sandbox' && (await countMerchants(db)) === 0) {
+    const wallet = privateKeyToAccount(generatePrivateKey()).address;
+    const merchant = await createMerchant(db, { name: 'Demo store (sandbox)', walletAddress: wallet });
+    const key = await createApiKey(db, merchant.id, 'test');
     process.stdout.write(
-      `\n  Sandbox demo merchant ${merchant.id} created.\n  TEST API key (sandbox only, fake money; shown once): ${key.apiKey}\n\n`,
+      `\n  Sandbox demo merchant ${merchant.id} created, paid out to ${wallet}.\n  TEST API key (sandbox only, fake money; shown once): ${key.apiKey}\n\n`,
     );
   }
 
@@ -25,6 +38,7 @@ export async function serveCommand(args: string[]): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     await service.close();
+    await sandbox?.spawned?.stop();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -32,5 +46,6 @@ export async function serveCommand(args: string[]): Promise<void> {
 
   await service.app.listen({ port: config.port, host: config.host });
   log.info({ baseUrl: config.baseUrl, mode: config.mode, database: config.databaseKind }, 'serving');
+  if (sandbox) process.stdout.write(`Sandbox chain (fake money): JSON-RPC ${config.baseUrl}/sandbox/rpc, faucet ${config.baseUrl}/sandbox/faucet, token ${config.usdcAddress}\n`);
   process.stdout.write(`Till is serving on ${config.baseUrl} (${config.mode}, ${config.databaseKind}). API reference: ${config.baseUrl}/docs\n`);
 }

@@ -36,7 +36,6 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    disableRequestLogging: false,
     trustProxy: process.env.TILL_TRUST_PROXY === 'true',
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
