@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { loadWebhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 
 /** Every setting Till reads, from the environment, with its embedded default. */
 export type Config = {
@@ -29,6 +30,19 @@ export type Config = {
   logLevel: string;
   databasePoolSize: number;
   role: 'all' | 'api' | 'worker';
+  reconcileIntervalMs: number;
+  reconcileGraceMs: number;
+  finalityConfirmations: number;
+  /** How often the expiry sweeper looks for TRANSIENT sessions past their deadline. */
+  expirySweepIntervalMs: number;
+  /** Honour X-Forwarded-For (client IPs for rate limits) when behind a trusted reverse proxy. */
+  trustProxy: boolean;
+  /** Exchange rates document over HTTP; unset: the static sandbox table. */
+  ratesUrl: string | undefined;
+  ratesMaxAgeSeconds: number;
+  x402ProofsPerMinutePerIp: number;
+  x402ProofsPerMinutePerSession: number;
+  webhooks: WebhookSettings;
 };
 
 export class ConfigError extends Error {
@@ -141,5 +155,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: required(read(env, 'TILL_LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info')),
     databasePoolSize: required(read(env, 'TILL_DATABASE_POOL_SIZE', positiveInt, '10')),
     role,
+    reconcileIntervalMs: required(read(env, 'TILL_RECONCILE_INTERVAL_MS', positiveInt, '5000')),
+    reconcileGraceMs: required(read(env, 'TILL_RECONCILE_GRACE_MS', z.coerce.number().int().min(0), '15000')),
+    finalityConfirmations: required(read(env, 'TILL_FINALITY_CONFIRMATIONS', z.coerce.number().int().min(0), mode === 'live' ? '10' : '0')),
+    expirySweepIntervalMs: required(read(env, 'TILL_EXPIRY_SWEEP_INTERVAL_MS', positiveInt, '5000')),
+    trustProxy: required(read(env, 'TILL_TRUST_PROXY', z.enum(['true', 'false']), 'false')) === 'true',
+    ratesUrl: read(env, 'TILL_RATES_URL', z.url({ protocol: /^https?$/ }), undefined),
+    ratesMaxAgeSeconds: required(read(env, 'TILL_RATES_MAX_AGE_SECONDS', positiveInt, '3600')),
+    x402ProofsPerMinutePerIp: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_IP', positiveInt, '600')),
+    x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '600')),
+    webhooks: loadWebhookSettings(env),
   };
 }

@@ -9,8 +9,12 @@ import { createMetrics } from './http/metrics.ts';
 import { registerSessionRoutes } from './sessions/index.ts';
 import type { RatesProvider } from './money/rates.ts';
 import { createX402Services, registerX402Routes } from './x402/services.ts';
+import { createChainReader } from './x402/chain.ts';
+import { startReconciler } from './x402/reconciler.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
+import { startExpirySweeper } from './sessions/expiry.ts';
+import { registerWebhookRoutes, startWebhookWorker } from './webhooks/index.ts';
 
 export type Service = {
   app: FastifyInstance;
@@ -19,6 +23,8 @@ export type Service = {
   close(): Promise<void>;
 };
 
+export type Worker = { stop(): Promise<void> };
+
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({
     level: config.logLevel,
@@ -26,8 +32,18 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   });
 }
 
+export type CreateServiceOptions = {
+  log?: Logger;
+  now?: () => number;
+  rates?: RatesProvider;
+  /** Background workers (webhook delivery, expiry, reconciler); on unless false or TILL_ROLE=api. */
+  workers?: boolean;
+  /** Crash tests only; see AppContext.faultHook. */
+  faultHook?: AppContext['faultHook'];
+};
+
 /** Composition root: config → database → services → HTTP app (→ workers, per role). */
-export async function createService(config: Config, options: { log?: Logger; now?: () => number; rates?: RatesProvider } = {}): Promise<Service> {
+export async function createService(config: Config, options: CreateServiceOptions = {}): Promise<Service> {
   const database = openDatabase(config);
   await migrateToLatest(database.db);
   const context: AppContext = {
@@ -37,15 +53,34 @@ export async function createService(config: Config, options: { log?: Logger; now
     metrics: createMetrics(),
     log: options.log ?? createLogger(config),
     now: options.now ?? Date.now,
+    ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
   const x402 = createX402Services(context, options.rates ? { rates: options.rates } : {});
-  const app = await buildApp(context, [registerSessionRoutes, registerX402Routes(x402), registerReceiptRoutes, registerSandboxProxy]);
+  const app = await buildApp(context, [registerSessionRoutes, registerX402Routes(x402), registerReceiptRoutes, registerWebhookRoutes, registerSandboxProxy]);
+  // Background roles: every instance may run them; they claim work through the database.
+  const workers: Worker[] = [];
+  if (options.workers !== false && config.role !== 'api') {
+    workers.push(startWebhookWorker(context, { settings: config.webhooks }));
+    workers.push(startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs }));
+    if (x402 && config.baseRpcUrl) {
+      workers.push(
+        startReconciler(context, {
+          chain: createChainReader(config.baseRpcUrl),
+          facilitator: x402.facilitator,
+          intervalMs: config.reconcileIntervalMs,
+          graceMs: config.reconcileGraceMs,
+          confirmations: BigInt(config.finalityConfirmations),
+        }),
+      );
+    }
+  }
   return {
     app,
     context,
     database,
     async close() {
       await app.close();
+      await Promise.all(workers.map((w) => w.stop()));
       await database.close();
     },
   };

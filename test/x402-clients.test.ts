@@ -72,6 +72,29 @@ for (const { engine, skip } of engines) {
       assert.equal(again.status, 200);
       assert.equal((await again.json()).paymentId, body.paymentId);
       assert.equal(await env.sandbox.balanceOf(buyer.address), 950_000n);
+
+      // The merchant's view of the session lists the order.
+      const session = await (await fetch(`${env.baseUrl}/api/checkout/v2/payment_session/${sessionId}`, { headers: { 'x-sc-apikey': apiKey } })).json();
+      assert.equal(session.status, 'SUCCESS');
+      assert.equal(session.payments.length, 1);
+      assert.deepEqual(
+        { ...session.payments[0], createdAt: undefined, settledAt: undefined },
+        {
+          paymentId: body.paymentId,
+          status: 'SUCCESS',
+          amount: 0.05,
+          currency: 'USD',
+          tokenAmount: '0.05',
+          rate: details.rate,
+          payer: buyer.address,
+          payTo: merchantWallet,
+          transactionHash: settle.transaction,
+          receiptUrl: `http://till.test/checkout/v2/orders/receipt/${body.paymentId}`,
+          failureReason: null,
+          createdAt: undefined,
+          settledAt: undefined,
+        },
+      );
     });
 
     test("x402-fetch's default 0.1 USDC cap refuses a 0.5 USD session unless its third argument raises it", async () => {

@@ -3,6 +3,7 @@ import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
 import { UsageError } from './output.ts';
 import { sandboxCommand } from './sandbox.ts';
 import { serveCommand } from './serve.ts';
+import { webhooksCommand } from '../webhooks/cli.ts';
 
 const USAGE = `till — self-hostable payment sessions
 
@@ -11,8 +12,12 @@ Commands:
   till migrate [--json]                        apply database migrations
   till merchant create --name NAME [--wallet 0x…] [--json]
   till merchant set-wallet MERCHANT_ID 0x… [--json]
+  till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate] [--json]
   till keys create --merchant MERCHANT_ID [--json]
   till keys revoke KEY_ID [--json]
+  till webhooks list [--merchant MERCHANT_ID] [--json]
+  till webhooks redeliver EVENT_ID [--json]
+  till webhooks test --merchant MERCHANT_ID [--json]
   till sandbox [--port N]                      run the sandbox chain + facilitator (fake money)
   till sandbox fund --address 0x… --usdc 100 [--json]
 Settings come from the environment; see .env.example.`;
@@ -23,6 +28,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   merchant: merchantCommand,
   keys: keysCommand,
   sandbox: sandboxCommand,
+  webhooks: webhooksCommand,
 };
 
 async function main(argv: string[]): Promise<void> {

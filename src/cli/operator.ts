@@ -1,20 +1,10 @@
-import { loadConfig, type Config } from '../config.ts';
-import { openDatabase, type DatabaseHandle } from '../db/index.ts';
+import type { Config } from '../config.ts';
+import { setWebhookCommand } from '../webhooks/cli.ts';
+import { withDatabase } from './with-database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
 import { createMerchant, findMerchant, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './output.ts';
-
-async function withDatabase<T>(work: (database: DatabaseHandle, config: Config) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  const database = openDatabase(config);
-  try {
-    await migrateToLatest(database.db);
-    return await work(database, config);
-  } finally {
-    await database.close();
-  }
-}
 
 const keyModeFor = (config: Config) => (config.mode === 'sandbox' ? 'test' : 'live');
 
@@ -32,6 +22,7 @@ export async function migrateCommand(args: string[]): Promise<void> {
 
 export async function merchantCommand(args: string[]): Promise<void> {
   const sub = args.shift();
+  if (sub === 'set-webhook') return setWebhookCommand(args);
   const json = takeFlag(args, '--json');
   if (sub === 'create') {
     const name = takeOption(args, '--name');

@@ -36,7 +36,7 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    trustProxy: process.env.TILL_TRUST_PROXY === 'true',
+    trustProxy: context.config.trustProxy,
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
   });

@@ -11,4 +11,11 @@ export type AppContext = {
   metrics: Metrics;
   log: Logger;
   now: () => number;
+  /**
+   * Crash tests only: called at named points of the money path (e.g. `x402:after-settle`) so a
+   * test can kill the process exactly there. Never set in production.
+   */
+  faultHook?: (point: FaultPoint) => void | Promise<void>;
 };
+
+export type FaultPoint = 'x402:after-claim' | 'x402:after-settle';

@@ -17,6 +17,12 @@ export type SandboxOptions = {
   host?: string;
   /** Serve the test-only `/admin/*` endpoints over HTTP. */
   faultControls?: boolean;
+  /**
+   * Mine an empty block this often when nothing else does (0: only on transactions). Base makes a
+   * block every 2 s, and chain time only moves with blocks; an expired authorization is judged by
+   * chain time, so a standalone sandbox keeps producing blocks.
+   */
+  blockIntervalMs?: number;
 };
 
 /** Chain helpers for tests: time, blocks and snapshots (a revert drops the blocks after the snapshot, like a reorg). */
@@ -69,6 +75,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     });
   });
   const { port } = server.address() as AddressInfo;
+  const blockTimer = options.blockIntervalMs ? setInterval(() => void chain.mine().catch(() => {}), options.blockIntervalMs).unref() : undefined;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 
   return {
@@ -94,6 +101,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
     stop: () =>
       new Promise<void>((resolve, reject) => {
+        clearInterval(blockTimer);
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       }),

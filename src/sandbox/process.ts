@@ -32,8 +32,12 @@ export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = p
     port,
     host: values.host ?? env.TILL_SANDBOX_HOST ?? "127.0.0.1",
     faultControls: values["fault-controls"] ?? env.TILL_SANDBOX_FAULT_CONTROLS === "1",
+    blockIntervalMs: BASE_BLOCK_INTERVAL_MS,
   };
 }
+
+/** Base produces a block every 2 seconds. */
+const BASE_BLOCK_INTERVAL_MS = 2000;
 
 export async function runSandboxProcess(args: string[]): Promise<void> {
   const options = sandboxProcessOptions(args);

@@ -29,19 +29,11 @@ import {
 } from "./index.ts";
 import { escapeHtml } from "./explorer.ts";
 import { spawnSandbox } from "./spawn.ts";
+import { TRANSFER_WITH_AUTHORIZATION } from "../../test/helpers/x402-payer.ts";
 
 const BASE_MAINNET_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 
-const authorizationTypes = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-} as const;
+const authorizationTypes = TRANSFER_WITH_AUTHORIZATION;
 
 const domain = {
   name: "USD Coin",

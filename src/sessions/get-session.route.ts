@@ -5,10 +5,30 @@ import { notFound } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { findMerchantSession, sessionView } from './sessions.ts';
+import { getAddress } from 'viem';
+import { formatUsdc } from '../money/usdc.ts';
+import { decimalNumber, findMerchantSession, sessionView } from './sessions.ts';
 import { ErrorResponse } from './create-session.route.ts';
 
 const Params = z.strictObject({ sessionId: z.string().min(1).max(64) });
+
+const SessionPayment = z
+  .object({
+    paymentId: z.string().nullable().meta({ description: 'The order id (TX-…) once settled; null while pending or failed' }),
+    status: z.enum(['PENDING', 'SUCCESS', 'FAILED', 'REVERSED']),
+    amount: z.number(),
+    currency: z.string(),
+    tokenAmount: z.string().meta({ description: 'USDC, as a decimal string' }),
+    rate: z.string(),
+    payer: z.string(),
+    payTo: z.string(),
+    transactionHash: z.string().nullable(),
+    receiptUrl: z.string().nullable().meta({ description: 'The public receipt (E4) of a settled order' }),
+    failureReason: z.string().nullable(),
+    createdAt: z.string(),
+    settledAt: z.string().nullable(),
+  })
+  .meta({ id: 'SessionPayment' });
 
 export const SessionDetails = z
   .object({
@@ -28,6 +48,7 @@ export const SessionDetails = z
     expiresAt: z.string().nullable().meta({ description: 'ISO 8601; null for STATIC sessions, which never expire' }),
     createdAt: z.string(),
     updatedAt: z.string(),
+    payments: z.array(SessionPayment).meta({ description: 'Every payment attempt that was claimed for this session, oldest first; each successful one is an order' }),
   })
   .meta({ id: 'PaymentSessionDetails' });
 
@@ -36,7 +57,7 @@ const doc: RouteDoc = {
   url: '/api/checkout/v2/payment_session/{sessionId}',
   tag: 'Payment sessions',
   summary: 'Read a payment session',
-  description: 'Status, amounts, expiry and the payments made so far.',
+  description: 'Status, amounts, expiry and the payments made so far, each with its order id and receipt once settled.',
   security: 'apiKey',
   params: Params,
   responses: {
@@ -52,6 +73,24 @@ export function registerGetSession(app: FastifyInstance, context: AppContext): v
     const { sessionId } = validate(Params, request.params);
     const session = await findMerchantSession(context.db, merchantId, sessionId);
     if (!session) throw notFound(`Payment session ${sessionId}`);
-    return sessionView(context.config.baseUrl, session, context.now());
+    const payments = await context.db.selectFrom('payments').selectAll().where('session_id', '=', session.id).orderBy('created_at').orderBy('id').execute();
+    return {
+      ...sessionView(context.config.baseUrl, session, context.now()),
+      payments: payments.map((p) => ({
+        paymentId: p.public_order_id,
+        status: p.status,
+        amount: decimalNumber(p.amount_minor, p.currency),
+        currency: p.currency,
+        tokenAmount: formatUsdc(p.value),
+        rate: p.rate,
+        payer: getAddress(p.payer),
+        payTo: getAddress(p.pay_to),
+        transactionHash: p.tx_hash,
+        receiptUrl: p.public_order_id ? `${context.config.baseUrl}/checkout/v2/orders/receipt/${p.public_order_id}` : null,
+        failureReason: p.failure_reason,
+        createdAt: new Date(p.created_at).toISOString(),
+        settledAt: p.settled_at === null ? null : new Date(p.settled_at).toISOString(),
+      })),
+    };
   });
 }

@@ -7,7 +7,7 @@ import { validate } from '../http/validation.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent } from '../money/iso4217.ts';
 import { RateUnavailableError } from '../money/rates.ts';
-import { firstSuccessfulPayment } from '../payments/payments.ts';
+import { findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
 import { findSession, isExpired, decimalNumber, type SessionRow } from '../sessions/sessions.ts';
 import { ErrorResponse } from '../sessions/create-session.route.ts';
 import { challenge, type Offer } from './challenge.ts';
@@ -135,11 +135,27 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       return reply.code(402).headers({ ...c.headers, ...headers }).send(c.body);
     };
 
+    const answerFor = async (payment: Awaited<ReturnType<typeof waitForOutcome>>) => {
+      if (payment?.status === 'SUCCESS') return paid(payment);
+      if (payment?.status === 'FAILED') return refuse(facilitatorErrorCode(payment.failure_reason ?? undefined));
+      return refuse('payment_in_progress', undefined, { 'retry-after': RETRY_AFTER_S });
+    };
+    // A retry of a claimed proof waits for the first outcome; the same nonce with any other
+    // signature or for another session is a replay.
+    const answerDuplicate = async (first: PaymentRow) => {
+      if (first.session_id !== session.id || first.signature !== proof.signature) return refuse('nonce_used');
+      return answerFor(await waitForOutcome(context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS));
+    };
+
     const decoded = decodeProof({ xPayment: header(request, 'x-payment'), paymentSignature: header(request, 'payment-signature') });
     if (!decoded) return refuse('payment_required');
     if (!decoded.ok) return refuse(decoded.error, decoded.message);
     const proof = decoded.proof;
     await services.limitProofs(request.ip, session.id);
+
+    // A proof already claimed is never checked, verified or settled again, even once it has run out.
+    const existing = await findPaymentByAuthorization(context.db, proof.from, proof.nonce);
+    if (existing) return answerDuplicate(existing);
 
     const quoted = await findQuoteForValue(context.db, session.id, proof.value, now);
     const matching = quoted && (session.editable !== 1 || quoted.amount_minor === amountMinor) ? quoted : undefined;
@@ -150,15 +166,6 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     }
     const payQuote = matching!;
 
-    const answerFor = async (payment: Awaited<ReturnType<typeof waitForOutcome>>) => {
-      if (payment?.status === 'SUCCESS') return paid(payment);
-      if (payment?.status === 'FAILED') return refuse(facilitatorErrorCode(payment.failure_reason ?? undefined));
-      return refuse('payment_in_progress', undefined, { 'retry-after': RETRY_AFTER_S });
-    };
-    // A proof already claimed is never verified or settled again: wait for its outcome.
-    const existing = await waitForOutcome(context.db, proof.from, proof.nonce, 0);
-    if (existing) return answerFor(await waitForOutcome(context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS));
-
     const facilitatorCall = facilitatorRequest(proof, payQuote, { url: offer.resourceUrl, description: offer.description });
     let verification;
     try {
@@ -167,6 +174,9 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       throw new ApiError(503, 'facilitator_unavailable', 'The payment facilitator does not answer; nothing was charged, try again shortly', { headers: { 'retry-after': '10' } });
     }
     if (!verification.isValid) {
+      // A twin of this proof may have been claimed (and the nonce used) while we verified.
+      const twin = await findPaymentByAuthorization(context.db, proof.from, proof.nonce);
+      if (twin) return answerDuplicate(twin);
       const code = facilitatorErrorCode(verification.invalidReason);
       services.metrics.proofsRefused.inc({ reason: code });
       request.log.info({ reason: verification.invalidReason, sessionId: session.id }, 'payment proof refused by the facilitator');
@@ -176,7 +186,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     const claim = await claimPayment(context.db, { session, quote: payQuote, proof, now: context.now() });
     switch (claim.kind) {
       case 'duplicate':
-        return answerFor(await waitForOutcome(context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS));
+        return answerDuplicate(claim.first);
       case 'session_busy': {
         const settled = await firstSuccessfulPayment(context.db, session.id);
         if (settled && session.order_type === 'TRANSIENT') return paid(settled);
@@ -192,7 +202,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
         return refuse('session_changed');
       }
       case 'claimed': {
-        const outcome = await settleClaimed(context.db, services.facilitator, claim.payment, facilitatorCall, context.now);
+        const outcome = await settleClaimed(context, services.facilitator, claim.payment, facilitatorCall);
         if (outcome.kind === 'settled') {
           services.metrics.paymentsSettled.inc();
           return paid(outcome.payment);

@@ -3,6 +3,7 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Counter } from 'prom-client';
 import { ApiError } from '../http/errors.ts';
 import type { AppContext } from '../http/context.ts';
+import type { Config } from '../config.ts';
 import { HttpRatesProvider, StaticRatesProvider, type RatesProvider } from '../money/rates.ts';
 import { createFacilitator, type Facilitator } from './facilitator.ts';
 import { registerPaySession } from './pay-session.route.ts';
@@ -16,26 +17,16 @@ export type X402Services = {
   metrics: { proofsRefused: Counter<'reason'>; paymentsSettled: Counter };
 };
 
-function positiveIntFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`Invalid setting ${name}: must be a positive whole number`);
-  return value;
+export function createRatesProvider(config: Pick<Config, 'ratesUrl' | 'ratesMaxAgeSeconds'>): RatesProvider {
+  if (!config.ratesUrl) return new StaticRatesProvider();
+  return new HttpRatesProvider({ url: config.ratesUrl, maxAgeMs: config.ratesMaxAgeSeconds * 1000 });
 }
 
-export function createRatesProvider(env: NodeJS.ProcessEnv = process.env): RatesProvider {
-  const url = env.TILL_RATES_URL;
-  if (!url) return new StaticRatesProvider();
-  return new HttpRatesProvider({ url, maxAgeMs: positiveIntFromEnv(env, 'TILL_RATES_MAX_AGE_SECONDS', 3600) * 1000 });
-}
-
-export function createX402Services(context: AppContext, options: { rates?: RatesProvider; env?: NodeJS.ProcessEnv } = {}): X402Services | undefined {
+export function createX402Services(context: AppContext, options: { rates?: RatesProvider } = {}): X402Services | undefined {
   const { config } = context;
   if (!config.facilitatorUrl || !config.usdcAddress) return undefined;
-  const env = options.env ?? process.env;
-  const perIp = new RateLimiterMemory({ points: positiveIntFromEnv(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_IP', 600), duration: 60 });
-  const perSession = new RateLimiterMemory({ points: positiveIntFromEnv(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', 600), duration: 60 });
+  const perIp = new RateLimiterMemory({ points: config.x402ProofsPerMinutePerIp, duration: 60 });
+  const perSession = new RateLimiterMemory({ points: config.x402ProofsPerMinutePerSession, duration: 60 });
   const consume = async (limiter: RateLimiterMemory, key: string, what: string) => {
     try {
       await limiter.consume(key);
@@ -47,7 +38,7 @@ export function createX402Services(context: AppContext, options: { rates?: Rates
   };
   return {
     facilitator: createFacilitator({ url: config.facilitatorUrl, headers: config.facilitatorHeaders, callSeconds: context.metrics.facilitatorCallSeconds }),
-    rates: options.rates ?? createRatesProvider(env),
+    rates: options.rates ?? createRatesProvider(config),
     usdcAddress: config.usdcAddress,
     limitProofs: async (ip, sessionId) => {
       await consume(perIp, ip, 'from this client');

@@ -3,6 +3,7 @@ import { getAddress } from 'viem';
 import type { PaymentPayload } from '@x402/core/types';
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import type { Db } from '../db/index.ts';
+import type { AppContext } from '../http/context.ts';
 import { isUniqueViolation } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { explorerUrl, findPaymentByAuthorization, recordSettlement, type PaymentRow } from '../payments/payments.ts';
@@ -71,7 +72,7 @@ export function paidResponse(payment: PaymentRow, explorerTxUrl: string): PaidRe
 
 export type ClaimResult =
   | { kind: 'claimed'; payment: PaymentRow }
-  | { kind: 'duplicate' }
+  | { kind: 'duplicate'; first: PaymentRow }
   | { kind: 'session_busy' }
   | { kind: 'session_closed'; session: SessionRow | undefined };
 
@@ -120,6 +121,9 @@ export async function claimPayment(db: Db, input: { session: SessionRow; quote: 
   };
   try {
     await db.transaction().execute(async (trx) => {
+      // The payment row first, then the session row: the same lock order as recording an outcome
+      // (payment, then session), so concurrent claims and settlements never deadlock.
+      await trx.insertInto('payments').values(payment).execute();
       const opened = await trx
         .updateTable('payment_sessions')
         .set((eb) => ({ payments_in_progress: eb('payments_in_progress', '+', 1) }))
@@ -129,15 +133,16 @@ export async function claimPayment(db: Db, input: { session: SessionRow; quote: 
         .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
         .executeTakeFirst();
       if (opened.numUpdatedRows === 0n) {
+        // Thrown inside the transaction so the payment row rolls back with it.
         throw new ClaimRefused({ kind: 'session_closed', session: await trx.selectFrom('payment_sessions').selectAll().where('id', '=', session.id).executeTakeFirst() });
       }
-      await trx.insertInto('payments').values(payment).execute();
     });
     return { kind: 'claimed', payment };
   } catch (error) {
     if (error instanceof ClaimRefused) return error.result;
     if (!isUniqueViolation(error)) throw error;
-    return (await findPaymentByAuthorization(db, proof.from, proof.nonce)) ? { kind: 'duplicate' } : { kind: 'session_busy' };
+    const first = await findPaymentByAuthorization(db, proof.from, proof.nonce);
+    return first ? { kind: 'duplicate', first } : { kind: 'session_busy' };
   }
 }
 
@@ -148,7 +153,9 @@ export type SettleOutcome = { kind: 'settled'; payment: PaymentRow } | { kind: '
  * the payment on; a refused settlement or a lost answer leaves it PENDING for the reconciler,
  * which resolves it from the chain alone.
  */
-export async function settleClaimed(db: Db, facilitator: Facilitator, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>, now: () => number): Promise<SettleOutcome> {
+export async function settleClaimed(context: Pick<AppContext, 'db' | 'now' | 'config' | 'faultHook'>, facilitator: Facilitator, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<SettleOutcome> {
+  const { db } = context;
+  await context.faultHook?.('x402:after-claim');
   let response;
   try {
     response = await facilitator.settle(request.payload, request.requirements);
@@ -158,7 +165,8 @@ export async function settleClaimed(db: Db, facilitator: Facilitator, claimed: P
   if (!response.success || !response.transaction) {
     return { kind: 'refused', reason: response.errorReason ?? 'settlement_failed', message: response.errorMessage ?? 'The facilitator could not settle the payment' };
   }
-  await recordSettlement(db, claimed, { txHash: response.transaction, blockNumber: null, settleResponse: JSON.stringify(response), now: now() });
+  await context.faultHook?.('x402:after-settle');
+  await recordSettlement(db, claimed, { txHash: response.transaction, blockNumber: null, settleResponse: JSON.stringify(response), now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
   const settled = await findPaymentByAuthorization(db, claimed.payer, claimed.nonce);
   return settled?.status === 'SUCCESS' ? { kind: 'settled', payment: settled } : { kind: 'unknown' };
 }

@@ -51,7 +51,8 @@ export type TestService = Service & {
   stop(): Promise<void>;
 };
 
-export async function startTestService(engine: Engine, env: Record<string, string> = {}, options: { now?: () => number } = {}): Promise<TestService> {
+/** Background workers stay off unless a test asks for them, so it controls every delivery itself. */
+export async function startTestService(engine: Engine, env: Record<string, string> = {}, options: { now?: () => number; workers?: boolean } = {}): Promise<TestService> {
   const database = await createTestDatabase(engine);
   const dataDir = mkdtempSync(join(tmpdir(), 'till-data-'));
   const config = loadConfig({
@@ -63,7 +64,7 @@ export async function startTestService(engine: Engine, env: Record<string, strin
     TILL_BASE_URL: 'http://till.test',
     ...env,
   });
-  const service = await createService(config, { log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }), ...(options.now ? { now: options.now } : {}) });
+  const service = await createService(config, { log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }), ...(options.now ? { now: options.now } : {}), workers: options.workers ?? false });
   return {
     ...service,
     config,
@@ -81,9 +82,9 @@ export async function startTestService(engine: Engine, env: Record<string, strin
 }
 
 /** A service paying through a real sandbox chain and facilitator, started in this process. */
-export async function startPayingService(engine: Engine, env: Record<string, string> = {}, options: { faultControls?: boolean } = {}) {
+export async function startPayingService(engine: Engine, env: Record<string, string> = {}, options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number } = {}) {
   const { startSandbox } = await import('../../src/sandbox/index.ts');
-  const sandbox = await startSandbox({ faultControls: options.faultControls ?? false });
+  const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
   const service = await startTestService(engine, {
     TILL_SANDBOX: 'true',
     TILL_FACILITATOR_URL: sandbox.facilitatorUrl,
@@ -91,7 +92,7 @@ export async function startPayingService(engine: Engine, env: Record<string, str
     TILL_USDC_ADDRESS: sandbox.usdcAddress,
     TILL_SANDBOX_URL: sandbox.url,
     ...env,
-  });
+  }, { workers: options.workers ?? false });
   const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
   return {
     service,

@@ -1,0 +1,124 @@
+// POST /api/checkout/v2/payment_session under load, on SQLite and PostgreSQL, each beside its
+// ceiling: a bare node:http server doing the same INSERT through the same driver.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { childEnv, createBenchDatabase, freePort, runLoad, runNode, startServer, type BenchOptions, type BenchReport, type Engine, type LoadResult } from './support.ts';
+
+type Target = 'ceiling' | 'till';
+
+const ROUNDS = 2;
+const WARMUP_SECONDS = 2;
+const TARGET_RATIO = 0.6;
+const PATH = '/api/checkout/v2/payment_session';
+const BODY = JSON.stringify({
+  amount: 12.5,
+  currency: 'EUR',
+  orderId: 'bench-[<id>]',
+  concept: 'Benchmark order',
+  successUrl: 'https://shop.example/thanks',
+});
+
+const SERVERS: Record<Target, { args: string[]; readyPath: string }> = {
+  till: { args: ['src/cli/main.ts', 'serve'], readyPath: '/healthz' },
+  ceiling: { args: ['bench/servers/ceiling.ts'], readyPath: '/' },
+};
+
+/** One measured run: a fresh database, a merchant, the server in a child process, a warm-up, then the load. */
+async function measure(engine: Engine, target: Target, options: BenchOptions, log: (line: string) => void): Promise<LoadResult> {
+  const database = await createBenchDatabase(engine);
+  const dataDir = mkdtempSync(join(tmpdir(), 'till-bench-'));
+  const port = await freePort();
+  const env = childEnv({
+    TILL_DATABASE_URL: database.url,
+    TILL_DATA_DIR: dataDir,
+    TILL_SECRET_KEY: randomBytes(32).toString('hex'),
+    PORT: String(port),
+    TILL_LOG_LEVEL: 'warn',
+    TILL_NO_SANDBOX: 'true',
+  });
+  try {
+    const { merchantId, apiKey } = JSON.parse(await runNode(['src/cli/main.ts', 'merchant', 'create', '--name', 'Bench', '--json'], env)) as { merchantId: string; apiKey: string };
+    const base = `http://127.0.0.1:${port}`;
+    const server = await startServer(SERVERS[target].args, { ...env, BENCH_MERCHANT_ID: merchantId }, base + SERVERS[target].readyPath);
+    try {
+      const request = { url: base + PATH, method: 'POST' as const, headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, body: BODY };
+      const probe = await fetch(request.url, { method: 'POST', headers: request.headers, body: BODY.replace('[<id>]', 'probe') });
+      if (probe.status !== 201) throw new Error(`${target} answered the probe with ${probe.status}: ${await probe.text()}`);
+      await runLoad(request, { connections: options.connections, durationSeconds: WARMUP_SECONDS });
+      const result = await runLoad(request, options);
+      log(`  ${engine.padEnd(8)} ${target.padEnd(7)} ${fmt(result.requestsPerSecond, 0).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.failures ? `  ${result.failures} FAILED` : ''}`);
+      return result;
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${server.output()}`);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await database.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+type EngineFigures = { engine: Engine; ceiling: LoadResult; till: LoadResult; ratio: number } | { engine: Engine; skipped: string };
+
+const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+const fmt = (value: number, digits: number) => value.toFixed(digits);
+
+function average(results: LoadResult[]): LoadResult {
+  return {
+    requestsPerSecond: mean(results.map((r) => r.requestsPerSecond)),
+    latencyP50: mean(results.map((r) => r.latencyP50)),
+    latencyP99: mean(results.map((r) => r.latencyP99)),
+    total: results.reduce((sum, r) => sum + r.total, 0),
+    failures: results.reduce((sum, r) => sum + r.failures, 0),
+  };
+}
+
+async function benchEngine(engine: Engine, options: BenchOptions, log: (line: string) => void): Promise<EngineFigures> {
+  if (engine === 'postgres') {
+    try {
+      await (await createBenchDatabase('postgres')).drop();
+    } catch (error) {
+      return { engine, skipped: `PostgreSQL unreachable (${(error as Error).message})` };
+    }
+  }
+  const runs: Record<Target, LoadResult[]> = { ceiling: [], till: [] };
+  // Alternating ceiling and Till spreads a noisy machine's drift over both.
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of ['ceiling', 'till'] as const) runs[target].push(await measure(engine, target, options, log));
+  }
+  const ceiling = average(runs.ceiling);
+  const till = average(runs.till);
+  return { engine, ceiling, till, ratio: till.requestsPerSecond / ceiling.requestsPerSecond };
+}
+
+function row(engine: Engine, label: string, result: LoadResult, ratio: string): string {
+  const failures = result.failures ? ` (${result.failures} failed)` : '';
+  return `| ${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'} | ${label} | ${fmt(result.requestsPerSecond, 0)}${failures} | ${fmt(result.latencyP50, 1)} | ${fmt(result.latencyP99, 1)} | ${ratio} |`;
+}
+
+export async function run(options: BenchOptions, log: (line: string) => void = () => {}): Promise<BenchReport> {
+  const figures: EngineFigures[] = [];
+  for (const engine of ['sqlite', 'postgres'] as const) figures.push(await benchEngine(engine, options, log));
+
+  const lines = [
+    `Measured ${new Date().toISOString().slice(0, 10)}: ${options.connections} connections, ${options.durationSeconds} s per run after a ${WARMUP_SECONDS} s warm-up, ${ROUNDS} runs each alternating ceiling and Till; figures are the means.`,
+    '',
+    '| Engine | Server | req/s | p50 ms | p99 ms | Till / ceiling |',
+    '|---|---|---:|---:|---:|---:|',
+  ];
+  const summary: string[] = [];
+  for (const figure of figures) {
+    if ('skipped' in figure) {
+      lines.push(`| ${figure.engine} | skipped: ${figure.skipped} | | | | |`);
+      summary.push(`${figure.engine}: skipped — ${figure.skipped}`);
+      continue;
+    }
+    const verdict = figure.ratio >= TARGET_RATIO ? `meets the ${TARGET_RATIO} target` : `BELOW the ${TARGET_RATIO} target`;
+    lines.push(row(figure.engine, 'ceiling (node:http + INSERT)', figure.ceiling, ''), row(figure.engine, 'Till', figure.till, `**${fmt(figure.ratio, 2)}**`));
+    summary.push(`${figure.engine}: Till ${fmt(figure.till.requestsPerSecond, 0)} req/s, ceiling ${fmt(figure.ceiling.requestsPerSecond, 0)} req/s → ${fmt(figure.ratio, 2)} (${verdict})`);
+  }
+  return { name: 'sessions', summary: summary.join('\n'), markdown: lines.join('\n') };
+}

@@ -1,0 +1,281 @@
+// x402 on the sandbox chain and facilitator (spawned as `till sandbox` is):
+// (a) throughput of the 402 challenge, Till (`till serve`, SQLite) beside @x402/express serving
+//     one static-price route, each in a child process of its own;
+// (b) the latency a paid request adds on top of the facilitator's verify + settle, read from
+//     Till's /metrics over 500 paid requests.
+// `npx node bench/x402.ts` runs it on its own; `npm run bench -- x402` runs it with the others.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { spawnSandbox, type SpawnedSandbox } from '../src/sandbox/spawn.ts';
+import { fundViaHttp } from '../src/sandbox/index.ts';
+import { nowSeconds, signedXPayment } from '../test/helpers/x402-payer.ts';
+import { childEnv, createBenchDatabase, freePort, runNode, startServer, type BenchOptions, type BenchReport, type ChildServer } from './support.ts';
+
+const THIS_FILE = fileURLToPath(import.meta.url);
+const SERVE_EXPRESS = '--serve-express';
+const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
+
+const ROUNDS = 2;
+const WARMUP_SECONDS = 2;
+const THROUGHPUT_TARGET = 1.5;
+const PAID_REQUESTS = 500;
+const PAYERS = 10;
+const ADDED_LATENCY_TARGET_MS = 5;
+const PRICE_USD = '0.01';
+const PRICE_UNITS = 10_000n;
+// The longest validity Till accepts, less a margin: sandbox blocks are mined far faster than one a second.
+const VALIDITY_S = 590n;
+const X402_ROUTE = '/x402/session/:sessionId';
+
+/** Throughput figures of one autocannon run; `expected` counts answers with the expected status (402). */
+type LoadFigures = { requestsPerSecond: number; latencyP50: number; latencyP99: number; total: number; expected: number; unexpected: number };
+
+async function challengeLoad(url: string, options: BenchOptions): Promise<LoadFigures> {
+  const result = JSON.parse(await runNode([AUTOCANNON, '--json', '--no-progress', '-c', String(options.connections), '-d', String(options.durationSeconds), url], childEnv({}))) as {
+    requests: { average: number; total: number };
+    latency: { p50: number; p99: number };
+    statusCodeStats?: Record<string, { count: number }>;
+    errors: number;
+    timeouts: number;
+  };
+  const expected = result.statusCodeStats?.['402']?.count ?? 0;
+  return {
+    requestsPerSecond: result.requests.average,
+    latencyP50: result.latency.p50,
+    latencyP99: result.latency.p99,
+    total: result.requests.total,
+    expected,
+    unexpected: result.requests.total - expected + result.errors + result.timeouts,
+  };
+}
+
+type Till = { server: ChildServer; base: string; apiKey: string; sessionId: string; stop(): Promise<void> };
+
+/** `till serve` on a fresh SQLite database, paying through the spawned sandbox; a STATIC session of PRICE_USD. */
+async function startTill(sandbox: SpawnedSandbox, merchantWallet: Address): Promise<Till> {
+  const database = await createBenchDatabase('sqlite');
+  const dataDir = mkdtempSync(join(tmpdir(), 'till-bench-x402-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = childEnv({
+    TILL_DATABASE_URL: database.url,
+    TILL_DATA_DIR: dataDir,
+    TILL_SECRET_KEY: randomBytes(32).toString('hex'),
+    TILL_BASE_URL: base,
+    PORT: String(port),
+    TILL_LOG_LEVEL: 'warn',
+    TILL_NO_SANDBOX: 'true',
+    TILL_SANDBOX: 'true',
+    TILL_FACILITATOR_URL: sandbox.facilitatorUrl,
+    TILL_BASE_RPC_URL: sandbox.rpcUrl,
+    TILL_USDC_ADDRESS: sandbox.usdcAddress,
+    TILL_SANDBOX_URL: sandbox.url,
+    TILL_X402_PROOFS_PER_MINUTE_PER_IP: '100000',
+    TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '100000',
+  });
+  const cleanup = async () => {
+    await database.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const { apiKey } = JSON.parse(await runNode(['src/cli/main.ts', 'merchant', 'create', '--name', 'Bench', '--wallet', merchantWallet, '--json'], env)) as { apiKey: string };
+    const server = await startServer(['src/cli/main.ts', 'serve'], env, `${base}/healthz`);
+    const created = await fetch(`${base}/api/checkout/v2/payment_session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey },
+      body: JSON.stringify({ amount: Number(PRICE_USD), currency: 'USD', orderType: 'STATIC', concept: 'Benchmark item' }),
+    });
+    if (created.status !== 201) {
+      await server.stop();
+      throw new Error(`session creation answered ${created.status}: ${await created.text()}\n${server.output()}`);
+    }
+    const { sessionId } = (await created.json()) as { sessionId: string };
+    return { server, base, apiKey, sessionId, stop: async () => { await server.stop(); await cleanup(); } };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+/** The comparison server: @x402/express guarding one static-price route, nothing else. */
+async function serveExpress(): Promise<void> {
+  const express = (await import('express')).default;
+  const { paymentMiddleware, x402ResourceServer } = await import('@x402/express');
+  const { HTTPFacilitatorClient } = await import('@x402/core/server');
+  const { ExactEvmScheme } = await import('@x402/evm/exact/server');
+  const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: process.env.FACILITATOR_URL! })).register('eip155:8453', new ExactEvmScheme());
+  const app = express();
+  app.use(
+    paymentMiddleware(
+      {
+        'GET /item': {
+          accepts: { scheme: 'exact', network: 'eip155:8453', payTo: process.env.PAY_TO!, price: { amount: PRICE_UNITS.toString(), asset: process.env.USDC_ADDRESS!, extra: { name: 'USD Coin', version: '2' } }, maxTimeoutSeconds: 60 },
+          description: 'Benchmark item',
+          mimeType: 'application/json',
+        },
+      },
+      resourceServer,
+    ),
+  );
+  app.get('/item', (_request, response) => void response.json({ item: 'paid' }));
+  app.listen(Number(process.env.PORT), '127.0.0.1');
+}
+
+async function startExpress(sandbox: SpawnedSandbox, merchantWallet: Address): Promise<{ server: ChildServer; url: string }> {
+  const port = await freePort();
+  const env = childEnv({ PORT: String(port), FACILITATOR_URL: sandbox.facilitatorUrl, PAY_TO: merchantWallet, USDC_ADDRESS: sandbox.usdcAddress });
+  const url = `http://127.0.0.1:${port}/item`;
+  return { server: await startServer([THIS_FILE, SERVE_EXPRESS], env, url), url };
+}
+
+const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+};
+const fmt = (value: number, digits = 0) => value.toFixed(digits);
+
+async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWallet: Address, options: BenchOptions, log: (line: string) => void) {
+  const express = await startExpress(sandbox, merchantWallet);
+  const targets = { till: `${till.base}/x402/session/${till.sessionId}`, express: express.url };
+  const results: Record<'till' | 'express', LoadFigures[]> = { till: [], express: [] };
+  try {
+    for (const [name, url] of Object.entries(targets)) {
+      const probe = await fetch(url);
+      if (probe.status !== 402) throw new Error(`${name} answered the challenge probe with ${probe.status}: ${await probe.text()}`);
+    }
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const name of ['till', 'express'] as const) {
+        await challengeLoad(targets[name], { ...options, durationSeconds: WARMUP_SECONDS });
+        const result = await challengeLoad(targets[name], options);
+        log(`  402 challenge  ${name.padEnd(7)} ${fmt(result.requestsPerSecond).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.unexpected ? `  ${result.unexpected} NOT 402` : ''}`);
+        results[name].push(result);
+      }
+    }
+  } finally {
+    await express.server.stop();
+  }
+  const summary = (runs: LoadFigures[]) => ({
+    requestsPerSecond: mean(runs.map((r) => r.requestsPerSecond)),
+    latencyP50: mean(runs.map((r) => r.latencyP50)),
+    latencyP99: mean(runs.map((r) => r.latencyP99)),
+    unexpected: runs.reduce((sum, r) => sum + r.unexpected, 0),
+  });
+  const tillFigures = summary(results.till);
+  const expressFigures = summary(results.express);
+  return { till: tillFigures, express: expressFigures, ratio: tillFigures.requestsPerSecond / expressFigures.requestsPerSecond };
+}
+
+/** Sums of the histogram series Till exports: the x402 route answered 200, and every facilitator call. */
+async function metricSums(base: string): Promise<{ request: number; requests: number; facilitator: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const sum = (pattern: RegExp) => text.split('\n').filter((line) => pattern.test(line)).reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  const requestSeries = `route="${X402_ROUTE}",status="200"`;
+  return {
+    request: sum(new RegExp(`^till_http_request_duration_seconds_sum\\{[^}]*${requestSeries.replace(/[/:]/g, '\\$&')}`)),
+    requests: sum(new RegExp(`^till_http_request_duration_seconds_count\\{[^}]*${requestSeries.replace(/[/:]/g, '\\$&')}`)),
+    facilitator: sum(/^till_facilitator_call_duration_seconds_sum\{[^}]*operation="(verify|settle)"/),
+  };
+}
+
+async function measureAddedLatency(sandbox: SpawnedSandbox, till: Till, log: (line: string) => void) {
+  const payers = Array.from({ length: PAYERS }, () => privateKeyToAccount(generatePrivateKey()));
+  const perPayerUsdc = ((Number(PRICE_UNITS) * Math.ceil(PAID_REQUESTS / PAYERS)) / 1e6 + 1).toString();
+  for (const payer of payers) await fundViaHttp(sandbox.url, payer.address, perPayerUsdc);
+  const url = `${till.base}/x402/session/${till.sessionId}`;
+  const added: number[] = [];
+  const serverSide: number[] = [];
+  const facilitatorSide: number[] = [];
+  const clientSide: number[] = [];
+  let failed = 0;
+  let previous = await metricSums(till.base);
+  for (let i = 0; i < PAID_REQUESTS; i++) {
+    // The challenge keeps a quote current; it is a 402 and stays out of the status-200 series.
+    const challenge = await fetch(url);
+    const [offer] = ((await challenge.json()) as { accepts: { maxAmountRequired: string; payTo: Address }[] }).accepts;
+    const { header } = await signedXPayment(payers[i % PAYERS]!, sandbox.usdcAddress as Address, offer!.payTo, BigInt(offer!.maxAmountRequired), { validBefore: nowSeconds() + VALIDITY_S });
+    const started = performance.now();
+    const response = await fetch(url, { headers: { 'x-payment': header } });
+    await response.arrayBuffer();
+    const elapsed = performance.now() - started;
+    const current = await metricSums(till.base);
+    if (response.status !== 200 || current.requests !== previous.requests + 1) {
+      failed++;
+    } else {
+      const request = (current.request - previous.request) * 1000;
+      const facilitator = (current.facilitator - previous.facilitator) * 1000;
+      serverSide.push(request);
+      facilitatorSide.push(facilitator);
+      added.push(request - facilitator);
+      clientSide.push(elapsed);
+    }
+    previous = current;
+  }
+  const figures = {
+    paid: added.length,
+    failed,
+    addedP50Ms: percentile(added, 50),
+    addedP90Ms: percentile(added, 90),
+    addedP99Ms: percentile(added, 99),
+    addedMeanMs: mean(added),
+    requestP50Ms: percentile(serverSide, 50),
+    facilitatorP50Ms: percentile(facilitatorSide, 50),
+    clientP50Ms: percentile(clientSide, 50),
+  };
+  log(`  paid requests  ${figures.paid} settled${failed ? `, ${failed} FAILED` : ''}`);
+  log(`  added by Till  p50 ${fmt(figures.addedP50Ms, 2)} ms  p90 ${fmt(figures.addedP90Ms, 2)} ms  p99 ${fmt(figures.addedP99Ms, 2)} ms  (request p50 ${fmt(figures.requestP50Ms, 1)} ms, facilitator verify+settle p50 ${fmt(figures.facilitatorP50Ms, 1)} ms, client p50 ${fmt(figures.clientP50Ms, 1)} ms)`);
+  return figures;
+}
+
+export async function run(options: BenchOptions = { durationSeconds: 10, connections: 10 }, log: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): Promise<BenchReport & Record<string, unknown>> {
+  const sandbox = await spawnSandbox();
+  const merchantWallet = privateKeyToAccount(generatePrivateKey()).address;
+  try {
+    const till = await startTill(sandbox, merchantWallet);
+    try {
+      const throughput = await measureThroughput(sandbox, till, merchantWallet, options, log);
+      const latency = await measureAddedLatency(sandbox, till, log);
+      const meetsThroughput = throughput.ratio >= THROUGHPUT_TARGET;
+      const meetsLatency = latency.addedP50Ms <= ADDED_LATENCY_TARGET_MS;
+      const summary = [
+        `x402: challenge throughput Till ${fmt(throughput.till.requestsPerSecond)} req/s vs @x402/express ${fmt(throughput.express.requestsPerSecond)} req/s = ${fmt(throughput.ratio, 2)}× (target ≥ ${THROUGHPUT_TARGET}×: ${meetsThroughput ? 'met' : 'MISSED'})`,
+        `x402: latency added to a paid request p50 ${fmt(latency.addedP50Ms, 2)} ms over ${latency.paid} payments (target ≤ ${ADDED_LATENCY_TARGET_MS} ms: ${meetsLatency ? 'met' : 'MISSED'})`,
+      ].join('\n');
+      const markdown = [
+        `| 402 challenge, ${options.connections} connections, ${options.durationSeconds} s × ${ROUNDS} | req/s | p50 | p99 |`,
+        '|---|---:|---:|---:|',
+        `| Till \`GET /x402/session/{id}\` (SQLite) | ${fmt(throughput.till.requestsPerSecond)} | ${fmt(throughput.till.latencyP50, 1)} ms | ${fmt(throughput.till.latencyP99, 1)} ms |`,
+        `| \`@x402/express\` static-price route | ${fmt(throughput.express.requestsPerSecond)} | ${fmt(throughput.express.latencyP50, 1)} ms | ${fmt(throughput.express.latencyP99, 1)} ms |`,
+        '',
+        `Ratio Till / @x402/express: **${fmt(throughput.ratio, 2)}×** (target ≥ ${THROUGHPUT_TARGET}×)${throughput.till.unexpected + throughput.express.unexpected ? `; ${throughput.till.unexpected + throughput.express.unexpected} answers were not 402` : ''}.`,
+        '',
+        `| ${latency.paid} paid requests${latency.failed ? ` (${latency.failed} failed)` : ''} | p50 | p90 | p99 |`,
+        '|---|---:|---:|---:|',
+        `| Added by Till (request − verify − settle) | **${fmt(latency.addedP50Ms, 2)} ms** | ${fmt(latency.addedP90Ms, 2)} ms | ${fmt(latency.addedP99Ms, 2)} ms |`,
+        `| Request, server side | ${fmt(latency.requestP50Ms, 1)} ms | | |`,
+        `| Facilitator verify + settle | ${fmt(latency.facilitatorP50Ms, 1)} ms | | |`,
+        `| Request, client side | ${fmt(latency.clientP50Ms, 1)} ms | | |`,
+        '',
+        `Target for the added latency: p50 ≤ ${ADDED_LATENCY_TARGET_MS} ms.`,
+      ].join('\n');
+      return { name: 'x402', summary, markdown, throughput, latency };
+    } finally {
+      await till.stop();
+    }
+  } finally {
+    await sandbox.stop();
+  }
+}
+
+if (process.argv[1] === THIS_FILE) {
+  if (process.argv[2] === SERVE_EXPRESS) await serveExpress();
+  else {
+    const report = await run();
+    process.stdout.write(`\n${report.summary}\n\n${report.markdown}\n`);
+  }
+}

@@ -1,0 +1,79 @@
+import type { Db } from '../db/index.ts';
+import type { AppContext } from '../http/context.ts';
+import { enqueueWebhookEvent, wakeWebhookWorkers } from '../webhooks/events.ts';
+
+const BATCH = 500;
+
+/**
+ * Turns open TRANSIENT sessions past their deadline into EXPIRED, each with one conditional update
+ * in its own transaction together with its `session.expired` event. A session with a payment in
+ * progress is left alone until that payment is resolved; any number of sweepers may run at once,
+ * since only the one whose update matched the row writes the event. Returns the sessions expired.
+ */
+export async function expireDueSessions(db: Db, now: number, explorerTxUrl: string): Promise<string[]> {
+  const expired: string[] = [];
+  for (;;) {
+    const due = await db
+      .selectFrom('payment_sessions')
+      .select('id')
+      .where('status', '=', 'OPEN')
+      .where('order_type', '=', 'TRANSIENT')
+      .where('expires_at', '<=', now)
+      .where('payments_in_progress', '=', 0)
+      .orderBy('expires_at')
+      .limit(BATCH)
+      .execute();
+    let changed = 0;
+    for (const { id } of due) {
+      const done = await db.transaction().execute(async (trx) => {
+        const session = await trx
+          .updateTable('payment_sessions')
+          .set({ status: 'EXPIRED', updated_at: now })
+          .where('id', '=', id)
+          .where('status', '=', 'OPEN')
+          .where('order_type', '=', 'TRANSIENT')
+          .where('payments_in_progress', '=', 0)
+          .where('expires_at', '<=', now)
+          .returningAll()
+          .executeTakeFirst();
+        if (!session) return false;
+        await enqueueWebhookEvent(trx, { type: 'session.expired', session, occurredAt: now, explorerTxUrl });
+        return true;
+      });
+      if (done) {
+        expired.push(id);
+        changed++;
+      }
+    }
+    if (changed > 0) wakeWebhookWorkers();
+    // A full batch of which none changed means other sweepers are on it; they finish the rest.
+    if (due.length < BATCH || changed === 0) return expired;
+  }
+}
+
+export type ExpirySweeper = { stop(): Promise<void>; sweep(): Promise<string[]> };
+
+export function startExpirySweeper(context: Pick<AppContext, 'db' | 'config' | 'log' | 'now'>, options: { intervalMs?: number } = {}): ExpirySweeper {
+  const log = context.log.child({ component: 'expiry' });
+  let running: Promise<string[]> | undefined;
+  const sweep = () => {
+    running ??= expireDueSessions(context.db, context.now(), context.config.explorerTxUrl)
+      .catch((error: unknown) => {
+        log.error({ err: error }, 'expiring sessions failed');
+        return [];
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+  const timer = setInterval(() => void sweep(), options.intervalMs ?? 5000);
+  void sweep();
+  return {
+    sweep,
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

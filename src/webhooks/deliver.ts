@@ -1,0 +1,85 @@
+import { Webhook } from 'standardwebhooks';
+import { request, type Dispatcher } from 'undici';
+
+export const REQUEST_TIMEOUT_MS = 15_000;
+const EXCERPT_BYTES = 1024;
+/** Read at most this much of a response, so a receiver cannot make the worker download a large body. */
+const READ_LIMIT_BYTES = 64 * 1024;
+
+export type AttemptOutcome = {
+  startedAt: number;
+  latencyMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+  /** Retry-After in milliseconds, when given on 429 or 503. */
+  retryAfterMs: number | null;
+};
+
+export type WebhookMessage = { url: string; eventId: string; body: string; webhookKey: string; signingSecret: string };
+
+/** The headers of one attempt: the spec's key, and Standard Webhooks' id, timestamp and v1 signature. */
+export function webhookHeaders(message: Pick<WebhookMessage, 'eventId' | 'body' | 'webhookKey' | 'signingSecret'>, at: Date): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'Till-Webhooks/1',
+    'x-webhook-api-key': message.webhookKey,
+    'webhook-id': message.eventId,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': new Webhook(message.signingSecret).sign(message.eventId, at, message.body),
+  };
+}
+
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return null;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    if (total < EXCERPT_BYTES) chunks.push(chunk as Buffer);
+    total += (chunk as Buffer).length;
+    if (total >= READ_LIMIT_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
+}
+
+/** One POST of one event. Never throws: a network error, a timeout or a refusal is an outcome. */
+export async function postWebhook(dispatcher: Dispatcher, message: WebhookMessage, timeoutMs = REQUEST_TIMEOUT_MS): Promise<AttemptOutcome> {
+  const startedAt = Date.now();
+  const started = performance.now();
+  const latency = () => Math.round(performance.now() - started);
+  try {
+    const response = await request(message.url, {
+      method: 'POST',
+      dispatcher,
+      headers: webhookHeaders(message, new Date(startedAt)),
+      body: message.body,
+      signal: AbortSignal.timeout(timeoutMs),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+    const excerpt = await readExcerpt(response.body);
+    const status = response.statusCode;
+    return {
+      startedAt,
+      latencyMs: latency(),
+      statusCode: status,
+      error: status === 200 ? null : `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
+      responseExcerpt: excerpt,
+      retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after'], Date.now()) : null,
+    };
+  } catch (error) {
+    const cause = (error as { cause?: Error }).cause;
+    const reason = (error as Error).name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : (cause?.message ?? (error as Error).message);
+    return { startedAt, latencyMs: latency(), statusCode: null, error: reason, responseExcerpt: null, retryAfterMs: null };
+  }
+}

@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../db/index.ts';
+import type { Config } from '../config.ts';
+import { openSecret, sealSecret } from '../common/secrets.ts';
+import { DEFAULT_EVENTS, EVENT_TYPES, type WebhookEventType } from './events.ts';
+
+export class WebhookSettingsError extends Error {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+export type WebhookEndpoint = {
+  merchantId: string;
+  url: string;
+  events: WebhookEventType[];
+  webhookKey: string;
+  signingSecret: string;
+  disabledAt: number | null;
+  disabledReason: string | null;
+};
+
+export function checkWebhookUrl(url: string, mode: Config['mode']): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new WebhookSettingsError('url', `url ${JSON.stringify(url)} is not an absolute URL`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new WebhookSettingsError('url', 'url must be http or https');
+  if (mode === 'live' && parsed.protocol !== 'https:') throw new WebhookSettingsError('url', 'url must be https outside the sandbox');
+  if (parsed.username || parsed.password) throw new WebhookSettingsError('url', 'url must not carry credentials; the receiver checks X-Webhook-Api-Key and the signature instead');
+  return parsed.toString();
+}
+
+export function checkEvents(events: readonly string[] | undefined): WebhookEventType[] {
+  if (events === undefined) return [...DEFAULT_EVENTS];
+  const unknown = events.find((e) => !(EVENT_TYPES as readonly string[]).includes(e));
+  if (unknown !== undefined) throw new WebhookSettingsError('events', `unknown event type ${JSON.stringify(unknown)}; known: ${EVENT_TYPES.join(', ')}`);
+  if (events.length === 0) throw new WebhookSettingsError('events', 'events must name at least one event type');
+  return [...new Set(events)] as WebhookEventType[];
+}
+
+const newWebhookKey = () => `whk_${randomBytes(24).toString('base64url')}`;
+const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
+
+/**
+ * Sets the merchant's endpoint and re-enables it. The key, the signing secret and the event list are
+ * kept across changes unless `rotate` is set or `events` given; the secrets are returned so they can be shown again.
+ */
+export async function setWebhook(
+  db: Db,
+  secretKey: Buffer,
+  merchantId: string,
+  input: { url: string; events?: readonly string[]; rotate?: boolean },
+  mode: Config['mode'],
+  now = Date.now(),
+): Promise<{ webhookKey: string; signingSecret: string }> {
+  const url = checkWebhookUrl(input.url, mode);
+  const existing = await db.selectFrom('webhook_endpoints').select(['events', 'webhook_key_sealed', 'signing_secret_sealed']).where('merchant_id', '=', merchantId).executeTakeFirst();
+  const events = input.events === undefined && existing ? (JSON.parse(existing.events) as WebhookEventType[]) : checkEvents(input.events);
+  const keep = existing && !input.rotate;
+  const webhookKey = keep ? openSecret(existing.webhook_key_sealed, secretKey) : newWebhookKey();
+  const signingSecret = keep ? openSecret(existing.signing_secret_sealed, secretKey) : newSigningSecret();
+  const values = {
+    url,
+    events: JSON.stringify(events),
+    webhook_key_sealed: sealSecret(webhookKey, secretKey),
+    signing_secret_sealed: sealSecret(signingSecret, secretKey),
+    updated_at: now,
+    disabled_at: null,
+    disabled_reason: null,
+  };
+  await db
+    .insertInto('webhook_endpoints')
+    .values({ merchant_id: merchantId, created_at: now, ...values })
+    .onConflict((oc) => oc.column('merchant_id').doUpdateSet(values))
+    .execute();
+  return { webhookKey, signingSecret };
+}
+
+export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string): Promise<WebhookEndpoint | undefined> {
+  const row = await db.selectFrom('webhook_endpoints').selectAll().where('merchant_id', '=', merchantId).executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    merchantId,
+    url: row.url,
+    events: JSON.parse(row.events) as WebhookEventType[],
+    webhookKey: openSecret(row.webhook_key_sealed, secretKey),
+    signingSecret: openSecret(row.signing_secret_sealed, secretKey),
+    disabledAt: row.disabled_at,
+    disabledReason: row.disabled_reason,
+  };
+}
+
+export async function disableWebhook(db: Db, merchantId: string, reason: string, now: number): Promise<void> {
+  await db.updateTable('webhook_endpoints').set({ disabled_at: now, disabled_reason: reason, updated_at: now }).where('merchant_id', '=', merchantId).where('disabled_at', 'is', null).execute();
+}

@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../http/context.ts';
+import { registerListDeliveries } from './list-deliveries.route.ts';
+import { registerRedeliver } from './redeliver.route.ts';
+import { registerSendTestEvent } from './test-event.route.ts';
+
+export function registerWebhookRoutes(app: FastifyInstance, context: AppContext): void {
+  registerListDeliveries(app, context);
+  registerRedeliver(app, context);
+  registerSendTestEvent(app, context);
+}
+
+export { startWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from './worker.ts';
+export { enqueueWebhookEvent, buildWebhookBody, wakeWebhookWorkers, EVENT_TYPES, DEFAULT_EVENTS, type WebhookEventType, type WebhookBody } from './events.ts';
+export { setWebhook, getWebhook } from './endpoints.ts';
+export { loadWebhookSettings } from './settings.ts';

@@ -1,0 +1,43 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../http/context.ts';
+import { ApiError, notFound } from '../http/errors.ts';
+import { addRoute, type RouteDoc } from '../http/routes.ts';
+import { validate } from '../http/validation.ts';
+import { requireMerchant } from '../auth/api-key-auth.ts';
+import { ErrorResponse } from '../sessions/create-session.route.ts';
+import { redeliverEvent } from './deliveries.ts';
+import { wakeWebhookWorkers } from './events.ts';
+
+const Params = z.strictObject({ eventId: z.string().min(1).max(64) });
+
+export const DeliveryQueued = z.object({ eventId: z.string(), deliveryId: z.string() }).meta({ id: 'WebhookDeliveryQueued' });
+
+export const noEndpoint = () => new ApiError(409, 'no_webhook_endpoint', 'No webhook URL is set for this merchant');
+
+const doc: RouteDoc = {
+  method: 'POST',
+  url: '/api/checkout/v2/webhooks/events/{eventId}/redeliver',
+  tag: 'Webhooks',
+  summary: 'Redeliver a webhook event',
+  description: 'Queues the event again, with the same id and the same body as first sent, to the current webhook URL.',
+  security: 'apiKey',
+  params: Params,
+  responses: {
+    202: { description: 'Queued', schema: DeliveryQueued },
+    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    404: { description: 'No such event for this merchant', schema: ErrorResponse },
+    409: { description: 'No webhook URL is set', schema: ErrorResponse },
+  },
+};
+
+export function registerRedeliver(app: FastifyInstance, context: AppContext): void {
+  addRoute(app, doc, {}, async (request, reply) => {
+    const { merchantId } = await requireMerchant(context, request);
+    const { eventId } = validate(Params, request.params);
+    const result = await redeliverEvent(context.db, eventId, merchantId);
+    if ('refused' in result) throw result.refused === 'unknown_event' ? notFound(`Webhook event ${eventId}`) : noEndpoint();
+    wakeWebhookWorkers();
+    return reply.code(202).send({ eventId, deliveryId: result.deliveryId });
+  });
+}

@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../http/context.ts';
+import { addRoute, type RouteDoc } from '../http/routes.ts';
+import { requireMerchant } from '../auth/api-key-auth.ts';
+import { ErrorResponse } from '../sessions/create-session.route.ts';
+import { sendTestEvent } from './deliveries.ts';
+import { wakeWebhookWorkers } from './events.ts';
+import { DeliveryQueued, noEndpoint } from './redeliver.route.ts';
+
+const doc: RouteDoc = {
+  method: 'POST',
+  url: '/api/checkout/v2/webhooks/test',
+  tag: 'Webhooks',
+  summary: 'Send a test webhook',
+  description: 'Queues a `webhook.test` event with sample values, signed like every other event, to the webhook URL.',
+  security: 'apiKey',
+  responses: {
+    202: { description: 'Queued', schema: DeliveryQueued },
+    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    409: { description: 'No webhook URL is set', schema: ErrorResponse },
+  },
+};
+
+export function registerSendTestEvent(app: FastifyInstance, context: AppContext): void {
+  addRoute(app, doc, {}, async (request, reply) => {
+    const { merchantId } = await requireMerchant(context, request);
+    const result = await sendTestEvent(context.db, merchantId, context.now());
+    if ('refused' in result) throw noEndpoint();
+    wakeWebhookWorkers();
+    return reply.code(202).send(result);
+  });
+}

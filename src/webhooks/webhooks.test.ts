@@ -1,0 +1,260 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { openDatabase } from '../db/index.ts';
+import { findSession } from '../sessions/sessions.ts';
+import { webhookHeaders } from './deliver.ts';
+import { checkWebhookUrl, getWebhook, setWebhook, WebhookSettingsError } from './endpoints.ts';
+import { enqueueWebhookEvent, wakeWebhookWorkers, type WebhookEventType } from './events.ts';
+import { startWebhookWorker, type WebhookWorker } from './worker.ts';
+import { startReceiver, type Reply } from './fixtures/receiver.ts';
+import { waitFor } from './fixtures/wait.ts';
+
+const PAYMENT = { id: 'pay_1', amount_minor: 1999n, currency: 'EUR', public_order_id: 'TX-abc', tx_hash: '0xfeed' };
+
+for (const { engine, skip } of engines) {
+  describe(`webhooks on ${engine}`, { skip }, () => {
+    let service: TestService;
+    const workers: WebhookWorker[] = [];
+    const receivers: { close(): Promise<void> }[] = [];
+
+    before(async () => {
+      service = await startTestService(engine);
+    });
+    afterEach(async () => {
+      for (const worker of workers.splice(0)) await worker.stop();
+    });
+    after(async () => {
+      for (const receiver of receivers) await receiver.close();
+      await service?.stop();
+    });
+
+    const worker = (retrySchedule = [20, 20, 20, 20]) => {
+      const started = startWebhookWorker(service.context, { settings: { retrySchedule, allowPrivateTargets: true }, pollIntervalMs: 50 });
+      workers.push(started);
+      return started;
+    };
+    const receiver = async (answer?: (index: number) => Reply) => {
+      const started = await startReceiver(answer && ((_request, index) => answer(index)));
+      receivers.push(started);
+      return started;
+    };
+    /** A merchant with a webhook to `url`, and one TRANSIENT session of it. */
+    const merchantWithSession = async (url: string, events?: string[]) => {
+      const { merchantId, apiKey } = await service.merchant();
+      const secrets = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url, ...(events ? { events } : {}) }, 'sandbox');
+      const created = await service.app.inject({ method: 'POST', url: '/api/checkout/v2/payment_session', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, payload: { amount: 19.99, currency: 'EUR', orderId: `o-${Math.random()}`, successUrl: 'https://shop.example/ok' } });
+      const session = (await findSession(service.context.db, created.json().sessionId))!;
+      return { merchantId, apiKey, session, ...secrets };
+    };
+    const enqueue = (session: Awaited<ReturnType<typeof merchantWithSession>>['session'], type: WebhookEventType = 'payment.succeeded') =>
+      service.context.db.transaction().execute((trx) => enqueueWebhookEvent(trx, { type, session, ...(type.startsWith('payment') ? { payment: PAYMENT } : {}), occurredAt: 1_700_000_000_123, explorerTxUrl: service.config.explorerTxUrl }));
+    const delivery = (eventId: string) => service.context.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
+    const attempts = (eventId: string) =>
+      service.context.db.selectFrom('webhook_attempts').innerJoin('webhook_deliveries', 'webhook_deliveries.id', 'webhook_attempts.delivery_id').select(['attempt', 'status_code', 'response_excerpt']).where('event_id', '=', eventId).orderBy('attempt').execute();
+    const settled = (eventId: string) => waitFor(async () => { const d = await delivery(eventId); return d.status !== 'PENDING' && d; }, `delivery of ${eventId}`);
+
+    test('settings: secrets sealed at rest, shown again, rotated on request; https outside the sandbox', async () => {
+      const { merchantId } = await service.merchant();
+      const first = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://shop.example/hook' }, 'sandbox');
+      assert.match(first.webhookKey, /^whk_/);
+      assert.match(first.signingSecret, /^whsec_/);
+      const row = await service.context.db.selectFrom('webhook_endpoints').selectAll().where('merchant_id', '=', merchantId).executeTakeFirstOrThrow();
+      assert.ok(!row.webhook_key_sealed.includes(first.webhookKey.slice(4)) && !row.signing_secret_sealed.includes(first.signingSecret.slice(6)));
+      const shown = await getWebhook(service.context.db, service.config.secretKey, merchantId);
+      assert.equal(shown?.webhookKey, first.webhookKey);
+      assert.deepEqual(shown?.events, ['payment.succeeded', 'session.expired']);
+      const kept = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://shop.example/other', events: ['payment.pending', 'payment.succeeded'] }, 'sandbox');
+      assert.deepEqual(kept, first);
+      const rotated = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://shop.example/other', rotate: true }, 'sandbox');
+      assert.notEqual(rotated.webhookKey, first.webhookKey);
+      assert.notEqual(rotated.signingSecret, first.signingSecret);
+      assert.deepEqual((await getWebhook(service.context.db, service.config.secretKey, merchantId))?.events, ['payment.pending', 'payment.succeeded']);
+      assert.throws(() => checkWebhookUrl('http://shop.example/hook', 'live'), (e: unknown) => e instanceof WebhookSettingsError && /https/.test(e.message));
+      assert.equal(checkWebhookUrl('https://shop.example/hook', 'live'), 'https://shop.example/hook');
+      await assert.rejects(setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://x.example', events: ['payment.refunded'] }, 'sandbox'), /unknown event type/);
+    });
+
+    test('a receiver failing 3 times then answering 200 gets the event after 4 recorded attempts, signed and with the spec body', async () => {
+      const hook = await receiver((index) => (index < 3 ? { status: 500, body: 'x'.repeat(3000) } : { status: 200, body: 'ok' }));
+      const { session, webhookKey, signingSecret } = await merchantWithSession(hook.url);
+      worker();
+      const { eventId } = await enqueue(session);
+      const done = await settled(eventId);
+      assert.equal(done.status, 'SUCCEEDED');
+      assert.deepEqual((await attempts(eventId)).map((a) => [a.attempt, a.status_code]), [[1, 500], [2, 500], [3, 500], [4, 200]]);
+      assert.equal((await attempts(eventId))[0]!.response_excerpt!.length, 1024);
+      assert.equal(hook.received.length, 4);
+      for (const request of hook.received) {
+        assert.equal(request.headers['webhook-id'], eventId);
+        assert.equal(request.headers['x-webhook-api-key'], webhookKey);
+        assert.equal(request.headers['content-type'], 'application/json');
+        new Webhook(signingSecret).verify(request.body, request.headers as Record<string, string>);
+      }
+      const body = JSON.parse(hook.received[3]!.body);
+      assert.deepEqual(body, {
+        id: eventId,
+        event: 'payment.succeeded',
+        timestamp: 1_700_000_000_123,
+        orderId: session.order_id,
+        amount: 19.99,
+        currency: 'EUR',
+        token: 'USDC',
+        successUrl: 'https://shop.example/ok',
+        failUrl: null,
+        cancelUrl: null,
+        paymentSessionId: session.id,
+        paymentId: 'TX-abc',
+        status: 'SUCCESS',
+        chain: 'base',
+        receipts: ['http://till.test/sandbox/tx/0xfeed'],
+      });
+    });
+
+    test('standardwebhooks rejects a tampered body, a changed timestamp and an old timestamp', async () => {
+      const hook = await receiver();
+      const { session, signingSecret } = await merchantWithSession(hook.url);
+      worker();
+      const { eventId } = await enqueue(session);
+      await settled(eventId);
+      const { body, headers } = hook.received[0]!;
+      const verifier = new Webhook(signingSecret);
+      assert.throws(() => verifier.verify(body.replace('19.99', '0.01'), headers as Record<string, string>), /signature/i);
+      assert.throws(() => verifier.verify(body, { ...(headers as Record<string, string>), 'webhook-timestamp': String(Number(headers['webhook-timestamp']) + 1) }), /signature/i);
+      const old = webhookHeaders({ eventId, body, webhookKey: 'k', signingSecret }, new Date(Date.now() - 10 * 60_000));
+      assert.throws(() => verifier.verify(body, old), /timestamp/i);
+      assert.throws(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(body, headers as Record<string, string>), /signature/i);
+    });
+
+    test('a receiver answering 204 is retried until the schedule runs out', async () => {
+      const hook = await receiver(() => ({ status: 204 }));
+      const { session } = await merchantWithSession(hook.url);
+      worker([10, 10]);
+      const { eventId } = await enqueue(session);
+      const done = await settled(eventId);
+      assert.equal(done.status, 'FAILED');
+      assert.match(done.last_error ?? '', /retries exhausted/);
+      assert.deepEqual((await attempts(eventId)).map((a) => a.status_code), [204, 204, 204]);
+      assert.equal(hook.received.length, 3);
+    });
+
+    test('410 disables the endpoint with a reason; setting the URL again resumes held deliveries', async () => {
+      let gone = true;
+      const hook = await receiver(() => ({ status: gone ? 410 : 200 }));
+      const { merchantId, session } = await merchantWithSession(hook.url);
+      worker();
+      const first = await enqueue(session);
+      assert.equal((await settled(first.eventId)).status, 'FAILED');
+      const endpoint = await getWebhook(service.context.db, service.config.secretKey, merchantId);
+      assert.ok(endpoint?.disabledAt);
+      assert.match(endpoint?.disabledReason ?? '', /410 Gone/);
+      const held = await enqueue(session);
+      gone = false;
+      // Held while disabled: wait until the worker has certainly polled a few times, then check nothing was sent.
+      const seen = hook.received.length;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal((await delivery(held.eventId)).status, 'PENDING');
+      assert.equal(hook.received.length, seen);
+      await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: hook.url }, 'sandbox');
+      assert.equal((await settled(held.eventId)).status, 'SUCCEEDED');
+    });
+
+    test('by default only payment.succeeded and session.expired are delivered; the others are opt-in', async () => {
+      const hook = await receiver();
+      const plain = await merchantWithSession(hook.url);
+      const optIn = await merchantWithSession(hook.url, ['payment.pending', 'payment.failed', 'payment.succeeded']);
+      assert.equal((await enqueue(plain.session, 'payment.pending')).deliveryId, null);
+      assert.equal((await enqueue(plain.session, 'payment.failed')).deliveryId, null);
+      assert.notEqual((await enqueue(plain.session, 'session.expired')).deliveryId, null);
+      assert.notEqual((await enqueue(optIn.session, 'payment.pending')).deliveryId, null);
+      assert.equal((await enqueue(optIn.session, 'session.expired')).deliveryId, null);
+    });
+
+    test('the body is frozen when the event is written', async () => {
+      const hook = await receiver();
+      const { session, apiKey } = await merchantWithSession(hook.url);
+      const { eventId } = await enqueue(session, 'session.expired');
+      const changed = await service.app.inject({ method: 'PUT', url: '/api/checkout/v2/payment_session', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, payload: { sessionId: session.id, amount: 50 } });
+      assert.equal(changed.statusCode, 200);
+      worker();
+      await settled(eventId);
+      const body = JSON.parse(hook.received.find((r) => r.headers['webhook-id'] === eventId)!.body);
+      assert.equal(body.amount, 19.99);
+      assert.equal(body.status, 'EXPIRED');
+      assert.deepEqual(body.receipts, []);
+    });
+
+    test('API: list deliveries with attempts, redeliver with the same id, send a test event; merchant-scoped', async () => {
+      const hook = await receiver();
+      const { session, apiKey } = await merchantWithSession(hook.url);
+      const other = await service.merchant();
+      worker();
+      const { eventId } = await enqueue(session);
+      await settled(eventId);
+      const get = (url: string, key = apiKey) => service.app.inject({ method: 'GET', url, headers: { 'x-sc-apikey': key } });
+      const post = (url: string, key = apiKey) => service.app.inject({ method: 'POST', url, headers: { 'x-sc-apikey': key } });
+
+      const listed = await get('/api/checkout/v2/webhooks/deliveries');
+      assert.equal(listed.statusCode, 200);
+      const [entry] = listed.json().deliveries;
+      assert.equal(entry.eventId, eventId);
+      assert.equal(entry.status, 'SUCCEEDED');
+      assert.equal(entry.attempts.length, 1);
+      assert.equal(entry.attempts[0].statusCode, 200);
+
+      const again = await post(`/api/checkout/v2/webhooks/events/${eventId}/redeliver`);
+      assert.equal(again.statusCode, 202);
+      await waitFor(() => hook.received.filter((r) => r.headers['webhook-id'] === eventId).length === 2, 'the redelivery');
+      const [first, second] = hook.received.filter((r) => r.headers['webhook-id'] === eventId);
+      assert.equal(first!.body, second!.body);
+
+      const sent = await post('/api/checkout/v2/webhooks/test');
+      assert.equal(sent.statusCode, 202);
+      await waitFor(() => hook.received.find((r) => r.headers['webhook-id'] === sent.json().eventId), 'the test event');
+      assert.equal(JSON.parse(hook.received.at(-1)!.body).event, 'webhook.test');
+
+      assert.equal((await get('/api/checkout/v2/webhooks/deliveries', other.apiKey)).json().deliveries.length, 0);
+      assert.equal((await post(`/api/checkout/v2/webhooks/events/${eventId}/redeliver`, other.apiKey)).statusCode, 404);
+      assert.equal((await post('/api/checkout/v2/webhooks/test', other.apiKey)).json().error.code, 'no_webhook_endpoint');
+      assert.equal((await service.app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries' })).statusCode, 401);
+      assert.equal((await get('/api/checkout/v2/webhooks/deliveries?limit=0')).statusCode, 400);
+    });
+
+    test('a new event wakes an idle worker at once, without waiting for a poll', async () => {
+      const hook = await receiver();
+      const { session } = await merchantWithSession(hook.url);
+      const idle = startWebhookWorker(service.context, { settings: { retrySchedule: [20], allowPrivateTargets: true }, pollIntervalMs: 600_000 });
+      workers.push(idle);
+      // On PostgreSQL the event is written through another pool and reaches the worker only by NOTIFY.
+      const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
+      const { eventId } = await (other?.db ?? service.context.db).transaction().execute((trx) => enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, payment: PAYMENT, occurredAt: Date.now(), explorerTxUrl: '{hash}' }));
+      if (!other) wakeWebhookWorkers();
+      assert.equal((await settled(eventId)).status, 'SUCCEEDED');
+      await other?.close();
+    });
+
+    test('two workers on one database never deliver the same attempt at the same time', async () => {
+      const hook = await receiver(() => ({ status: 200, delayMs: 3 }));
+      const { session } = await merchantWithSession(hook.url);
+      const events: string[] = [];
+      for (let i = 0; i < 200; i++) events.push((await enqueue(session)).eventId);
+      // SQLite serves one process through one connection, so there the two workers share it.
+      const second = engine === 'postgres' ? openDatabase(service.config) : undefined;
+      const settings = { retrySchedule: [20], allowPrivateTargets: true };
+      const a = startWebhookWorker(service.context, { settings, pollIntervalMs: 20, concurrency: 16 });
+      const b = startWebhookWorker({ ...service.context, db: second?.db ?? service.context.db }, { settings, pollIntervalMs: 20, concurrency: 16 });
+      await waitFor(async () => {
+        const left = await service.context.db.selectFrom('webhook_deliveries').select('id').where('event_id', 'in', events).where('status', '=', 'PENDING').execute();
+        return left.length === 0;
+      }, 'all 200 deliveries');
+      await a.stop();
+      await b.stop();
+      await second?.close();
+      const ids = hook.received.map((r) => r.headers['webhook-id']).filter((id) => events.includes(String(id)));
+      assert.equal(ids.length, 200);
+      assert.equal(new Set(ids).size, 200);
+      assert.equal(hook.maxConcurrentPerEvent(), 1);
+    });
+  });
+}

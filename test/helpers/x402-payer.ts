@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import type { Address, Hex, LocalAccount } from 'viem';
+
+/** An EIP-3009 TransferWithAuthorization, as the buyer signs it. */
+export type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
+
+export const TRANSFER_WITH_AUTHORIZATION = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;
+
+export const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
+export const randomNonce = (): Hex => `0x${randomBytes(32).toString('hex')}`;
+
+/** An authorization for `from` paying `value` to `to`, valid from now for 60 s unless overridden. */
+export function authorization(from: Address, to: Address, value: bigint, overrides: Partial<Authorization> = {}): Authorization {
+  return { from, to, value, validAfter: nowSeconds() - 5n, validBefore: nowSeconds() + 60n, nonce: randomNonce(), ...overrides };
+}
+
+/** Signs with the EIP-712 domain of USDC on Base (which the sandbox token copies). */
+export function signAuthorization(signer: LocalAccount, usdcAddress: Address, message: Authorization): Promise<Hex> {
+  return signer.signTypedData({
+    domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: usdcAddress },
+    types: TRANSFER_WITH_AUTHORIZATION,
+    primaryType: 'TransferWithAuthorization',
+    message,
+  });
+}
+
+/** The `payload` of an exact-scheme proof, values as decimal strings. */
+export function exactPayload(signature: Hex, auth: Authorization) {
+  return {
+    signature,
+    authorization: {
+      from: auth.from,
+      to: auth.to,
+      value: auth.value.toString(),
+      validAfter: auth.validAfter.toString(),
+      validBefore: auth.validBefore.toString(),
+      nonce: auth.nonce,
+    },
+  };
+}
+
+export const base64Json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+
+/** X-PAYMENT as `x402-fetch` sends it (v1 shape); scheme and network can be overridden to test refusals. */
+export function xPaymentHeader(signature: Hex, auth: Authorization, envelope: { scheme?: string; network?: string } = {}): string {
+  return base64Json({ x402Version: 1, scheme: envelope.scheme ?? 'exact', network: envelope.network ?? 'base', payload: exactPayload(signature, auth) });
+}
+
+/** PAYMENT-SIGNATURE as `@x402/fetch` sends it (v2, with the accepted requirement echoed). */
+export function paymentSignatureHeader(signature: Hex, auth: Authorization, asset: Address): string {
+  return base64Json({
+    x402Version: 2,
+    accepted: { scheme: 'exact', network: 'eip155:8453', asset, amount: auth.value.toString(), payTo: auth.to, maxTimeoutSeconds: 60, extra: { name: 'USD Coin', version: '2' } },
+    payload: exactPayload(signature, auth),
+  });
+}
+
+/** Signs an authorization of `value` from `payer` to `payTo` and returns it with its X-PAYMENT header. */
+export async function signedXPayment(payer: LocalAccount, usdcAddress: Address, payTo: Address, value: bigint, overrides: Partial<Authorization> = {}) {
+  const auth = authorization(payer.address, payTo, value, overrides);
+  const signature = await signAuthorization(payer, usdcAddress, auth);
+  return { auth, signature, header: xPaymentHeader(signature, auth) };
+}
