@@ -7,7 +7,7 @@ import { buildApp } from './http/app.ts';
 import type { AppContext } from './http/context.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerSessionRoutes } from './sessions/index.ts';
-import type { RatesProvider } from './money/rates.ts';
+import { createRatesProvider, type RatesProvider } from './money/rates.ts';
 import { createX402Services, registerX402Routes } from './x402/services.ts';
 import { createChainReader } from './x402/chain.ts';
 import { startReconciler } from './x402/reconciler.ts';
@@ -53,9 +53,10 @@ export async function createService(config: Config, options: CreateServiceOption
     metrics: createMetrics(),
     log: options.log ?? createLogger(config),
     now: options.now ?? Date.now,
+    rates: options.rates ?? createRatesProvider(config),
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
-  const x402 = createX402Services(context, options.rates ? { rates: options.rates } : {});
+  const x402 = createX402Services(context);
   const app = await buildApp(context, [registerSessionRoutes, registerX402Routes(x402), registerReceiptRoutes, registerWebhookRoutes, registerSandboxProxy]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];

@@ -6,27 +6,15 @@ import { base } from 'viem/chains';
 import { wrapFetchWithPayment as wrapFetchV1 } from 'x402-fetch';
 import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
-import { engines, startPayingService } from './helpers/harness.ts';
-
-type Paying = Awaited<ReturnType<typeof startPayingService>>;
+import { engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
 
 for (const { engine, skip } of engines) {
   describe(`x402 with the real client libraries on ${engine}`, { skip }, () => {
-    let env: Paying;
-    let apiKey: string;
-    const merchantWallet = privateKeyToAccount(generatePrivateKey()).address;
-
+    let env: PayingShop;
     before(async () => {
-      env = await startPayingService(engine);
-      apiKey = (await env.service.merchant({ walletAddress: merchantWallet })).apiKey;
+      env = await startPayingShop(engine);
     });
     after(() => env?.stop());
-
-    async function createSession(body: Record<string, unknown>): Promise<string> {
-      const response = await fetch(`${env.baseUrl}/api/checkout/v2/payment_session`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, body: JSON.stringify(body) });
-      assert.equal(response.status, 201, await response.clone().text());
-      return (await response.json()).sessionId;
-    }
 
     async function fundedBuyer(usdc: string) {
       const account = privateKeyToAccount(generatePrivateKey());
@@ -35,21 +23,21 @@ for (const { engine, skip } of engines) {
     }
 
     test('x402-fetch (v1, X-PAYMENT) pays a session; the merchant receives exactly the quote; the receipt shows the transaction', async () => {
-      const sessionId = await createSession({ amount: 0.05, currency: 'USD', orderId: 'v1-order' });
+      const sessionId = await env.createSession({ amount: 0.05, currency: 'USD', orderId: 'v1-order' });
       const buyer = await fundedBuyer('1');
       const wallet = createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) }).extend(publicActions);
-      const before = await env.sandbox.balanceOf(merchantWallet);
+      const before = await env.sandbox.balanceOf(env.merchantWallet);
       const pay = wrapFetchV1(fetch, wallet as never);
       const response = await pay(`${env.baseUrl}/x402/session/${sessionId}`);
       const body = await response.json();
       assert.equal(response.status, 200, JSON.stringify(body));
       assert.equal(body.status, 'SUCCESS');
       assert.equal(body.paymentSessionId, sessionId);
-      assert.equal(body.payTo, merchantWallet);
+      assert.equal(body.payTo, env.merchantWallet);
       assert.ok(response.headers.get('x-payment-response'));
       const settle = JSON.parse(Buffer.from(response.headers.get('x-payment-response')!, 'base64').toString());
       assert.equal(settle.network, 'base');
-      assert.equal((await env.sandbox.balanceOf(merchantWallet)) - before, 50_000n);
+      assert.equal((await env.sandbox.balanceOf(env.merchantWallet)) - before, 50_000n);
       assert.equal(await env.sandbox.balanceOf(buyer.address), 950_000n);
       assert.ok(body.receipt.endsWith(settle.transaction));
 
@@ -58,7 +46,7 @@ for (const { engine, skip } of engines) {
       const details = await receipt.json();
       assert.equal(details.transactionHash, settle.transaction);
       assert.equal(details.tokenAmount, '0.05');
-      assert.equal(details.payTo, merchantWallet);
+      assert.equal(details.payTo, env.merchantWallet);
       assert.equal(details.orderId, 'v1-order');
       const withoutPrefix = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${body.paymentId.slice(3)}`);
       assert.equal(withoutPrefix.status, 200);
@@ -74,7 +62,7 @@ for (const { engine, skip } of engines) {
       assert.equal(await env.sandbox.balanceOf(buyer.address), 950_000n);
 
       // The merchant's view of the session lists the order.
-      const session = await (await fetch(`${env.baseUrl}/api/checkout/v2/payment_session/${sessionId}`, { headers: { 'x-sc-apikey': apiKey } })).json();
+      const session = await (await fetch(`${env.baseUrl}/api/checkout/v2/payment_session/${sessionId}`, { headers: { 'x-sc-apikey': env.apiKey } })).json();
       assert.equal(session.status, 'SUCCESS');
       assert.equal(session.payments.length, 1);
       assert.deepEqual(
@@ -87,7 +75,7 @@ for (const { engine, skip } of engines) {
           tokenAmount: '0.05',
           rate: details.rate,
           payer: buyer.address,
-          payTo: merchantWallet,
+          payTo: env.merchantWallet,
           transactionHash: settle.transaction,
           receiptUrl: `http://till.test/checkout/v2/orders/receipt/${body.paymentId}`,
           failureReason: null,
@@ -98,7 +86,7 @@ for (const { engine, skip } of engines) {
     });
 
     test("x402-fetch's default 0.1 USDC cap refuses a 0.5 USD session unless its third argument raises it", async () => {
-      const sessionId = await createSession({ amount: 0.5, currency: 'USD' });
+      const sessionId = await env.createSession({ amount: 0.5, currency: 'USD' });
       const buyer = await fundedBuyer('1');
       const wallet = createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) });
       await assert.rejects(wrapFetchV1(fetch, wallet as never)(`${env.baseUrl}/x402/session/${sessionId}`), /exceeds maximum/);
@@ -109,9 +97,9 @@ for (const { engine, skip } of engines) {
     });
 
     test('@x402/fetch (v2, PAYMENT-SIGNATURE) pays a session', async () => {
-      const sessionId = await createSession({ amount: 0.07, currency: 'USD' });
+      const sessionId = await env.createSession({ amount: 0.07, currency: 'USD' });
       const buyer = await fundedBuyer('1');
-      const before = await env.sandbox.balanceOf(merchantWallet);
+      const before = await env.sandbox.balanceOf(env.merchantWallet);
       const pay = wrapFetchWithPaymentFromConfig(fetch, {
         schemes: [{ network: 'eip155:8453', client: new ExactEvmScheme(buyer) }],
         spendControls: { allowedAssets: [{ network: 'eip155:8453', asset: env.sandbox.usdcAddress }] },
@@ -122,11 +110,11 @@ for (const { engine, skip } of engines) {
       assert.equal(body.status, 'SUCCESS');
       const settle = JSON.parse(Buffer.from(response.headers.get('payment-response')!, 'base64').toString());
       assert.equal(settle.network, 'eip155:8453');
-      assert.equal((await env.sandbox.balanceOf(merchantWallet)) - before, 70_000n);
+      assert.equal((await env.sandbox.balanceOf(env.merchantWallet)) - before, 70_000n);
     });
 
     test('an editable session is paid with ?amount= on both requests', async () => {
-      const sessionId = await createSession({ amount: 1, currency: 'USD', editable: true, minAmount: 0.02, orderType: 'STATIC' });
+      const sessionId = await env.createSession({ amount: 1, currency: 'USD', editable: true, minAmount: 0.02, orderType: 'STATIC' });
       const noAmount = await fetch(`${env.baseUrl}/x402/session/${sessionId}`);
       assert.equal(noAmount.status, 402);
       const challenge = await noAmount.json();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
-import { HttpRatesProvider, invertRate, RateUnavailableError, SANDBOX_RATES, StaticRatesProvider, UnsupportedCurrencyError } from './rates.ts';
+import { createRatesProvider, HttpRatesProvider, invertRate, RateUnavailableError, SANDBOX_RATES, StaticRatesProvider, UnsupportedCurrencyError } from './rates.ts';
 import { fiatMinorToUsdcBaseUnits } from './usdc.ts';
 
 /** Observation time of fixtures/rates-usd.json. */
@@ -146,4 +146,14 @@ test('the static sandbox table quotes its currencies and refuses the rest', asyn
   await assert.rejects(rates.getRate('XYZ'), UnsupportedCurrencyError);
   assert.throws(() => new StaticRatesProvider({ rates: { EUR: '-1' } }), /invalid static rate/);
   assert.throws(() => new StaticRatesProvider({ rates: { XYZ: '1' } }), /invalid static rate/);
+});
+
+test('createRatesProvider: the fake table only in the sandbox; with real money and no rates URL, USD alone', async () => {
+  const sandbox = createRatesProvider({ ratesUrl: undefined, ratesMaxAgeSeconds: 60, mode: 'sandbox' });
+  assert.equal(await sandbox.supports('EUR'), true);
+  const live = createRatesProvider({ ratesUrl: undefined, ratesMaxAgeSeconds: 60, mode: 'live' });
+  assert.equal(await live.supports('USD'), true);
+  assert.equal(await live.supports('EUR'), false);
+  await assert.rejects(live.getRate('EUR'), UnsupportedCurrencyError);
+  assert.equal((await live.getRate('USD')).rate, '1');
 });

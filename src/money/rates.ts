@@ -237,3 +237,13 @@ export function invertRate(perUsd: string): string {
   const scaled = ceilDivide(10n ** BigInt(Math.max(shift, 0)), rate.coefficient * 10n ** BigInt(Math.max(-shift, 0)));
   return formatMinor(scaled, INVERSE_RATE_DECIMALS).replace(/\.?0+$/, '');
 }
+
+/**
+ * The rates a service quotes with: the HTTP document when TILL_RATES_URL is set; otherwise the fake
+ * sandbox table in the sandbox, and USD alone (USDC parity) with real money, never a fake rate.
+ */
+export function createRatesProvider(config: { ratesUrl: string | undefined; ratesMaxAgeSeconds: number; mode: 'sandbox' | 'live' }): RatesProvider {
+  if (config.ratesUrl) return new HttpRatesProvider({ url: config.ratesUrl, maxAgeMs: config.ratesMaxAgeSeconds * 1000 });
+  if (config.mode === 'sandbox') return new StaticRatesProvider();
+  return new StaticRatesProvider({ rates: { USD: '1' }, source: 'USD parity' });
+}

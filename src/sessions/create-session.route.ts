@@ -7,7 +7,7 @@ import { validate } from '../http/validation.ts';
 import { isUniqueViolation, type Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { checkTerms, parseCurrency, parseMoneyField, sessionFields } from './fields.ts';
+import { checkTerms, parseMoneyField, parseQuotableCurrency, sessionFields } from './fields.ts';
 import { sessionCreatedBody } from './sessions.ts';
 import { checkIdempotencyKey, runIdempotently } from './idempotency.ts';
 
@@ -63,7 +63,7 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
     const { merchantId } = await requireMerchant(context, request);
     const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
     const input = validate(CreateSessionBody, request.body);
-    const { currency, exponent } = parseCurrency(input.currency);
+    const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
     const amountMinor = parseMoneyField(request.body, 'amount', exponent, currency);
     const editable = input.editable ?? false;
     const minAmountMinor = input.minAmount == null ? null : parseMoneyField(request.body, 'minAmount', exponent, currency);

@@ -1,6 +1,7 @@
 import type { Db } from '../db/index.ts';
 import type { AppContext } from '../http/context.ts';
 import { enqueueWebhookEvent, wakeWebhookWorkers } from '../webhooks/events.ts';
+import { purgeExpiredIdempotencyKeys } from './idempotency.ts';
 
 const BATCH = 500;
 
@@ -57,7 +58,13 @@ export function startExpirySweeper(context: Pick<AppContext, 'db' | 'config' | '
   const log = context.log.child({ component: 'expiry' });
   let running: Promise<string[]> | undefined;
   const sweep = () => {
-    running ??= expireDueSessions(context.db, context.now(), context.config.explorerTxUrl)
+    running ??= (async () => {
+      const now = context.now();
+      const expired = await expireDueSessions(context.db, now, context.config.explorerTxUrl);
+      // Idempotency keys are kept 24 h; the sweep is also where the old ones go.
+      await purgeExpiredIdempotencyKeys(context.db, now);
+      return expired;
+    })()
       .catch((error: unknown) => {
         log.error({ err: error }, 'expiring sessions failed');
         return [];

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { currencyExponent, normalizeCurrency } from '../money/iso4217.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
-import { invalidField } from '../http/errors.ts';
+import { ApiError, invalidField } from '../http/errors.ts';
+import { RateUnavailableError, type RatesProvider } from '../money/rates.ts';
 import { numberText } from '../http/json.ts';
 
 /** Field rules shared by create (E1) and update (E2). Null means "not given". */
@@ -45,6 +46,20 @@ export function parseCurrency(value: string): { currency: string; exponent: numb
   const exponent = currency === undefined ? undefined : currencyExponent(currency);
   if (currency === undefined || exponent === undefined) throw invalidField('currency', 'must be an ISO 4217 currency code, e.g. USD');
   return { currency, exponent };
+}
+
+/** An ISO 4217 currency that the rates provider can quote in USDC; any other is refused at once. */
+export async function parseQuotableCurrency(value: string, rates: RatesProvider): Promise<{ currency: string; exponent: number }> {
+  const parsed = parseCurrency(value);
+  let supported: boolean;
+  try {
+    supported = await rates.supports(parsed.currency);
+  } catch (error) {
+    if (error instanceof RateUnavailableError) throw new ApiError(503, 'rate_unavailable', `Cannot tell now whether ${parsed.currency} can be quoted; try again shortly`, { headers: { 'retry-after': '30' } });
+    throw error;
+  }
+  if (!supported) throw invalidField('currency', `${parsed.currency} cannot be quoted in USDC: no exchange rate source covers it`);
+  return parsed;
 }
 
 /** Reads a money field from the digits the client sent (never through a float). */

@@ -6,7 +6,7 @@ import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { isUniqueViolation } from '../db/index.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { checkTerms, parseCurrency, parseMoneyField, sessionFields } from './fields.ts';
+import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency, sessionFields } from './fields.ts';
 import { findMerchantSession, isExpired, sessionCreatedBody } from './sessions.ts';
 import { BODY_LIMIT, ErrorResponse, SessionCreated } from './create-session.route.ts';
 import { hasPaymentInProgress } from './payment-guard.ts';
@@ -57,7 +57,7 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
       if (await hasPaymentInProgress(context.db, session.id)) throw new ApiError(409, 'payment_in_progress', 'A payment of this session is being settled; try again once it is resolved');
     }
 
-    const { currency, exponent } = parseCurrency(input.currency ?? session.currency);
+    const { currency, exponent } = input.currency === undefined ? parseCurrency(session.currency) : await parseQuotableCurrency(input.currency, context.rates);
     const amountMinor = input.amount === undefined ? session.amount_minor : parseMoneyField(request.body, 'amount', exponent, currency);
     const editable = input.editable === undefined ? session.editable === 1 : input.editable === true;
     let minAmountMinor = session.min_amount_minor;

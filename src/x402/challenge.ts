@@ -1,4 +1,4 @@
-import { encodePaymentRequiredHeader } from '@x402/core/http';
+import type { PaymentRequired } from '@x402/core/types';
 import { MAX_TIMEOUT_SECONDS, NETWORK_V1, NETWORK_V2, SCHEME, USDC_DOMAIN, X402_ERRORS, X402_VERSION, type X402ErrorCode } from './protocol.ts';
 
 export type Offer = {
@@ -45,7 +45,7 @@ export function challenge(error: X402ErrorCode, offer: Offer | undefined, extra:
   const body = { x402Version: X402_VERSION, error, message: message ?? X402_ERRORS[error], accepts: offer ? [acceptsEntry(offer)] : [], ...extra };
   const headers: Record<string, string> = {};
   if (offer) {
-    headers['payment-required'] = encodePaymentRequiredHeader({
+    headers['payment-required'] = encodePaymentRequired({
       x402Version: X402_VERSION,
       error,
       resource: { url: offer.resourceUrl, description: offer.description, mimeType: 'application/json' },
@@ -53,4 +53,9 @@ export function challenge(error: X402ErrorCode, offer: Offer | undefined, extra:
     });
   }
   return { body, headers };
+}
+
+/** The same string as @x402/core's encodePaymentRequiredHeader (base64 of the UTF-8 JSON), without its byte-by-byte detour through btoa. */
+function encodePaymentRequired(value: PaymentRequired): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');
 }

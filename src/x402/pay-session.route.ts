@@ -6,18 +6,19 @@ import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent } from '../money/iso4217.ts';
-import { RateUnavailableError } from '../money/rates.ts';
+import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
 import { findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
-import { findSession, isExpired, decimalNumber, type SessionRow } from '../sessions/sessions.ts';
+import { isExpired, decimalNumber, type SessionRow } from '../sessions/sessions.ts';
 import { ErrorResponse } from '../sessions/create-session.route.ts';
 import { challenge, type Offer } from './challenge.ts';
 import { decodeProof, isOurNetwork, isOurScheme, type Proof } from './payload.ts';
 import { MAX_VALIDITY_S, MIN_VALIDITY_LEFT_S, X402_ERRORS, type X402ErrorCode } from './protocol.ts';
-import { findQuoteForValue, quoteFor, type Quote } from './quotes.ts';
+import { findQuoteForValue, findSessionToQuote, quoteFor, type Quote } from './quotes.ts';
 import { claimPayment, facilitatorRequest, paidResponse, settleClaimed, waitForOutcome } from './settlement.ts';
 import type { X402Services } from './services.ts';
 
-const Params = z.strictObject({ sessionId: z.string().min(1).max(64) });
+const SESSION_ID_MAX = 64;
+const Params = z.strictObject({ sessionId: z.string().min(1).max(SESSION_ID_MAX) });
 const Query = z.strictObject({ amount: z.string().optional().meta({ description: 'Buyer-chosen amount in the session currency; editable sessions only, on both requests' }) });
 
 const PaidBody = z.object({ status: z.literal('SUCCESS'), paymentSessionId: z.string(), payTo: z.string(), receipt: z.string(), paymentId: z.string() }).meta({ id: 'X402Paid' });
@@ -77,11 +78,12 @@ function localCheck(proof: Proof, quote: Quote | undefined, offer: Offer, sessio
 
 export function registerPaySession(app: FastifyInstance, context: AppContext, services: X402Services): void {
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { sessionId } = validate(Params, request.params);
-    const query = validate(Query, request.query);
+    const { sessionId, query } = readInput(request);
     const now = context.now();
-    const session = await findSession(context.db, sessionId);
-    if (!session || isExpired(session, now)) throw notFound(`Payment session ${sessionId}`);
+    // The session, its merchant's current name and wallet, and a quote to reuse: one read, on every request.
+    const found = await findSessionToQuote(context.db, sessionId, { asset: services.usdcAddress, now });
+    if (!found || isExpired(found.session, now)) throw notFound(`Payment session ${sessionId}`);
+    const { session } = found;
 
     const paid = (payment: NonNullable<Awaited<ReturnType<typeof firstSuccessfulPayment>>>) => {
       const response = paidResponse(payment, context.config.explorerTxUrl);
@@ -93,8 +95,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       if (payment) return paid(payment);
     }
 
-    const merchant = await context.db.selectFrom('merchants').select(['name', 'wallet_address']).where('id', '=', session.merchant_id).executeTakeFirstOrThrow();
-    const payTo = session.pay_to ?? merchant.wallet_address;
+    const payTo = session.pay_to ?? session.merchant_wallet_address;
     if (!payTo) throw new ApiError(422, 'no_pay_to', 'The merchant has no payout wallet configured in Settings, so no payTo can be quoted');
 
     const exponent = currencyExponent(session.currency) ?? 2;
@@ -118,14 +119,15 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
 
     let quote: Quote;
     try {
-      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now });
+      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable });
     } catch (error) {
-      if (error instanceof RateUnavailableError) throw new ApiError(503, 'rate_unavailable', `No fresh exchange rate for ${session.currency}; try again shortly`, { headers: { 'retry-after': '30' } });
+      // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
+      if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new ApiError(503, 'rate_unavailable', `No fresh exchange rate for ${session.currency}; try again shortly`, { headers: { 'retry-after': '30' } });
       throw error;
     }
     const offer: Offer = {
       resourceUrl: `${context.config.baseUrl}/x402/session/${encodeURIComponent(session.id)}`,
-      description: `${merchant.name}: ${session.concept ?? `payment session ${session.id}`}`,
+      description: `${session.merchant_name}: ${session.concept ?? `payment session ${session.id}`}`,
       payTo,
       asset: services.usdcAddress,
       usdcAmount: quote.usdc_amount,
@@ -183,7 +185,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       return refuse(code, `${X402_ERRORS[code]} (${verification.invalidReason ?? 'refused'})`);
     }
 
-    const claim = await claimPayment(context.db, { session, quote: payQuote, proof, now: context.now() });
+    const claim = await claimPayment(context.db, { session, quote: payQuote, proof, now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
     switch (claim.kind) {
       case 'duplicate':
         return answerDuplicate(claim.first);
@@ -217,6 +219,20 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
   };
 
   for (const url of ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}']) addRoute(app, docFor(url), {}, handler);
+}
+
+/**
+ * Params and query as the zod schemas read them, without running them on the common shapes: an id
+ * of 1–64 characters, and no query or only one ?amount=. Anything else goes through the schemas,
+ * whose refusal names the field.
+ */
+function readInput(request: FastifyRequest): { sessionId: string; query: z.output<typeof Query> } {
+  const { sessionId } = request.params as { sessionId?: unknown };
+  const query = request.query as Record<string, unknown>;
+  let plain = typeof sessionId === 'string' && sessionId.length >= 1 && sessionId.length <= SESSION_ID_MAX;
+  for (const key in query) if (key !== 'amount' || typeof query[key] !== 'string') plain = false;
+  if (plain) return { sessionId: sessionId as string, query: typeof query.amount === 'string' ? { amount: query.amount } : {} };
+  return { sessionId: validate(Params, request.params).sessionId, query: validate(Query, request.query) };
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {

@@ -3,8 +3,7 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Counter } from 'prom-client';
 import { ApiError } from '../http/errors.ts';
 import type { AppContext } from '../http/context.ts';
-import type { Config } from '../config.ts';
-import { HttpRatesProvider, StaticRatesProvider, type RatesProvider } from '../money/rates.ts';
+import type { RatesProvider } from '../money/rates.ts';
 import { createFacilitator, type Facilitator } from './facilitator.ts';
 import { registerPaySession } from './pay-session.route.ts';
 
@@ -17,12 +16,7 @@ export type X402Services = {
   metrics: { proofsRefused: Counter<'reason'>; paymentsSettled: Counter };
 };
 
-export function createRatesProvider(config: Pick<Config, 'ratesUrl' | 'ratesMaxAgeSeconds'>): RatesProvider {
-  if (!config.ratesUrl) return new StaticRatesProvider();
-  return new HttpRatesProvider({ url: config.ratesUrl, maxAgeMs: config.ratesMaxAgeSeconds * 1000 });
-}
-
-export function createX402Services(context: AppContext, options: { rates?: RatesProvider } = {}): X402Services | undefined {
+export function createX402Services(context: AppContext): X402Services | undefined {
   const { config } = context;
   if (!config.facilitatorUrl || !config.usdcAddress) return undefined;
   const perIp = new RateLimiterMemory({ points: config.x402ProofsPerMinutePerIp, duration: 60 });
@@ -38,7 +32,7 @@ export function createX402Services(context: AppContext, options: { rates?: Rates
   };
   return {
     facilitator: createFacilitator({ url: config.facilitatorUrl, headers: config.facilitatorHeaders, callSeconds: context.metrics.facilitatorCallSeconds }),
-    rates: options.rates ?? createRatesProvider(config),
+    rates: context.rates,
     usdcAddress: config.usdcAddress,
     limitProofs: async (ip, sessionId) => {
       await consume(perIp, ip, 'from this client');

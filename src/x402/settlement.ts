@@ -6,7 +6,9 @@ import type { Db } from '../db/index.ts';
 import type { AppContext } from '../http/context.ts';
 import { isUniqueViolation } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
-import { explorerUrl, findPaymentByAuthorization, recordSettlement, type PaymentRow } from '../payments/payments.ts';
+import { explorerUrl, findPaymentByAuthorization, recordSettlement, type ChangeContext, type PaymentRow } from '../payments/payments.ts';
+import { recordPaymentEvent } from '../payments/events.ts';
+import { wakeWebhookWorkers } from '../webhooks/events.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { v2Requirements } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
@@ -89,7 +91,7 @@ class ClaimRefused extends Error {
  * quote; the authorization (from, nonce) is claimed once ever; a TRANSIENT session has at most one
  * payment PENDING or SUCCESS. A loser of any of these is never submitted for settlement.
  */
-export async function claimPayment(db: Db, input: { session: SessionRow; quote: Quote; proof: Proof; now: number }): Promise<ClaimResult> {
+export async function claimPayment(db: Db, input: { session: SessionRow; quote: Quote; proof: Proof } & ChangeContext): Promise<ClaimResult> {
   const { session, quote, proof, now } = input;
   const payment: PaymentRow = {
     id: newId('pay_'),
@@ -136,7 +138,9 @@ export async function claimPayment(db: Db, input: { session: SessionRow; quote: 
         // Thrown inside the transaction so the payment row rolls back with it.
         throw new ClaimRefused({ kind: 'session_closed', session: await trx.selectFrom('payment_sessions').selectAll().where('id', '=', session.id).executeTakeFirst() });
       }
+      await recordPaymentEvent(trx, 'payment.pending', payment.id, input);
     });
+    wakeWebhookWorkers();
     return { kind: 'claimed', payment };
   } catch (error) {
     if (error instanceof ClaimRefused) return error.result;

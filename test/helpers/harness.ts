@@ -104,3 +104,25 @@ export async function startPayingService(engine: Engine, env: Record<string, str
     },
   };
 }
+
+export type PayingShop = Awaited<ReturnType<typeof startPayingShop>>;
+
+/** A paying service with one merchant whose payout wallet is a fresh address, and a way to open sessions for it. */
+export async function startPayingShop(engine: Engine, env: Record<string, string> = {}, options: Parameters<typeof startPayingService>[2] & { name?: string } = {}) {
+  const { privateKeyToAccount, generatePrivateKey } = await import('viem/accounts');
+  const paying = await startPayingService(engine, env, options);
+  const merchantWallet = privateKeyToAccount(generatePrivateKey()).address;
+  const { apiKey, merchantId } = await paying.service.merchant({ ...(options.name ? { name: options.name } : {}), walletAddress: merchantWallet });
+  return {
+    ...paying,
+    apiKey,
+    merchantId,
+    merchantWallet,
+    /** Creates a session through the API, as the merchant's server would, and returns its id. */
+    async createSession(body: Record<string, unknown>): Promise<string> {
+      const response = await fetch(`${paying.baseUrl}/api/checkout/v2/payment_session`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, body: JSON.stringify(body) });
+      if (response.status !== 201) throw new Error(`creating a session answered ${response.status}: ${await response.text()}`);
+      return ((await response.json()) as { sessionId: string }).sessionId;
+    },
+  };
+}

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import type { Db } from './index.ts';
+import { prepareQuery } from './prepared.ts';
+
+const merchantByName = prepareQuery((db: Db, params: { name: string }) => db.selectFrom('merchants').select(['id', 'name']).where('name', '=', params.name));
+
+for (const { engine, skip } of engines) {
+  describe(`prepared queries on ${engine}`, { skip }, () => {
+    let service: TestService;
+    before(async () => {
+      service = await startTestService(engine);
+    });
+    after(() => service?.stop());
+
+    test('one compiled query answers each call with that call’s values', async () => {
+      const first = await service.merchant({ name: 'Prepared One' });
+      const second = await service.merchant({ name: 'Prepared Two' });
+      assert.equal((await merchantByName.executeTakeFirst(service.context.db, { name: 'Prepared One' }))?.id, first.merchantId);
+      assert.equal((await merchantByName.executeTakeFirst(service.context.db, { name: 'Prepared Two' }))?.id, second.merchantId);
+      assert.equal(await merchantByName.executeTakeFirst(service.context.db, { name: 'nobody' }), undefined);
+      assert.equal((await merchantByName.execute(service.context.db, { name: 'Prepared One' })).length, 1);
+    });
+
+    test('a missing parameter and an inlined one are refused, not run', async () => {
+      await assert.rejects(merchantByName.execute(service.context.db, {} as { name: string }), /parameter name is missing/);
+      const inlined = prepareQuery((db: Db, params: { name: string }) => db.selectFrom('merchants').select('id').where(sql.lit(params.name), '=', 'x'));
+      await assert.rejects(inlined.execute(service.context.db, { name: 'x' }), /inlined/);
+    });
+  });
+}

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import type { Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { expireDueSessions } from '../src/sessions/expiry.ts';
+import { engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
+import { signedXPayment } from './helpers/x402-payer.ts';
+
+const SESSIONS = 12;
+
+for (const { engine, skip } of engines) {
+  describe(`a payment racing the session deadline on ${engine}`, { skip }, () => {
+    let env: PayingShop;
+    before(async () => {
+      env = await startPayingShop(engine);
+    });
+    after(() => env?.stop());
+
+    test('each session ends either paid or expired, never both, with the sweeper running throughout', async (t) => {
+      const { db } = env.service.context;
+      const prepared = [];
+      for (let i = 0; i < SESSIONS; i++) {
+        const sessionId = await env.createSession({ amount: 0.03, currency: 'USD' });
+        const [offer] = (await (await fetch(`${env.baseUrl}/x402/session/${sessionId}`)).json()).accepts;
+        const payer = privateKeyToAccount(generatePrivateKey());
+        await env.sandbox.fund(payer.address, '1');
+        const proof = await signedXPayment(payer, env.sandbox.usdcAddress, offer.payTo as Address, BigInt(offer.maxAmountRequired));
+        prepared.push({ sessionId, payer, proof });
+      }
+
+      let sweeping = true;
+      const sweeper = (async () => {
+        while (sweeping) {
+          await expireDueSessions(db, Date.now(), env.service.config.explorerTxUrl);
+          await sleep(2);
+        }
+      })();
+      // Deadlines staggered across the time a payment takes (verify, claim, settle), so some claims
+      // land before and some after.
+      const start = Date.now();
+      const answers = await Promise.all(
+        prepared.map(async ({ sessionId, proof }, i) => {
+          await db.updateTable('payment_sessions').set({ expires_at: start + 20 + i * 60 }).where('id', '=', sessionId).execute();
+          const response = await fetch(`${env.baseUrl}/x402/session/${sessionId}`, { headers: { 'x-payment': proof.header } });
+          return response.status;
+        }),
+      );
+      await sleep(200);
+      sweeping = false;
+      await sweeper;
+      await expireDueSessions(db, Date.now(), env.service.config.explorerTxUrl);
+
+      let paid = 0;
+      let expired = 0;
+      for (const [i, { sessionId, payer }] of prepared.entries()) {
+        const session = await db.selectFrom('payment_sessions').select(['status', 'payments_in_progress']).where('id', '=', sessionId).executeTakeFirstOrThrow();
+        const payments = await db.selectFrom('payments').select('status').where('session_id', '=', sessionId).execute();
+        const events = (await db.selectFrom('webhook_events').select('type').where('session_id', '=', sessionId).execute()).map((e) => e.type).sort();
+        const balance = await env.sandbox.balanceOf(payer.address);
+        assert.notEqual(answers[i], 500);
+        assert.equal(session.payments_in_progress, 0);
+        if (session.status === 'SUCCESS') {
+          paid++;
+          assert.equal(answers[i], 200);
+          assert.deepEqual(payments.map((p) => p.status), ['SUCCESS']);
+          assert.deepEqual(events, ['payment.pending', 'payment.succeeded'], 'a paid session is never expired');
+          assert.equal(balance, 1_000_000n - 30_000n);
+        } else {
+          expired++;
+          assert.equal(session.status, 'EXPIRED');
+          assert.ok(answers[i] === 404 || answers[i] === 402, `refused, not paid: ${answers[i]}`);
+          assert.deepEqual(payments, [], 'an expired session took no payment');
+          assert.deepEqual(events, ['session.expired']);
+          assert.equal(balance, 1_000_000n, 'nobody was charged');
+        }
+      }
+      t.diagnostic(`${paid} paid, ${expired} expired`);
+    });
+  });
+}
