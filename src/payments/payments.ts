@@ -3,6 +3,7 @@ import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../db/index.ts';
 import type { PaymentsTable, SessionStatus } from '../db/schema.ts';
 import { wakeWebhookWorkers } from '../webhooks/events.ts';
+import type { SessionRow } from '../sessions/sessions.ts';
 import { recordPaymentEvent } from './events.ts';
 
 /** When a status change happened, and how its event links the transaction. */
@@ -32,35 +33,34 @@ export async function firstSuccessfulPayment(db: Db, sessionId: string): Promise
  * commit together. Conditional on the payment still being PENDING, so the request that settled
  * it and the reconciler can both try and only one records it.
  */
-export async function recordSettlement(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, outcome: { txHash: string; blockNumber: bigint | null; settleResponse: string } & ChangeContext): Promise<boolean> {
-  return afterCommit(await db.transaction().execute(async (trx) => {
-    const updated = await trx
+export async function recordSettlement(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, outcome: { txHash: string; blockNumber: bigint | null; settleResponse: string } & ChangeContext): Promise<PaymentRow | undefined> {
+  return changeStatus(db, async (trx) => {
+    const settled = await trx
       .updateTable('payments')
       .set({ status: 'SUCCESS', tx_hash: outcome.txHash, block_number: outcome.blockNumber, public_order_id: newPublicOrderId(), settle_response: outcome.settleResponse, settled_at: outcome.now, updated_at: outcome.now })
       .where('id', '=', payment.id)
       .where('status', '=', 'PENDING')
+      .returningAll()
       .executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) return false;
-    await releaseSession(trx, payment.session_id, outcome.now, true);
-    await recordPaymentEvent(trx, 'payment.succeeded', payment.id, outcome);
-    return true;
-  }));
+    if (!settled) return undefined;
+    const session = await releaseSession(trx, payment.session_id, outcome.now, true);
+    return { row: settled, queued: await recordPaymentEvent(trx, 'payment.succeeded', { payment: settled, session }, outcome) };
+  });
 }
 
 /** Records a payment that the chain shows can never settle. */
-export async function recordFailure(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, reason: string, change: ChangeContext): Promise<boolean> {
+export async function recordFailure(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, reason: string, change: ChangeContext): Promise<PaymentRow | undefined> {
   const { now } = change;
-  return afterCommit(await db.transaction().execute(async (trx) => {
-    const updated = await trx.updateTable('payments').set({ status: 'FAILED', failure_reason: reason, updated_at: now }).where('id', '=', payment.id).where('status', '=', 'PENDING').executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) return false;
-    await releaseSession(trx, payment.session_id, now, false);
-    await recordPaymentEvent(trx, 'payment.failed', payment.id, change);
-    return true;
-  }));
+  return changeStatus(db, async (trx) => {
+    const failed = await trx.updateTable('payments').set({ status: 'FAILED', failure_reason: reason, updated_at: now }).where('id', '=', payment.id).where('status', '=', 'PENDING').returningAll().executeTakeFirst();
+    if (!failed) return undefined;
+    const session = await releaseSession(trx, payment.session_id, now, false);
+    return { row: failed, queued: await recordPaymentEvent(trx, 'payment.failed', { payment: failed, session }, change) };
+  });
 }
 
-async function releaseSession(trx: Tx, sessionId: string, now: number, settled: boolean): Promise<void> {
-  await trx
+async function releaseSession(trx: Tx, sessionId: string, now: number, settled: boolean): Promise<SessionRow> {
+  return trx
     .updateTable('payment_sessions')
     .set((eb) => ({
       payments_in_progress: eb('payments_in_progress', '-', 1),
@@ -68,24 +68,26 @@ async function releaseSession(trx: Tx, sessionId: string, now: number, settled: 
       ...(settled ? { status: eb.case().when('order_type', '=', 'TRANSIENT').then(eb.val<SessionStatus>('SUCCESS')).else(eb.ref('status')).end() } : {}),
     }))
     .where('id', '=', sessionId)
-    .execute();
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** A settled payment whose transfer left the chain for good: the merchant was not paid after all. */
-export async function recordReversal(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, change: ChangeContext): Promise<boolean> {
+export async function recordReversal(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, change: ChangeContext): Promise<PaymentRow | undefined> {
   const { now } = change;
-  return afterCommit(await db.transaction().execute(async (trx) => {
-    const updated = await trx.updateTable('payments').set({ status: 'REVERSED', failure_reason: 'transfer_reorged_out', updated_at: now }).where('id', '=', payment.id).where('status', '=', 'SUCCESS').executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) return false;
+  return changeStatus(db, async (trx) => {
+    const reversed = await trx.updateTable('payments').set({ status: 'REVERSED', failure_reason: 'transfer_reorged_out', updated_at: now }).where('id', '=', payment.id).where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
+    if (!reversed) return undefined;
     // The merchant was not paid: a TRANSIENT session can be paid again.
-    await trx.updateTable('payment_sessions').set({ status: 'OPEN', updated_at: now }).where('id', '=', payment.session_id).where('order_type', '=', 'TRANSIENT').where('status', '=', 'SUCCESS').execute();
-    await recordPaymentEvent(trx, 'payment.reversed', payment.id, change);
-    return true;
-  }));
+    const reopened = await trx.updateTable('payment_sessions').set({ status: 'OPEN', updated_at: now }).where('id', '=', payment.session_id).where('order_type', '=', 'TRANSIENT').where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
+    const session = reopened ?? (await trx.selectFrom('payment_sessions').selectAll().where('id', '=', payment.session_id).executeTakeFirstOrThrow());
+    return { row: reversed, queued: await recordPaymentEvent(trx, 'payment.reversed', { payment: reversed, session }, change) };
+  });
 }
 
-/** Events written by a committed change are delivered at once rather than at the next poll. */
-function afterCommit(changed: boolean): boolean {
-  if (changed) wakeWebhookWorkers();
-  return changed;
+/** Runs a status change in one transaction; a delivery it queued is sent at once rather than at the next poll. */
+async function changeStatus<T>(db: Db, change: (trx: Tx) => Promise<{ row: T; queued: boolean } | undefined>): Promise<T | undefined> {
+  const changed = await db.transaction().execute(change);
+  if (changed?.queued) wakeWebhookWorkers();
+  return changed?.row;
 }

@@ -122,9 +122,20 @@ export async function insertDelivery(db: Db, eventId: string, merchantId: string
 
 const localWorkers = new Set<() => void>();
 
-/** Wakes this process's delivery workers; call after committing a transaction that enqueued events. */
+let wakeScheduled = false;
+
+/**
+ * Wakes this process's delivery workers; call after committing a transaction that enqueued
+ * deliveries. The wake runs once the current request's work is done (setImmediate), so delivering
+ * never delays the answer of the request that caused it; several calls in a row wake once.
+ */
 export function wakeWebhookWorkers(): void {
-  for (const wake of localWorkers) wake();
+  if (wakeScheduled) return;
+  wakeScheduled = true;
+  setImmediate(() => {
+    wakeScheduled = false;
+    for (const wake of localWorkers) wake();
+  });
 }
 
 export function registerLocalWorker(wake: () => void): () => void {

@@ -159,7 +159,8 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     const existing = await findPaymentByAuthorization(context.db, proof.from, proof.nonce);
     if (existing) return answerDuplicate(existing);
 
-    const quoted = await findQuoteForValue(context.db, session.id, proof.value, now);
+    // Usually the proof pays the quote just offered; an earlier unexpired quote of the same value counts too.
+    const quoted = quote.usdc_amount === proof.value && quote.expires_at > now ? quote : await findQuoteForValue(context.db, session.id, proof.value, now);
     const matching = quoted && (session.editable !== 1 || quoted.amount_minor === amountMinor) ? quoted : undefined;
     const problem = localCheck(proof, matching, offer, session, BigInt(Math.floor(now / 1000)));
     if (problem) {

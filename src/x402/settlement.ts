@@ -122,7 +122,7 @@ export async function claimPayment(db: Db, input: { session: SessionRow; quote: 
     finalized_at: null,
   };
   try {
-    await db.transaction().execute(async (trx) => {
+    const queued = await db.transaction().execute(async (trx) => {
       // The payment row first, then the session row: the same lock order as recording an outcome
       // (payment, then session), so concurrent claims and settlements never deadlock.
       await trx.insertInto('payments').values(payment).execute();
@@ -133,14 +133,15 @@ export async function claimPayment(db: Db, input: { session: SessionRow; quote: 
         .where('status', '=', 'OPEN')
         .where('version', '=', quote.session_version)
         .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+        .returningAll()
         .executeTakeFirst();
-      if (opened.numUpdatedRows === 0n) {
+      if (!opened) {
         // Thrown inside the transaction so the payment row rolls back with it.
         throw new ClaimRefused({ kind: 'session_closed', session: await trx.selectFrom('payment_sessions').selectAll().where('id', '=', session.id).executeTakeFirst() });
       }
-      await recordPaymentEvent(trx, 'payment.pending', payment.id, input);
+      return recordPaymentEvent(trx, 'payment.pending', { payment, session: opened }, input);
     });
-    wakeWebhookWorkers();
+    if (queued) wakeWebhookWorkers();
     return { kind: 'claimed', payment };
   } catch (error) {
     if (error instanceof ClaimRefused) return error.result;
@@ -170,8 +171,9 @@ export async function settleClaimed(context: Pick<AppContext, 'db' | 'now' | 'co
     return { kind: 'refused', reason: response.errorReason ?? 'settlement_failed', message: response.errorMessage ?? 'The facilitator could not settle the payment' };
   }
   await context.faultHook?.('x402:after-settle');
-  await recordSettlement(db, claimed, { txHash: response.transaction, blockNumber: null, settleResponse: JSON.stringify(response), now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
-  const settled = await findPaymentByAuthorization(db, claimed.payer, claimed.nonce);
+  const recorded = await recordSettlement(db, claimed, { txHash: response.transaction, blockNumber: null, settleResponse: JSON.stringify(response), now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
+  // Not recorded here: the reconciler got there first; the payment's own row says how it ended.
+  const settled = recorded ?? (await findPaymentByAuthorization(db, claimed.payer, claimed.nonce));
   return settled?.status === 'SUCCESS' ? { kind: 'settled', payment: settled } : { kind: 'unknown' };
 }
 
