@@ -42,6 +42,7 @@ export type Config = {
   ratesMaxAgeSeconds: number;
   x402ProofsPerMinutePerIp: number;
   x402ProofsPerMinutePerSession: number;
+  x402QuotesPerMinutePerSession: number;
   webhooks: WebhookSettings;
 };
 
@@ -164,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ratesMaxAgeSeconds: required(read(env, 'TILL_RATES_MAX_AGE_SECONDS', positiveInt, '3600')),
     x402ProofsPerMinutePerIp: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_IP', positiveInt, '600')),
     x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '600')),
+    x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '120')),
     webhooks: loadWebhookSettings(env),
   };
 }

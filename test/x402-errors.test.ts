@@ -164,6 +164,17 @@ for (const { engine, skip } of engines) {
       await assertRefused(sessionId, value, { 'payment-signature': paymentSignatureHeader(signature, auth, newAccount().address) }, 'wrong_asset', payer.address);
     });
 
+    test('wrong_resource: a v2 proof naming another session as its resource; the offered resource is accepted', async () => {
+      const sessionId = await createSession();
+      const other = await createSession();
+      const payer = await fundedPayer();
+      const { value, payTo } = await quote(sessionId);
+      const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
+      await assertRefused(sessionId, value, { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.baseUrl}/x402/session/${other}`) }, 'wrong_resource', payer.address);
+      const paid = await fetch(`${env.baseUrl}/x402/session/${sessionId}`, { headers: { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.service.config.baseUrl}/x402/session/${sessionId}`) } });
+      assert.equal(paid.status, 200, await paid.clone().text());
+    });
+
     test('amount_mismatch: the authorized value is not the quoted one', async () => {
       const sessionId = await createSession();
       const payer = await fundedPayer();

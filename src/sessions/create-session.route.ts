@@ -55,6 +55,7 @@ const doc: RouteDoc = {
     413: { description: 'Body over 16 KiB', schema: ErrorResponse },
     415: { description: 'Content-Type is not application/json', schema: ErrorResponse },
     422: { description: 'Idempotency-Key reused with a different body', schema: ErrorResponse },
+    503: { description: 'The currency has no fresh exchange rate right now', schema: ErrorResponse },
   },
 };
 

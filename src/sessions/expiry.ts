@@ -1,6 +1,7 @@
 import type { Db } from '../db/index.ts';
 import type { AppContext } from '../http/context.ts';
 import { enqueueWebhookEvent, wakeWebhookWorkers } from '../webhooks/events.ts';
+import { purgeOldQuotes } from '../x402/quotes.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.ts';
 
 const BATCH = 500;
@@ -61,8 +62,10 @@ export function startExpirySweeper(context: Pick<AppContext, 'db' | 'config' | '
     running ??= (async () => {
       const now = context.now();
       const expired = await expireDueSessions(context.db, now, context.config.explorerTxUrl);
-      // Idempotency keys are kept 24 h; the sweep is also where the old ones go.
+      // The sweep is also where what is no longer needed goes: idempotency keys after 24 h, and
+      // quotes an hour after they ran out unless a payment points at them.
       await purgeExpiredIdempotencyKeys(context.db, now);
+      await purgeOldQuotes(context.db, now);
       return expired;
     })()
       .catch((error: unknown) => {

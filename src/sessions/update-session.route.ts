@@ -40,6 +40,9 @@ const doc: RouteDoc = {
     401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
     404: { description: 'No such session for this merchant', schema: ErrorResponse },
     409: { description: 'TRANSIENT session settled, expired or with a payment in progress; or orderId already used', schema: ErrorResponse },
+    413: { description: 'Body over 16 KiB', schema: ErrorResponse },
+    415: { description: 'Content-Type is not application/json', schema: ErrorResponse },
+    503: { description: 'The new currency has no fresh exchange rate right now', schema: ErrorResponse },
   },
 };
 

@@ -43,8 +43,8 @@ function docFor(url: string): RouteDoc {
       402: { description: 'Challenge: no payment yet, or the proof was refused (`error` says why)', schema: ChallengeBody },
       404: { description: 'Unknown or expired session', schema: ErrorResponse },
       422: { description: 'No payout wallet configured, so no payTo can be quoted', schema: ErrorResponse },
-      429: { description: 'Too many payment proofs from this client or for this session', schema: ErrorResponse },
-      503: { description: 'No fresh exchange rate for the session currency', schema: ErrorResponse },
+      429: { description: 'Too many payment proofs from this client or for this session, or too many new quotes (distinct ?amount= values) for this session', schema: ErrorResponse },
+      503: { description: 'No fresh exchange rate for the session currency (rate_unavailable), or the facilitator does not answer (facilitator_unavailable); nothing was charged', schema: ErrorResponse },
     },
   };
 }
@@ -67,6 +67,7 @@ function localCheck(proof: Proof, quote: Quote | undefined, offer: Offer, sessio
   if (!isOurNetwork(proof.network)) return 'wrong_network';
   if (proof.to !== offer.payTo.toLowerCase()) return 'wrong_pay_to';
   if (proof.asset !== undefined && proof.asset.toLowerCase() !== offer.asset.toLowerCase()) return 'wrong_asset';
+  if (proof.resource !== undefined && proof.resource !== offer.resourceUrl) return 'wrong_resource';
   if (!quote) return 'amount_mismatch';
   if (quote.session_version !== session.version) return 'session_changed';
   if (quote.pay_to.toLowerCase() !== proof.to) return 'wrong_pay_to';
@@ -119,7 +120,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
 
     let quote: Quote;
     try {
-      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable });
+      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable, beforeNewQuote: () => services.limitNewQuotes(session.id) });
     } catch (error) {
       // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
       if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new ApiError(503, 'rate_unavailable', `No fresh exchange rate for ${session.currency}; try again shortly`, { headers: { 'retry-after': '30' } });

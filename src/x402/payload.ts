@@ -19,6 +19,7 @@ const v1Shape = z.object({ x402Version: z.union([z.literal(1), z.literal(2)]), s
 const v2Shape = z.object({
   x402Version: z.literal(2),
   accepted: z.object({ scheme: z.string(), network: z.string(), asset: address, amount: z.string(), payTo: address }).passthrough(),
+  resource: z.object({ url: z.string() }).passthrough().optional(),
   payload: exactPayload,
 });
 
@@ -28,6 +29,8 @@ export type Proof = {
   network: string;
   /** The token the client says it signed for, when its encoding says (v2 only). */
   asset: string | undefined;
+  /** The resource URL the client says it paid for, when its encoding says (v2 only). */
+  resource: string | undefined;
   signature: `0x${string}`;
   from: `0x${string}`;
   to: `0x${string}`;
@@ -68,6 +71,7 @@ export function decodeProof(headers: { xPayment: string | undefined; paymentSign
       scheme: v2.success ? v2.data.accepted.scheme : v1!.data!.scheme,
       network: v2.success ? v2.data.accepted.network : v1!.data!.network,
       asset: v2.success ? v2.data.accepted.asset : undefined,
+      resource: v2.success ? v2.data.resource?.url : undefined,
       signature: payload.signature as `0x${string}`,
       from: authorization.from.toLowerCase() as `0x${string}`,
       to: authorization.to.toLowerCase() as `0x${string}`,

@@ -28,6 +28,7 @@ export const X402_ERRORS = {
   wrong_network: 'Only USDC on base (eip155:8453) is accepted',
   wrong_pay_to: 'The authorization pays another address than the challenge',
   wrong_asset: 'The payment is in another token than the challenge',
+  wrong_resource: 'The payment was made for another resource than this session',
   amount_mismatch: 'The authorized value matches no current quote of this session; pay the new challenge',
   authorization_expired: 'The authorization is expired or expires too soon (validBefore must be at least 10 s ahead)',
   authorization_too_long: 'The authorization is valid for too long (validBefore must be at most 600 s ahead)',

@@ -123,9 +123,9 @@ function reusableFor(quote: Quote, terms: { session: SessionRow; amountMinor: bi
 export async function quoteFor(
   db: Db,
   rates: RatesProvider,
-  terms: { session: SessionRow; amountMinor: bigint; payTo: string; asset: string; now: number; candidate?: Quote | undefined },
+  terms: { session: SessionRow; amountMinor: bigint; payTo: string; asset: string; now: number; candidate?: Quote | undefined; beforeNewQuote?: () => Promise<void> },
 ): Promise<Quote> {
-  const { session, amountMinor, payTo, asset, now, candidate } = terms;
+  const { session, amountMinor, payTo, asset, now, candidate, beforeNewQuote } = terms;
   // A candidate read with the session (findSessionToQuote) saves the lookup when it fits these terms.
   if (candidate && reusableFor(candidate, terms)) return candidate;
   const reusable = await reusableQuote.executeTakeFirst(db, {
@@ -137,6 +137,8 @@ export async function quoteFor(
     payableAfter: now + MAX_TIMEOUT_SECONDS * 1000,
   });
   if (reusable) return reusable;
+  // Only a new row is counted: an editable session's ?amount= must not let anyone fill the table.
+  await beforeNewQuote?.();
 
   const rate = await rates.getRate(session.currency);
   const quote: Quote = {
@@ -168,4 +170,28 @@ export async function findQuoteForValue(db: Db, sessionId: string, value: bigint
     .orderBy('expires_at', 'desc')
     .limit(1)
     .executeTakeFirst();
+}
+
+/** Quotes that ran out more than `QUOTE_RETENTION_MS` ago and that no payment points at are not needed again. */
+const QUOTE_RETENTION_MS = 60 * 60 * 1000;
+const PURGE_BATCH = 1000;
+
+export async function purgeOldQuotes(db: Db, now: number): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const result = await db
+      .deleteFrom('payment_quotes')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('payment_quotes as q')
+          .select('q.id')
+          .where('q.expires_at', '<', now - QUOTE_RETENTION_MS)
+          .where((w) => w.not(w.exists(w.selectFrom('payments as p').select('p.id').whereRef('p.quote_id', '=', 'q.id'))))
+          .limit(PURGE_BATCH),
+      )
+      .executeTakeFirst();
+    const deleted = Number(result.numDeletedRows);
+    purged += deleted;
+    if (deleted < PURGE_BATCH) return purged;
+  }
 }

@@ -13,6 +13,8 @@ export type X402Services = {
   usdcAddress: string;
   /** Throws 429 when a client or a session sends too many proofs. */
   limitProofs(ip: string, sessionId: string): Promise<void>;
+  /** Counts a quote about to be stored for the session; 429 past TILL_X402_QUOTES_PER_MINUTE_PER_SESSION. */
+  limitNewQuotes(sessionId: string): Promise<void>;
   metrics: { proofsRefused: Counter<'reason'>; paymentsSettled: Counter };
 };
 
@@ -21,13 +23,15 @@ export function createX402Services(context: AppContext): X402Services | undefine
   if (!config.facilitatorUrl || !config.usdcAddress) return undefined;
   const perIp = new RateLimiterMemory({ points: config.x402ProofsPerMinutePerIp, duration: 60 });
   const perSession = new RateLimiterMemory({ points: config.x402ProofsPerMinutePerSession, duration: 60 });
+  const quotesPerSession = new RateLimiterMemory({ points: config.x402QuotesPerMinutePerSession, duration: 60 });
   const consume = async (limiter: RateLimiterMemory, key: string, what: string) => {
+    // `what` completes "Too many … ", e.g. "payment proofs from this client".
     try {
       await limiter.consume(key);
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
       const retryAfter = String(Math.ceil(error.msBeforeNext / 1000));
-      throw new ApiError(429, 'rate_limited', `Too many payment proofs ${what}; retry after ${retryAfter} s`, { headers: { 'retry-after': retryAfter } });
+      throw new ApiError(429, 'rate_limited', `Too many ${what}; retry after ${retryAfter} s`, { headers: { 'retry-after': retryAfter } });
     }
   };
   return {
@@ -35,9 +39,10 @@ export function createX402Services(context: AppContext): X402Services | undefine
     rates: context.rates,
     usdcAddress: config.usdcAddress,
     limitProofs: async (ip, sessionId) => {
-      await consume(perIp, ip, 'from this client');
-      await consume(perSession, sessionId, 'for this session');
+      await consume(perIp, ip, 'payment proofs from this client');
+      await consume(perSession, sessionId, 'payment proofs for this session');
     },
+    limitNewQuotes: (sessionId) => consume(quotesPerSession, sessionId, 'new quotes for this session'),
     metrics: { proofsRefused: context.metrics.x402ProofsRefused, paymentsSettled: context.metrics.x402PaymentsSettled },
   };
 }

@@ -44,6 +44,7 @@ export function proofOf(payment: PaymentRow): Proof {
     scheme: 'exact',
     network: NETWORK_V2,
     asset: payment.asset,
+    resource: undefined,
     signature: payment.signature as `0x${string}`,
     from: payment.payer as `0x${string}`,
     to: payment.pay_to as `0x${string}`,

@@ -56,9 +56,10 @@ export function xPaymentHeader(signature: Hex, auth: Authorization, envelope: { 
 }
 
 /** PAYMENT-SIGNATURE as `@x402/fetch` sends it (v2, with the accepted requirement echoed). */
-export function paymentSignatureHeader(signature: Hex, auth: Authorization, asset: Address): string {
+export function paymentSignatureHeader(signature: Hex, auth: Authorization, asset: Address, resourceUrl?: string): string {
   return base64Json({
     x402Version: 2,
+    ...(resourceUrl ? { resource: { url: resourceUrl, description: 'x', mimeType: 'application/json' } } : {}),
     accepted: { scheme: 'exact', network: 'eip155:8453', asset, amount: auth.value.toString(), payTo: auth.to, maxTimeoutSeconds: 60, extra: { name: 'USD Coin', version: '2' } },
     payload: exactPayload(signature, auth),
   });
