@@ -1,3 +1,12 @@
+import { z } from 'zod';
+/** The error body's schema, for the route docs (OpenAPI `Error`). */
+export const ErrorResponse = z
+  .object({ error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }) })
+  .meta({ id: 'Error' });
+
+/** The 401 of every route that takes an API key. */
+export const UNAUTHORIZED_RESPONSE = { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse };
+
 /**
  * The one error shape of the whole API: `{ error: { code, message, field? } }`.
  * Every refusal names what was refused; no stack trace ever leaves the process.

@@ -2,13 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { getAddress } from 'viem';
 import type { AppContext } from '../http/context.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound, ErrorResponse } from '../http/errors.ts';
 import { escapeHtml, page, prefersHtml } from '../http/html.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { formatUsdc } from '../money/usdc.ts';
 import { decimalNumber } from '../sessions/sessions.ts';
-import { ErrorResponse } from '../sessions/create-session.route.ts';
 import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../x402/protocol.ts';
 import { explorerUrl } from './payments.ts';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../http/context.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { isUniqueViolation, type Db } from '../db/index.ts';
@@ -33,10 +33,6 @@ export const SessionCreated = z
   })
   .meta({ id: 'PaymentSessionResponse' });
 
-export const ErrorResponse = z
-  .object({ error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }) })
-  .meta({ id: 'Error' });
-
 export const BODY_LIMIT = 16 * 1024;
 
 const doc: RouteDoc = {
@@ -50,7 +46,7 @@ const doc: RouteDoc = {
   responses: {
     201: { description: 'Session created', schema: SessionCreated },
     400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
-    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    401: UNAUTHORIZED_RESPONSE,
     409: { description: '`orderId` already used by this merchant, or the Idempotency-Key is in flight', schema: ErrorResponse },
     413: { description: 'Body over 16 KiB', schema: ErrorResponse },
     415: { description: 'Content-Type is not application/json', schema: ErrorResponse },

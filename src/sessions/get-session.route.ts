@@ -1,14 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../http/context.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { getAddress } from 'viem';
 import { formatUsdc } from '../money/usdc.ts';
 import { decimalNumber, findMerchantSession, sessionView } from './sessions.ts';
-import { ErrorResponse } from './create-session.route.ts';
 
 const Params = z.strictObject({ sessionId: z.string().min(1).max(64) });
 
@@ -62,7 +61,7 @@ const doc: RouteDoc = {
   params: Params,
   responses: {
     200: { description: 'The session', schema: SessionDetails },
-    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    401: UNAUTHORIZED_RESPONSE,
     404: { description: 'No such session for this merchant', schema: ErrorResponse },
   },
 };

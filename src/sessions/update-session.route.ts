@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../http/context.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { isUniqueViolation } from '../db/index.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency, sessionFields } from './fields.ts';
 import { findMerchantSession, isExpired, sessionCreatedBody } from './sessions.ts';
-import { BODY_LIMIT, ErrorResponse, SessionCreated } from './create-session.route.ts';
+import { BODY_LIMIT, SessionCreated } from './create-session.route.ts';
 import { hasPaymentInProgress } from './payment-guard.ts';
 
 export const UpdateSessionBody = z
@@ -37,7 +37,7 @@ const doc: RouteDoc = {
   responses: {
     200: { description: 'Session updated', schema: SessionCreated },
     400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
-    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    401: UNAUTHORIZED_RESPONSE,
     404: { description: 'No such session for this merchant', schema: ErrorResponse },
     409: { description: 'TRANSIENT session settled, expired or with a payment in progress; or orderId already used', schema: ErrorResponse },
     413: { description: 'Body over 16 KiB', schema: ErrorResponse },

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { z } from 'zod';
 import type { AppContext } from '../http/context.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { ErrorResponse } from '../sessions/create-session.route.ts';
 import { listDeliveries } from './deliveries.ts';
 
 const Query = z.strictObject({
@@ -41,7 +41,7 @@ const doc: RouteDoc = {
   responses: {
     200: { description: 'Deliveries', schema: z.object({ deliveries: z.array(WebhookDelivery) }) },
     400: { description: 'A query parameter is invalid', schema: ErrorResponse },
-    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    401: UNAUTHORIZED_RESPONSE,
   },
 };
 

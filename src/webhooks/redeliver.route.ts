@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../http/context.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { ErrorResponse } from '../sessions/create-session.route.ts';
 import { redeliverEvent } from './deliveries.ts';
 import { wakeWebhookWorkers } from './events.ts';
 
@@ -25,7 +24,7 @@ const doc: RouteDoc = {
   params: Params,
   responses: {
     202: { description: 'Queued', schema: DeliveryQueued },
-    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    401: UNAUTHORIZED_RESPONSE,
     404: { description: 'No such event for this merchant', schema: ErrorResponse },
     409: { description: 'No webhook URL is set', schema: ErrorResponse },
   },

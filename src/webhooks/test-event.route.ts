@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import type { AppContext } from '../http/context.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { ErrorResponse } from '../sessions/create-session.route.ts';
 import { sendTestEvent } from './deliveries.ts';
 import { wakeWebhookWorkers } from './events.ts';
 import { DeliveryQueued, noEndpoint } from './redeliver.route.ts';
@@ -16,7 +16,7 @@ const doc: RouteDoc = {
   security: 'apiKey',
   responses: {
     202: { description: 'Queued', schema: DeliveryQueued },
-    401: { description: 'Missing, unknown, revoked or wrong-mode API key', schema: ErrorResponse },
+    401: UNAUTHORIZED_RESPONSE,
     409: { description: 'No webhook URL is set', schema: ErrorResponse },
   },
 };

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../http/context.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound, ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
@@ -9,8 +9,7 @@ import { currencyExponent } from '../money/iso4217.ts';
 import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
 import { findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
 import { isExpired, decimalNumber, type SessionRow } from '../sessions/sessions.ts';
-import { ErrorResponse } from '../sessions/create-session.route.ts';
-import { challenge, type Offer } from './challenge.ts';
+import { challenge, sessionResourceUrl, type Offer } from './challenge.ts';
 import { decodeProof, isOurNetwork, isOurScheme, type Proof } from './payload.ts';
 import { MAX_VALIDITY_S, MIN_VALIDITY_LEFT_S, X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 import { findQuoteForValue, findSessionToQuote, quoteFor, type Quote } from './quotes.ts';
@@ -81,10 +80,9 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { sessionId, query } = readInput(request);
     const now = context.now();
-    // The session, its merchant's current name and wallet, and a quote to reuse: one read, on every request.
-    const found = await findSessionToQuote(context.db, sessionId, { asset: services.usdcAddress, now });
-    if (!found || isExpired(found.session, now)) throw notFound(`Payment session ${sessionId}`);
-    const { session } = found;
+    // The session with its merchant's current name and wallet: read on every request, never cached.
+    const session = await findSessionToQuote(context.db, sessionId);
+    if (!session || isExpired(session, now)) throw notFound(`Payment session ${sessionId}`);
 
     const paid = (payment: NonNullable<Awaited<ReturnType<typeof firstSuccessfulPayment>>>) => {
       const response = paidResponse(payment, context.config.explorerTxUrl);
@@ -120,14 +118,14 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
 
     let quote: Quote;
     try {
-      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable, beforeNewQuote: () => services.limitNewQuotes(session.id) });
+      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, beforeNewQuote: () => services.limitNewQuotes(session.id) });
     } catch (error) {
       // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
       if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new ApiError(503, 'rate_unavailable', `No fresh exchange rate for ${session.currency}; try again shortly`, { headers: { 'retry-after': '30' } });
       throw error;
     }
     const offer: Offer = {
-      resourceUrl: `${context.config.baseUrl}/x402/session/${encodeURIComponent(session.id)}`,
+      resourceUrl: sessionResourceUrl(context.config.baseUrl, session.id),
       description: `${session.merchant_name}: ${session.concept ?? `payment session ${session.id}`}`,
       payTo,
       asset: services.usdcAddress,

@@ -2,6 +2,7 @@ import type { AppContext } from '../http/context.ts';
 import { recordFailure, recordSettlement, recordReversal, type PaymentRow } from '../payments/payments.ts';
 import type { ChainReader } from './chain.ts';
 import type { Facilitator } from './facilitator.ts';
+import { sessionResourceUrl } from './challenge.ts';
 import { facilitatorRequest, proofOf } from './settlement.ts';
 
 export type ReconcilerOptions = {
@@ -80,7 +81,7 @@ export async function confirmSettled(context: AppContext, options: Pick<Reconcil
       if (head.timestamp < payment.valid_before) {
         log.warn({ paymentId: payment.id, txHash: payment.tx_hash }, 'settlement left the canonical chain; submitting the authorization again');
         const quote = await db.selectFrom('payment_quotes').selectAll().where('id', '=', payment.quote_id).executeTakeFirstOrThrow();
-        const request = facilitatorRequest(proofOf(payment), quote, { url: `${context.config.baseUrl}/x402/session/${payment.session_id}`, description: `payment ${payment.public_order_id}` });
+        const request = facilitatorRequest(proofOf(payment), quote, { url: sessionResourceUrl(context.config.baseUrl, payment.session_id), description: `payment ${payment.public_order_id}` });
         const response = await options.facilitator.settle(request.payload, request.requirements).catch(() => undefined);
         if (response?.success && response.transaction) {
           await db.updateTable('payments').set({ tx_hash: response.transaction, block_number: null }).where('id', '=', payment.id).execute();
