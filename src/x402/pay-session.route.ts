@@ -80,9 +80,10 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { sessionId, query } = readInput(request);
     const now = context.now();
-    // The session with its merchant's current name and wallet: read on every request, never cached.
-    const session = await findSessionToQuote(context.db, sessionId);
-    if (!session || isExpired(session, now)) throw notFound(`Payment session ${sessionId}`);
+    // The session, its merchant's current name and wallet, and a quote to reuse: one read, on every request.
+    const found = await findSessionToQuote(context.db, sessionId, { asset: services.usdcAddress, now });
+    if (!found || isExpired(found.session, now)) throw notFound(`Payment session ${sessionId}`);
+    const { session } = found;
 
     const paid = (payment: NonNullable<Awaited<ReturnType<typeof firstSuccessfulPayment>>>) => {
       const response = paidResponse(payment, context.config.explorerTxUrl);
@@ -118,7 +119,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
 
     let quote: Quote;
     try {
-      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, beforeNewQuote: () => services.limitNewQuotes(session.id) });
+      quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable, beforeNewQuote: () => services.limitNewQuotes(session.id) });
     } catch (error) {
       // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
       if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new ApiError(503, 'rate_unavailable', `No fresh exchange rate for ${session.currency}; try again shortly`, { headers: { 'retry-after': '30' } });

@@ -30,18 +30,90 @@ const reusableQuote = prepareQuery(
 /** A session with its merchant's current name and payout wallet. */
 export type SessionToQuote = SessionRow & { merchant_name: string; merchant_wallet_address: string | null };
 
-/** The session behind a challenge, with its merchant's current name and payout wallet, in one read. Nothing is cached. */
-const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string }) =>
+/**
+ * One query for a challenge: the session, its merchant's current name and payout wallet, and the
+ * quote `reusableQuote` would find for the session's own amount (the one a fixed-amount session
+ * is quoted at), so an unpaid request costs one round trip. Nothing here is cached: every call
+ * reads the database.
+ */
+const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; asset: string; payableAfter: number }) =>
   db
     .selectFrom('payment_sessions as s')
     .innerJoin('merchants as m', 'm.id', 's.merchant_id')
+    .leftJoin('payment_quotes as q', (join) =>
+      join.on((eb) =>
+        eb(
+          'q.id',
+          '=',
+          eb
+            .selectFrom('payment_quotes as r')
+            .select('r.id')
+            .whereRef('r.session_id', '=', 's.id')
+            .whereRef('r.session_version', '=', 's.version')
+            .whereRef('r.amount_minor', '=', 's.amount_minor')
+            .where((r) => r('r.pay_to', '=', r.fn.coalesce('s.pay_to', 'm.wallet_address')))
+            .where('r.asset', '=', params.asset)
+            .where('r.expires_at', '>', params.payableAfter)
+            .orderBy('r.expires_at', 'desc')
+            .limit(1),
+        ),
+      ),
+    )
     .selectAll('s')
-    .select(['m.name as merchant_name', 'm.wallet_address as merchant_wallet_address'])
+    .select([
+      'm.name as merchant_name',
+      'm.wallet_address as merchant_wallet_address',
+      'q.id as quote_id',
+      'q.session_version as quote_session_version',
+      'q.amount_minor as quote_amount_minor',
+      'q.currency as quote_currency',
+      'q.rate as quote_rate',
+      'q.rate_source as quote_rate_source',
+      'q.usdc_amount as quote_usdc_amount',
+      'q.pay_to as quote_pay_to',
+      'q.asset as quote_asset',
+      'q.created_at as quote_created_at',
+      'q.expires_at as quote_expires_at',
+    ])
     .where('s.id', '=', params.sessionId),
 );
 
-export function findSessionToQuote(db: Db, sessionId: string): Promise<SessionToQuote | undefined> {
-  return sessionToQuote.executeTakeFirst(db, { sessionId });
+/** The session behind a challenge, and a quote of its own amount that may be reused (quoteFor checks it). */
+export async function findSessionToQuote(db: Db, sessionId: string, terms: { asset: string; now: number }): Promise<{ session: SessionToQuote; reusable: Quote | undefined } | undefined> {
+  const row = await sessionToQuote.executeTakeFirst(db, { sessionId, asset: terms.asset, payableAfter: terms.now + MAX_TIMEOUT_SECONDS * 1000 });
+  if (!row) return undefined;
+  const reusable: Quote | undefined =
+    row.quote_id === null
+      ? undefined
+      : {
+          id: row.quote_id,
+          session_id: row.id,
+          session_version: row.quote_session_version!,
+          amount_minor: row.quote_amount_minor!,
+          currency: row.quote_currency!,
+          rate: row.quote_rate!,
+          rate_source: row.quote_rate_source!,
+          usdc_amount: row.quote_usdc_amount!,
+          pay_to: row.quote_pay_to!,
+          asset: row.quote_asset!,
+          created_at: row.quote_created_at!,
+          expires_at: row.quote_expires_at!,
+        };
+  // The row is the session, with the merchant's and the quote's columns beside its own.
+  const session: SessionToQuote = row;
+  return { session, reusable };
+}
+
+/** True when `quote` is one `reusableQuote` could return for these terms. */
+function reusableFor(quote: Quote, terms: { session: SessionRow; amountMinor: bigint; payTo: string; asset: string; now: number }): boolean {
+  return (
+    quote.session_id === terms.session.id &&
+    quote.session_version === terms.session.version &&
+    quote.amount_minor === terms.amountMinor &&
+    quote.pay_to === terms.payTo &&
+    quote.asset === terms.asset &&
+    quote.expires_at > terms.now + MAX_TIMEOUT_SECONDS * 1000
+  );
 }
 
 /**
@@ -51,9 +123,11 @@ export function findSessionToQuote(db: Db, sessionId: string): Promise<SessionTo
 export async function quoteFor(
   db: Db,
   rates: RatesProvider,
-  terms: { session: SessionRow; amountMinor: bigint; payTo: string; asset: string; now: number; beforeNewQuote?: () => Promise<void> },
+  terms: { session: SessionRow; amountMinor: bigint; payTo: string; asset: string; now: number; candidate?: Quote | undefined; beforeNewQuote?: () => Promise<void> },
 ): Promise<Quote> {
-  const { session, amountMinor, payTo, asset, now, beforeNewQuote } = terms;
+  const { session, amountMinor, payTo, asset, now, candidate, beforeNewQuote } = terms;
+  // A candidate read with the session (findSessionToQuote) saves the lookup when it fits these terms.
+  if (candidate && reusableFor(candidate, terms)) return candidate;
   const reusable = await reusableQuote.executeTakeFirst(db, {
     sessionId: session.id,
     sessionVersion: session.version,
