@@ -11,7 +11,11 @@ import { MAX_TIMEOUT_SECONDS, QUOTE_TTL_MS } from './protocol.ts';
 
 export type Quote = Selectable<PaymentQuotesTable>;
 
-/** The latest quote on these terms still payable for a whole maxTimeoutSeconds after `payableAfter`. */
+/**
+ * The latest quote on these terms still payable for a whole maxTimeoutSeconds after `payableAfter`.
+ * The same rule is joined into `sessionToQuote` and checked by `reusableFor`; change all three
+ * together. The join is kept because a separate query per challenge measured far slower.
+ */
 const reusableQuote = prepareQuery(
   (db: Db, params: { sessionId: string; sessionVersion: number; amountMinor: bigint; payTo: string; asset: string; payableAfter: number }) =>
     db
