@@ -24,9 +24,35 @@ export function numberText(holder: unknown, key: string): string | undefined {
   return numberSources.get(holder)?.get(key);
 }
 
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
+const ACCEPTED_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+
+/**
+ * The one rule for request bodies: `application/json` or any `+json` type (RFC 6839), in any case,
+ * with parameters (`charset=utf-8` is what .NET, Spring and OkHttp send). JSON is UTF-8 (RFC 8259),
+ * so another charset is refused rather than misread. Undefined when the header is acceptable.
+ */
+export function jsonContentTypeProblem(header: string | undefined): ApiError | undefined {
+  const [mediaType = '', ...parameters] = (header ?? '').split(';');
+  if (!JSON_MEDIA_TYPE.test(mediaType.trim().toLowerCase())) {
+    return new ApiError(415, 'unsupported_media_type', `Content-Type must be application/json${header ? `, not ${mediaType.trim()}` : ''}`);
+  }
+  for (const parameter of parameters) {
+    const [name = '', value = ''] = parameter.split('=');
+    const charset = value.trim().replace(/^"|"$/g, '').toLowerCase();
+    if (name.trim().toLowerCase() === 'charset' && !ACCEPTED_CHARSETS.has(charset)) {
+      return new ApiError(415, 'unsupported_media_type', `Content-Type charset must be utf-8, not ${charset}`);
+    }
+  }
+  return undefined;
+}
+
+/** Every request body goes through this parser: JSON by the rule above, anything else 415. */
 export function registerJsonParser(app: FastifyInstance): void {
-  app.removeContentTypeParser(['application/json']);
-  app.addContentTypeParser(/^application\/([\w.+-]+\+)?json$/, { parseAs: 'string' }, (_request: FastifyRequest, body: string | Buffer, done) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (request: FastifyRequest, body: string | Buffer, done) => {
+    const problem = jsonContentTypeProblem(request.headers['content-type']);
+    if (problem) return done(problem, undefined);
     const text = body.toString();
     if (text.trim() === '') return done(new ApiError(400, 'invalid_json', 'The request body is empty; a JSON object was expected'), undefined);
     try {

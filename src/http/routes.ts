@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { AppContext } from './context.ts';
-import { ApiError } from './errors.ts';
+import { jsonContentTypeProblem } from './json.ts';
 
 /** What the OpenAPI document says about a route; kept beside the route's handler. */
 export type RouteDoc = {
@@ -24,12 +24,10 @@ export type RouteModule = {
 
 const documented: RouteDoc[] = [];
 
-const JSON_TYPE = /^application\/([\w.+-]+\+)?json\s*(;|$)/i;
-
+/** A route that takes a body refuses a non-JSON one before anything else runs, even an empty one. */
 async function requireJsonBody(request: FastifyRequest): Promise<void> {
-  if (!JSON_TYPE.test(request.headers['content-type'] ?? '')) {
-    throw new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json');
-  }
+  const problem = jsonContentTypeProblem(request.headers['content-type']);
+  if (problem) throw problem;
 }
 
 /** Registers a route's handler and remembers its doc for /openapi.json. */

@@ -114,9 +114,9 @@ async function postJson<T>(url: string, body: unknown): Promise<T> {
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
-  const data = (await response.json().catch(() => null)) as (T & { message?: string }) | null;
+  const data = (await response.json().catch(() => null)) as (T & { error?: { message?: string } }) | null;
   if (!response.ok || data === null) {
-    throw new Error(`sandbox ${new URL(url).pathname} failed (${response.status}): ${data?.message ?? "no JSON answer"}`);
+    throw new Error(`sandbox ${new URL(url).pathname} failed (${response.status}): ${data?.error?.message ?? "no JSON answer"}`);
   }
   return data;
 }

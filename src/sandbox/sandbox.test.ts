@@ -337,8 +337,15 @@ describe("sandbox", () => {
   test("the faucet refuses bad addresses and amounts", async () => {
     const faucet = (body: unknown) =>
       fetch(`${sandbox.url}/faucet`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    assert.equal((await faucet({ address: "0x1234", usdc: "1" })).status, 400);
-    assert.equal((await faucet({ address: privateKeyToAddress(generatePrivateKey()), usdc: "1.0000001" })).status, 400);
+    const badAddress = await faucet({ address: "0x1234", usdc: "1" });
+    assert.equal(badAddress.status, 400);
+    assert.deepEqual(((await badAddress.json()) as { error: { code: string; field: string } }).error.field, "address");
+    const badAmount = await faucet({ address: privateKeyToAddress(generatePrivateKey()), usdc: "1.0000001" });
+    assert.equal(badAmount.status, 400);
+    const { error } = (await badAmount.json()) as { error: { code: string; message: string; field: string } };
+    assert.equal(error.code, "invalid_field");
+    assert.equal(error.field, "usdc");
+    assert.match(error.message, /at most 6 decimals/);
     assert.equal((await faucet({ address: privateKeyToAddress(generatePrivateKey()), usdc: "-1" })).status, 400);
     assert.equal((await faucet({ address: privateKeyToAddress(generatePrivateKey()), usdc: "0" })).status, 400);
     const ok = (await (await faucet({ address: privateKeyToAddress(generatePrivateKey()), usdc: 0.5 })).json()) as {

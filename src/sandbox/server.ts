@@ -21,13 +21,20 @@ import { sandboxFaultsUpdateSchema, type FaultState } from "./faults.ts";
 const MAX_BODY_BYTES = 1_000_000;
 const MAX_RPC_BATCH = 100;
 
+/** A refusal, answered in the service API's one error shape: `{ error: { code, message, field? } }`. */
 class HttpError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  readonly field: string | undefined;
+  constructor(status: number, code: string, message: string, field?: string) {
     super(message);
     this.status = status;
     this.code = code;
+    this.field = field;
+  }
+
+  toBody() {
+    return { error: { code: this.code, message: this.message, ...(this.field ? { field: this.field } : {}) } };
   }
 }
 
@@ -54,18 +61,22 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
-  if (!parsed.success) throw new HttpError(400, "invalid_request", z.prettifyError(parsed.error));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.map(String).join(".") || undefined;
+    throw new HttpError(400, "invalid_field", z.prettifyError(parsed.error), field);
+  }
   return parsed.data;
 }
 
 /** Parses a positive USDC amount written in decimal ("100", "0.5"), at most 6 decimals. */
 export function parseUsdcAmount(value: string): bigint {
   if (!/^\d{1,15}(\.\d{1,6})?$/.test(value)) {
-    throw new HttpError(400, "invalid_amount", "usdc must be a positive decimal amount with at most 6 decimals");
+    throw new HttpError(400, "invalid_field", "usdc must be a positive decimal amount with at most 6 decimals", "usdc");
   }
   const amount = parseUnits(value, SANDBOX_USDC_DECIMALS);
   if (amount <= 0n || amount > SANDBOX_FAUCET_MAX_USDC * 10n ** BigInt(SANDBOX_USDC_DECIMALS)) {
-    throw new HttpError(400, "invalid_amount", `usdc must be above 0 and at most ${SANDBOX_FAUCET_MAX_USDC}`);
+    throw new HttpError(400, "invalid_field", `usdc must be above 0 and at most ${SANDBOX_FAUCET_MAX_USDC}`, "usdc");
   }
   return amount;
 }
@@ -73,7 +84,7 @@ export function parseUsdcAmount(value: string): bigint {
 export type FaucetResult = { address: Address; usdc: string; txHash: Hex; balance: string };
 
 export async function fundFromFaucet(chain: SandboxChain, address: string, usdc: string): Promise<FaucetResult> {
-  if (!isAddress(address, { strict: false })) throw new HttpError(400, "invalid_address", "address must be a 0x… EVM address");
+  if (!isAddress(address, { strict: false })) throw new HttpError(400, "invalid_field", "address must be a 0x… EVM address", "address");
   const amount = parseUsdcAmount(usdc);
   const to = getAddress(address);
   const txHash = await chain.mintUsdc(to, amount);
@@ -259,8 +270,9 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
   return (req: IncomingMessage, res: ServerResponse): void => {
     route(req, res).catch((error: unknown) => {
       if (res.headersSent || res.destroyed) return;
-      if (error instanceof HttpError) return sendJson(res, error.status, { error: error.code, message: error.message });
-      sendJson(res, 500, { error: "internal_error", message: error instanceof Error ? error.message : String(error) });
+      if (error instanceof HttpError) return sendJson(res, error.status, error.toBody());
+      console.error("sandbox request failed", error);
+      sendJson(res, 500, { error: { code: "internal_error", message: "The sandbox failed to answer this request" } });
     });
   };
 }

@@ -196,6 +196,22 @@ for (const { engine, skip } of engines) {
         assert.equal(big.json().error.code, 'body_too_large');
       });
 
+      test('JSON media types with parameters are accepted on E1 and E2; other media types and charsets get 415', async () => {
+        for (const type of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'APPLICATION/JSON', 'application/vnd.api+json']) {
+          const created = await send('POST', { amount: 2, currency: 'USD' }, key, { 'content-type': type });
+          assert.equal(created.statusCode, 201, `${type}: ${created.body}`);
+          const updated = await send('PUT', { sessionId: created.json().sessionId, concept: 'x' }, key, { 'content-type': type });
+          assert.equal(updated.statusCode, 200, `${type}: ${updated.body}`);
+        }
+        for (const type of ['text/json', 'application/jsonp', 'application/json; charset=latin1', 'multipart/form-data; boundary=x']) {
+          for (const method of ['POST', 'PUT'] as const) {
+            const response = await send(method, { amount: 2, currency: 'USD' }, key, { 'content-type': type });
+            assert.equal(response.statusCode, 415, `${method} ${type}`);
+            assert.equal(response.json().error.code, 'unsupported_media_type');
+          }
+        }
+      });
+
       test('orderId is unique per merchant (409), but two merchants may share one', async () => {
         assert.equal((await create({ ...base, orderId: 'dup' })).statusCode, 201);
         const again = await create({ ...base, orderId: 'dup' });
