@@ -9,9 +9,16 @@ export const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' da
 export const STYLESHEET_PATH = '/assets/till.css';
 
 export const STYLESHEET = `body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}
-code,pre{font:13px ui-monospace,monospace;background:#f4f4f5;border-radius:4px}pre{padding:.75rem;overflow:auto}code{padding:.1rem .3rem}
-table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e4e4e7;padding:.35rem .5rem;text-align:left;vertical-align:top}
-.method{font-weight:700;text-transform:uppercase}h2{margin-top:2.5rem}
+a{color:#1d4ed8}a:focus-visible{outline:2px solid #1d4ed8;outline-offset:2px}
+code,pre{font:13px ui-monospace,monospace;background:#f4f4f5;border-radius:4px;overflow-wrap:anywhere}pre{padding:.75rem;overflow:auto}code{padding:.1rem .3rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}td,th{border-bottom:1px solid #e4e4e7;padding:.35rem .5rem;text-align:left;vertical-align:top}th{font-weight:600}
+@media (max-width:40rem){table{display:block;overflow-x:auto}}
+h2{margin-top:2.5rem;border-bottom:2px solid #e4e4e7;padding-bottom:.25rem}h3{margin-top:2rem}h4{margin:1rem 0 .25rem}small{color:#52525b;font-weight:400}
+.method{display:inline-block;min-width:3.5rem;padding:.05rem .4rem;border-radius:4px;font:700 13px ui-monospace,monospace;text-align:center;color:#fff;background:#3f3f46}
+.method-get{background:#1d4ed8}.method-post{background:#15803d}.method-put{background:#b45309}.method-delete{background:#b91c1c}
+.operation,.schema{border-top:1px solid #e4e4e7}.note{color:#52525b;font-size:13px}
+td:first-child code{white-space:nowrap;overflow-wrap:normal}td:last-child{min-width:10rem}
+nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 `;
 
 export function page(title: string, body: string): string {

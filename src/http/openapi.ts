@@ -1,18 +1,51 @@
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { documentedRoutes } from './routes.ts';
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', reused: 'inline' }) as Record<string, unknown>;
-  return rest;
+type JsonSchema = Record<string, unknown>;
+
+const DEFS_PREFIX = '#/$defs/';
+const COMPONENTS_PREFIX = '#/components/schemas/';
+
+/**
+ * Schemas with an `id` (`.meta({ id })`) become named components, referenced from wherever they
+ * are used; zod emits them as `$defs` of each converted schema, which are moved here.
+ */
+class Components {
+  readonly schemas: Record<string, JsonSchema> = {};
+
+  /** The JSON Schema of a zod schema, its named parts moved to components and referenced. */
+  add(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema & { $defs?: Record<string, JsonSchema> };
+    for (const [id, definition] of Object.entries($defs ?? {})) this.put(id, retarget(definition) as JsonSchema);
+    return retarget(root) as JsonSchema;
+  }
+
+  private put(id: string, definition: JsonSchema): void {
+    const existing = this.schemas[id];
+    // One name, one shape: a schema whose input and output differ needs two ids.
+    if (existing && !isDeepStrictEqual(existing, definition)) throw new Error(`OpenAPI component ${id} is defined twice with different shapes`);
+    this.schemas[id] = definition;
+  }
+}
+
+/** Rewrites zod's local `#/$defs/X` references to the document's `#/components/schemas/X`. */
+function retarget(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(retarget);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => [key, key === '$ref' && typeof inner === 'string' && inner.startsWith(DEFS_PREFIX) ? COMPONENTS_PREFIX + inner.slice(DEFS_PREFIX.length) : retarget(inner)]),
+  );
 }
 
 /** OpenAPI 3.1, generated from the same zod schemas that validate requests. */
 export function buildOpenApi(baseUrl: string) {
+  const components = new Components();
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of documentedRoutes()) {
     const parameters = [
-      ...Object.entries(route.params?.shape ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema: jsonSchema(schema as z.ZodType, 'input') })),
-      ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({ name, in: 'query', required: !(schema as z.ZodType).safeParse(undefined).success, schema: jsonSchema(schema as z.ZodType, 'input') })),
+      ...Object.entries(route.params?.shape ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema: components.add(schema as z.ZodType, 'input') })),
+      ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({ name, in: 'query', required: !(schema as z.ZodType).safeParse(undefined).success, schema: components.add(schema as z.ZodType, 'input') })),
     ];
     const operation: Record<string, unknown> = {
       tags: [route.tag],
@@ -20,11 +53,11 @@ export function buildOpenApi(baseUrl: string) {
       ...(route.description ? { description: route.description } : {}),
       ...(route.security === 'apiKey' ? { security: [{ apiKey: [] }] } : {}),
       ...(parameters.length ? { parameters } : {}),
-      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
+      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: components.add(route.body, 'input') } } } } : {}),
       responses: Object.fromEntries(
         Object.entries(route.responses).map(([status, response]) => [
           status,
-          { description: response.description, ...(response.schema ? { content: { 'application/json': { schema: jsonSchema(response.schema, 'output') } } } : {}) },
+          { description: response.description, ...(response.schema ? { content: { 'application/json': { schema: components.add(response.schema, 'output') } } } : {}) },
         ]),
       ),
     };
@@ -34,7 +67,9 @@ export function buildOpenApi(baseUrl: string) {
     openapi: '3.1.0',
     info: { title: 'Till payment-session API', version: '2.0', description: 'Create and update payment sessions, pay them over x402, read receipts.' },
     servers: [{ url: baseUrl }],
-    components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-SC-ApiKey' } } },
+    components: { schemas: components.schemas, securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-SC-ApiKey' } } },
     paths,
   };
 }
+
+export type OpenApiDocument = ReturnType<typeof buildOpenApi>;

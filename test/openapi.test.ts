@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import openapiTS, { astToString } from 'openapi-typescript';
+import { startTestService, type TestService } from './helpers/harness.ts';
+
+// Every route registered, x402 and sandbox ones included; nothing is called, so the URLs lead nowhere.
+const EVERY_ROUTE = {
+  TILL_SANDBOX: 'true',
+  TILL_FACILITATOR_URL: 'http://127.0.0.1:9',
+  TILL_USDC_ADDRESS: '0xae47EB9b9c9E6903b1e91C471308F98b5d2C3049',
+  TILL_SANDBOX_URL: 'http://127.0.0.1:9',
+};
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** Type-checks one file against the generated types with the project's own compiler and settings. */
+function typeCheck(dir: string, name: string, source: string): { ok: boolean; output: string } {
+  writeFileSync(join(dir, name), source);
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { target: 'es2024', lib: ['es2024', 'dom'], module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: true, types: [], typeRoots: [join(ROOT, 'node_modules/@types')], baseUrl: ROOT, paths: { 'openapi-fetch': [join(ROOT, 'node_modules/openapi-fetch')] } }, files: [name, 'api.d.ts'] }),
+  );
+  const result = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
+  return { ok: result.status === 0, output: result.stdout + result.stderr };
+}
+
+describe('the OpenAPI document', () => {
+  let service: TestService;
+  let document: Record<string, unknown>;
+  let dir: string;
+  before(async () => {
+    service = await startTestService('sqlite', EVERY_ROUTE);
+    document = (await service.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    dir = mkdtempSync(join(tmpdir(), 'till-openapi-'));
+  });
+  after(async () => {
+    await service?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('validates as OpenAPI 3.1, with every $ref resolving to a named component', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(document));
+    assert.equal(result.valid, true, JSON.stringify(result.errors));
+    assert.equal(validator.version, '3.1');
+    assert.doesNotThrow(() => validator.resolveRefs());
+    const refs = JSON.stringify(document).match(/"\$ref":"[^"]+"/g) ?? [];
+    assert.ok(refs.length > 10);
+    const schemas = (document.components as { schemas: Record<string, unknown> }).schemas;
+    for (const ref of new Set(refs)) {
+      const target = ref.slice('"$ref":"'.length, -1);
+      assert.match(target, /^#\/components\/schemas\//);
+      assert.ok(schemas[target.slice('#/components/schemas/'.length)], `${target} resolves`);
+    }
+    for (const name of ['NewPaymentSession', 'UpdatePaymentSession', 'PaymentSessionResponse', 'PaymentSessionDetails', 'Error', 'X402Challenge', 'X402Paid', 'OrderReceipt']) assert.ok(schemas[name], name);
+  });
+
+  test('generates a typed client whose E1 call type-checks, and a wrong call does not', async () => {
+    const types = astToString(await openapiTS(structuredClone(document) as unknown as Parameters<typeof openapiTS>[0]));
+    writeFileSync(join(dir, 'api.d.ts'), types);
+    const right = typeCheck(
+      dir,
+      'right.ts',
+      `import createClient from 'openapi-fetch';
+import type { paths } from './api.d.ts';
+const client = createClient<paths>({ baseUrl: 'http://localhost:8080' });
+export async function create(): Promise<string> {
+  const { data, error } = await client.POST('/api/checkout/v2/payment_session', {
+    headers: { 'X-SC-ApiKey': 'sk_test_…' },
+    body: { amount: 12.5, currency: 'USD', orderId: 'order-1001', orderType: 'TRANSIENT' },
+  });
+  if (error) return error.error.code;
+  return data.sessionId + data.redirectUrl;
+}
+`,
+    );
+    assert.equal(right.ok, true, right.output);
+    const wrong = typeCheck(
+      dir,
+      'wrong.ts',
+      `import createClient from 'openapi-fetch';
+import type { paths } from './api.d.ts';
+const client = createClient<paths>({ baseUrl: 'http://localhost:8080' });
+export async function create() {
+  await client.POST('/api/checkout/v2/payment_session', { body: { amount: '12.50', currency: 'USD', orderType: 'ONCE' } });
+}
+`,
+    );
+    assert.equal(wrong.ok, false, 'a wrong body must not type-check');
+    assert.match(wrong.output, /Type 'string' is not assignable to type 'number'/);
+    assert.match(wrong.output, /Type '"ONCE"' is not assignable/);
+  });
+});
