@@ -51,7 +51,7 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
     }
     log(`draining a backlog of ${BACKLOG} events…`);
     const started = performance.now();
-    const worker = startWebhookWorker({ config, db, dbKind: handle.kind, log: pino({ level: 'silent' }), metrics: createMetrics() }, { settings: { retrySchedule: [1000], allowPrivateTargets: true } });
+    const worker = startWebhookWorker({ config, db, dbKind: handle.kind, log: pino({ level: 'silent' }), metrics: createMetrics() }, { settings: { retrySchedule: [1000], allowLoopbackTargets: true, allowPrivateTargets: true } });
     await drained();
     const perSecond = BACKLOG / ((performance.now() - started) / 1000);
 

@@ -166,6 +166,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     x402ProofsPerMinutePerIp: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_IP', positiveInt, '600')),
     x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '600')),
     x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '120')),
-    webhooks: loadWebhookSettings(env),
+    webhooks: loadWebhookSettings(env, mode),
   };
 }

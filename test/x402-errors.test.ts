@@ -309,7 +309,10 @@ for (const { engine, skip } of engines) {
       const sessionId = await createSession({}, walletless);
       const response = await get(sessionId);
       assert.equal(response.status, 422);
-      assert.equal((await response.json()).error.code, 'no_pay_to');
+      const { error } = await response.json();
+      assert.equal(error.code, 'no_pay_to');
+      assert.match(error.message, /till merchant set-wallet MERCHANT_ID 0x/, 'names the command that fixes it');
+      assert.doesNotMatch(error.message, /Settings|mer_/, 'names no page that does not exist, and no merchant id to the public');
     });
 
     test('400 for ?amount= on a fixed-amount session', async () => {

@@ -11,6 +11,7 @@ Commands:
   till serve                                   start the service (what npm start runs)
   till migrate [--json]                        apply database migrations
   till merchant create --name NAME [--wallet 0x…] [--json]
+  till merchant list [--json]                  merchants, wallets, API key ids (never the keys)
   till merchant set-wallet MERCHANT_ID 0x… [--json]
   till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate] [--json]
   till keys create --merchant MERCHANT_ID [--json]

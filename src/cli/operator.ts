@@ -3,7 +3,7 @@ import { setWebhookCommand } from '../webhooks/cli.ts';
 import { withDatabase } from './with-database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
-import { createMerchant, findMerchant, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
+import { createMerchant, findMerchant, listMerchants, noWalletWarning, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './output.ts';
 
 const keyModeFor = (config: Config) => (config.mode === 'sandbox' ? 'test' : 'live');
@@ -32,9 +32,20 @@ export async function merchantCommand(args: string[]): Promise<void> {
     const result = await withDatabase(async ({ db }, config) => {
       const merchant = await createMerchant(db, { name, walletAddress });
       const key = await createApiKey(db, merchant.id, keyModeFor(config));
-      return { merchantId: merchant.id, apiKey: key.apiKey, keyId: key.keyId };
+      return { merchantId: merchant.id, apiKey: key.apiKey, keyId: key.keyId, ...(walletAddress ? {} : { warning: noWalletWarning(merchant.id) }) };
     });
-    printResult(json, result, `Merchant ${result.merchantId} created.\nAPI key (shown once, store it now): ${result.apiKey}`);
+    if (result.warning && !json) process.stderr.write(`Warning: ${result.warning}\n`);
+    printResult(json, result, `Merchant ${result.merchantId} created.\nAPI key ${result.keyId} (shown once, store it now): ${result.apiKey}`);
+    return;
+  }
+  if (sub === 'list') {
+    noneLeft(args);
+    const merchants = await withDatabase(({ db }) => listMerchants(db));
+    const lines = merchants.map((m) => {
+      const keys = m.keys.length ? m.keys.map((k) => `${k.keyId} (sk_${k.mode}_…${k.lastFour})`).join(', ') : 'no active key';
+      return `${m.id}  ${m.name}\n  wallet: ${m.walletAddress ?? 'not set'}\n  keys: ${keys}`;
+    });
+    printResult(json, { merchants }, lines.length ? `${lines.join('\n')}\n\nA lost key cannot be shown again: make a new one with till keys create --merchant MERCHANT_ID, then revoke the old one with till keys revoke KEY_ID.` : 'No merchants yet: create one with till merchant create --name NAME');
     return;
   }
   if (sub === 'set-wallet') {
@@ -47,7 +58,7 @@ export async function merchantCommand(args: string[]): Promise<void> {
     printResult(json, { merchantId, walletAddress: address }, `Payout wallet of ${merchantId} set to ${address}.`);
     return;
   }
-  throw new UsageError('merchant commands: create --name NAME [--wallet 0x…] [--json] | set-wallet MERCHANT_ID 0x… [--json]');
+  throw new UsageError('merchant commands: create --name NAME [--wallet 0x…] [--json] | list [--json] | set-wallet MERCHANT_ID 0x… [--json] | set-webhook MERCHANT_ID --url URL [--json]');
 }
 
 export async function keysCommand(args: string[]): Promise<void> {

@@ -23,7 +23,7 @@ export async function revokeApiKey(db: Db, keyId: string, now = Date.now()): Pro
   return result.numUpdatedRows > 0n;
 }
 
-export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode };
+export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode; walletConfigured: boolean };
 
 /**
  * Finds the merchant behind a presented key. The key is looked up by its hash and the
@@ -32,9 +32,15 @@ export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMod
 export async function authenticateApiKey(db: Db, presented: string | undefined, serviceMode: 'sandbox' | 'live'): Promise<AuthenticatedKey | undefined> {
   if (!presented || !KEY_PATTERN.test(presented)) return undefined;
   const hash = sha256Hex(presented);
-  const row = await db.selectFrom('api_keys').select(['id', 'merchant_id', 'mode', 'key_hash', 'revoked_at']).where('key_hash', '=', hash).executeTakeFirst();
+  // The merchant's wallet comes in the same round trip: every session write warns without it.
+  const row = await db
+    .selectFrom('api_keys')
+    .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
+    .select(['api_keys.id', 'api_keys.merchant_id', 'api_keys.mode', 'api_keys.key_hash', 'api_keys.revoked_at', 'merchants.wallet_address'])
+    .where('api_keys.key_hash', '=', hash)
+    .executeTakeFirst();
   if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return undefined;
   const expectedMode: KeyMode = serviceMode === 'sandbox' ? 'test' : 'live';
   if (row.mode !== expectedMode) return undefined;
-  return { keyId: row.id, merchantId: row.merchant_id, mode: row.mode };
+  return { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null };
 }

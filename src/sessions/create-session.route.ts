@@ -8,7 +8,7 @@ import { isUniqueViolation, type Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { checkTerms, parseMoneyField, parseQuotableCurrency, sessionFields } from './fields.ts';
-import { sessionCreatedBody } from './sessions.ts';
+import { payabilityWarnings, sessionCreatedBody } from './sessions.ts';
 import { checkIdempotencyKey, runIdempotently } from './idempotency.ts';
 
 export const CreateSessionBody = z
@@ -30,6 +30,10 @@ export const SessionCreated = z
   .object({
     sessionId: z.string().meta({ description: 'Public session id; an x402 buyer pays this id', example: 'ps_3q2Hf0…' }),
     redirectUrl: z.string().meta({ description: 'Hosted payment page; carries the session id as query parameter uid' }),
+    warnings: z
+      .array(z.object({ code: z.enum(['no_payout_wallet']), message: z.string() }))
+      .optional()
+      .meta({ description: 'Present only when the session cannot be paid yet: `no_payout_wallet` — the merchant has no payout wallet (set it with `till merchant set-wallet`)' }),
   })
   .meta({ id: 'PaymentSessionResponse' });
 
@@ -57,7 +61,7 @@ const doc: RouteDoc = {
 
 export function registerCreateSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
-    const { merchantId } = await requireMerchant(context, request);
+    const { merchantId, walletConfigured } = await requireMerchant(context, request);
     const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
     const input = validate(CreateSessionBody, request.body);
     const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
@@ -99,7 +103,7 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
         throw error;
       }
       context.metrics.sessionsCreated.inc();
-      return { status: 201, body: JSON.stringify(sessionCreatedBody(context.config.baseUrl, sessionId)) };
+      return { status: 201, body: JSON.stringify(sessionCreatedBody(context.config.baseUrl, sessionId, payabilityWarnings(merchantId, { walletConfigured }))) };
     };
 
     const response = idempotencyKey

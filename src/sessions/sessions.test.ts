@@ -12,8 +12,8 @@ for (const { engine, skip } of engines) {
 
     before(async () => {
       service = await startTestService(engine);
-      key = (await service.merchant()).apiKey;
-      otherKey = (await service.merchant({ name: 'Other' })).apiKey;
+      key = (await service.merchant({ walletAddress: '0x' + 'ab'.repeat(20) })).apiKey;
+      otherKey = (await service.merchant({ name: 'Other', walletAddress: '0x' + 'cd'.repeat(20) })).apiKey;
     });
     after(() => service?.stop());
 
@@ -99,6 +99,20 @@ for (const { engine, skip } of engines) {
         const details = (await read(sessionId)).json();
         assert.equal(details.currency, 'JPY');
         assert.equal(details.amount, 700);
+      });
+
+      test('a merchant without a payout wallet is warned on E1 and E2 with the command that fixes it', async () => {
+        const { apiKey, merchantId } = await service.merchant({ name: 'No wallet yet' });
+        const created = await create({ amount: 5, currency: 'USD', orderType: 'STATIC' }, apiKey);
+        assert.equal(created.statusCode, 201);
+        const { sessionId, warnings } = created.json();
+        assert.deepEqual(warnings, [{ code: 'no_payout_wallet', message: `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set: till merchant set-wallet ${merchantId} 0xYourAddress` }]);
+        const updated = await update({ sessionId, concept: 'Donation' }, apiKey);
+        assert.equal(updated.statusCode, 200);
+        assert.equal(updated.json().warnings[0].code, 'no_payout_wallet');
+        await service.context.db.updateTable('merchants').set({ wallet_address: '0x' + '12'.repeat(20) }).where('id', '=', merchantId).execute();
+        assert.equal((await update({ sessionId, concept: 'Gift' }, apiKey)).json().warnings, undefined);
+        assert.deepEqual(Object.keys((await create({ amount: 5, currency: 'USD' }, apiKey)).json()).sort(), ['redirectUrl', 'sessionId']);
       });
 
       test('Idempotency-Key replays the first response byte for byte', async () => {

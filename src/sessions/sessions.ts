@@ -3,6 +3,7 @@ import type { Db } from '../db/index.ts';
 import type { PaymentSessionsTable } from '../db/schema.ts';
 import { currencyExponent } from '../money/iso4217.ts';
 import { minorToJsonNumber } from '../money/decimal.ts';
+import { noWalletWarning } from '../merchants/merchants.ts';
 
 export type SessionRow = Selectable<PaymentSessionsTable>;
 
@@ -10,8 +11,18 @@ export function redirectUrlFor(baseUrl: string, sessionId: string): string {
   return `${baseUrl}/checkout/pay?uid=${encodeURIComponent(sessionId)}`;
 }
 
-export function sessionCreatedBody(baseUrl: string, sessionId: string) {
-  return { sessionId, redirectUrl: redirectUrlFor(baseUrl, sessionId) };
+export type SessionWarning = { code: 'no_payout_wallet'; message: string };
+
+/**
+ * The 2.2 body of E1 and E2. `warnings` appears only when the session, valid as it is, cannot be
+ * paid yet (no payout wallet), so a merchant learns it when creating the session, not from a buyer.
+ */
+export function sessionCreatedBody(baseUrl: string, sessionId: string, warnings: SessionWarning[] = []) {
+  return { sessionId, redirectUrl: redirectUrlFor(baseUrl, sessionId), ...(warnings.length ? { warnings } : {}) };
+}
+
+export function payabilityWarnings(merchantId: string, payTo: { walletConfigured: boolean; sessionPayTo?: string | null }): SessionWarning[] {
+  return payTo.walletConfigured || payTo.sessionPayTo ? [] : [{ code: 'no_payout_wallet', message: noWalletWarning(merchantId) }];
 }
 
 /** A TRANSIENT session past its deadline is expired even before the sweeper marks it. */

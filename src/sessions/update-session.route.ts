@@ -7,7 +7,7 @@ import { validate } from '../http/validation.ts';
 import { isUniqueViolation } from '../db/index.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency, sessionFields } from './fields.ts';
-import { findMerchantSession, isExpired, sessionCreatedBody } from './sessions.ts';
+import { findMerchantSession, isExpired, payabilityWarnings, sessionCreatedBody } from './sessions.ts';
 import { BODY_LIMIT, SessionCreated } from './create-session.route.ts';
 import { hasPaymentInProgress } from './payment-guard.ts';
 
@@ -48,7 +48,7 @@ const doc: RouteDoc = {
 
 export function registerUpdateSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request) => {
-    const { merchantId } = await requireMerchant(context, request);
+    const { merchantId, walletConfigured } = await requireMerchant(context, request);
     const input = validate(UpdateSessionBody, request.body);
     const session = await findMerchantSession(context.db, merchantId, input.sessionId);
     if (!session) throw notFound(`Payment session ${input.sessionId}`);
@@ -100,6 +100,6 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
       if (isUniqueViolation(error)) throw new ApiError(409, 'order_id_in_use', `orderId "${input.orderId}" is already used by another session of this merchant`, { field: 'orderId' });
       throw error;
     }
-    return sessionCreatedBody(context.config.baseUrl, session.id);
+    return sessionCreatedBody(context.config.baseUrl, session.id, payabilityWarnings(merchantId, { walletConfigured, sessionPayTo: session.pay_to }));
   });
 }

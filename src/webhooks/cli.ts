@@ -3,6 +3,7 @@ import { findMerchant } from '../merchants/merchants.ts';
 import { UsageError, noneLeft, printResult, takeFlag, takeOption } from '../cli/output.ts';
 import { listDeliveries, redeliverEvent, sendTestEvent } from './deliveries.ts';
 import { WebhookSettingsError, setWebhook } from './endpoints.ts';
+import { refusalOf } from './ssrf.ts';
 
 
 const NO_ENDPOINT = 'no webhook URL is set for this merchant; set one with: till merchant set-webhook MERCHANT_ID --url URL';
@@ -19,12 +20,16 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
   const result = await withDatabase(async ({ db }, config) => {
     if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
     try {
-      return await setWebhook(db, config.secretKey, merchantId, { url, ...(events ? { events } : {}), rotate }, config.mode);
+      const secrets = await setWebhook(db, config.secretKey, merchantId, { url, ...(events ? { events } : {}), rotate }, config.mode);
+      // Told now, not discovered at the first delivery: where this URL leads and whether the guard lets it.
+      const refusal = await refusalOf(url, config.webhooks);
+      return { ...secrets, ...(refusal ? { warning: `deliveries to this URL will not be sent: ${refusal}` } : {}) };
     } catch (error) {
       if (error instanceof WebhookSettingsError) throw new UsageError(`--${error.field}: ${error.message}`);
       throw error;
     }
   });
+  if (result.warning && !json) process.stderr.write(`Warning: ${result.warning}\n`);
   printResult(json, result, `Webhook of ${merchantId} set to ${url}.\nWebhook key (sent as X-Webhook-Api-Key): ${result.webhookKey}\nSigning secret (Standard Webhooks): ${result.signingSecret}`);
 }
 

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { request, type Dispatcher } from 'undici';
+import { ForbiddenTargetError } from './ssrf.ts';
 
 export const REQUEST_TIMEOUT_MS = 15_000;
 const EXCERPT_BYTES = 1024;
@@ -14,6 +15,8 @@ export type AttemptOutcome = {
   responseExcerpt: string | null;
   /** Retry-After in milliseconds, when given on 429 or 503. */
   retryAfterMs: number | null;
+  /** The SSRF guard refused the target: nothing was sent. */
+  refused: boolean;
 };
 
 export type WebhookMessage = { url: string; eventId: string; body: string; webhookKey: string; signingSecret: string };
@@ -76,10 +79,12 @@ export async function postWebhook(dispatcher: Dispatcher, message: WebhookMessag
       error: status === 200 ? null : `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
       responseExcerpt: excerpt,
       retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(response.headers['retry-after'], Date.now()) : null,
+      refused: false,
     };
   } catch (error) {
     const cause = (error as { cause?: Error }).cause;
     const reason = (error as Error).name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : (cause?.message ?? (error as Error).message);
-    return { startedAt, latencyMs: latency(), statusCode: null, error: reason, responseExcerpt: null, retryAfterMs: null };
+    const refused = error instanceof ForbiddenTargetError || cause instanceof ForbiddenTargetError;
+    return { startedAt, latencyMs: latency(), statusCode: null, error: reason, responseExcerpt: null, retryAfterMs: null, refused };
   }
 }

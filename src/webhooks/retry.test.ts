@@ -5,7 +5,7 @@ import { parseRetryAfter, type AttemptOutcome } from './deliver.ts';
 import { decideAfterAttempt } from './retry.ts';
 import { DEFAULT_RETRY_SCHEDULE, loadWebhookSettings, parseRetrySchedule } from './settings.ts';
 
-const outcome = (statusCode: number | null, retryAfterMs: number | null = null): AttemptOutcome => ({ startedAt: 0, latencyMs: 1, statusCode, error: statusCode === 200 ? null : 'x', responseExcerpt: '', retryAfterMs });
+const outcome = (statusCode: number | null, retryAfterMs: number | null = null): AttemptOutcome => ({ startedAt: 0, latencyMs: 1, statusCode, error: statusCode === 200 ? null : 'x', responseExcerpt: '', retryAfterMs, refused: false });
 const schedule = [1000, 2000, 5000];
 
 test('only 200 succeeds; 204, 3xx, 5xx and network errors are retried on the schedule', () => {
@@ -41,8 +41,17 @@ test('Retry-After on 429/503 postpones the retry, capped at a day', () => {
 test('settings: the default schedule spans about three days; bad values name the setting', () => {
   const total = parseRetrySchedule(DEFAULT_RETRY_SCHEDULE).reduce((a, b) => a + b, 0);
   assert.ok(total > 3 * 86_400_000 && total < 3.5 * 86_400_000);
-  assert.deepEqual(loadWebhookSettings({ TILL_WEBHOOK_RETRY_SCHEDULE: '1s, 2s,500ms', TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }), { retrySchedule: [1000, 2000, 500], allowPrivateTargets: true });
-  assert.equal(loadWebhookSettings({}).allowPrivateTargets, false);
-  assert.throws(() => loadWebhookSettings({ TILL_WEBHOOK_RETRY_SCHEDULE: '1s,soon' }), (e: unknown) => e instanceof ConfigError && e.setting === 'TILL_WEBHOOK_RETRY_SCHEDULE');
-  assert.throws(() => loadWebhookSettings({ TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' }), (e: unknown) => e instanceof ConfigError && e.setting === 'TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS');
+  assert.deepEqual(loadWebhookSettings({ TILL_WEBHOOK_RETRY_SCHEDULE: '1s, 2s,500ms', TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }, 'live'), { retrySchedule: [1000, 2000, 500], allowLoopbackTargets: false, allowPrivateTargets: true });
+  assert.equal(loadWebhookSettings({}, 'live').allowPrivateTargets, false);
+  assert.throws(() => loadWebhookSettings({ TILL_WEBHOOK_RETRY_SCHEDULE: '1s,soon' }, 'live'), (e: unknown) => e instanceof ConfigError && e.setting === 'TILL_WEBHOOK_RETRY_SCHEDULE');
+  assert.throws(() => loadWebhookSettings({ TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' }, 'live'), (e: unknown) => e instanceof ConfigError && e.setting === 'TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS');
+});
+
+test('settings: loopback receivers are reached in the sandbox by default, never in live mode unless allowed', () => {
+  assert.equal(loadWebhookSettings({}, 'sandbox').allowLoopbackTargets, true);
+  assert.equal(loadWebhookSettings({}, 'sandbox').allowPrivateTargets, false);
+  assert.equal(loadWebhookSettings({}, 'live').allowLoopbackTargets, false);
+  assert.equal(loadWebhookSettings({ TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS: 'false' }, 'sandbox').allowLoopbackTargets, false);
+  assert.equal(loadWebhookSettings({ TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS: 'true' }, 'live').allowLoopbackTargets, true);
+  assert.throws(() => loadWebhookSettings({ TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS: '1' }, 'live'), (e: unknown) => e instanceof ConfigError && e.setting === 'TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS');
 });

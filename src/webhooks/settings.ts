@@ -3,7 +3,9 @@ import { ConfigError } from '../config.ts';
 export type WebhookSettings = {
   /** Delay before each retry, in milliseconds; the number of entries is the number of retries. */
   retrySchedule: number[];
-  /** Lifts the SSRF guard, for local development and tests only. */
+  /** Lets deliveries reach a receiver on this machine (127.0.0.0/8, ::1); on by default in the sandbox. */
+  allowLoopbackTargets: boolean;
+  /** Lifts the SSRF guard for every private address, for local development and tests only. */
   allowPrivateTargets: boolean;
 };
 
@@ -20,14 +22,22 @@ export function parseRetrySchedule(text: string): number[] {
   });
 }
 
-/** The webhook settings, from the environment, validated with a message that names the bad setting. */
-export function loadWebhookSettings(env: NodeJS.ProcessEnv = process.env): WebhookSettings {
-  const allow = env.TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS;
-  if (allow !== undefined && allow !== '' && allow !== 'true' && allow !== 'false') {
-    throw new ConfigError('TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS', `${JSON.stringify(allow)} — must be true or false`);
-  }
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  if (value !== 'true' && value !== 'false') throw new ConfigError(name, `${JSON.stringify(value)} — must be true or false`);
+  return value === 'true';
+}
+
+/**
+ * The webhook settings, from the environment, validated with a message that names the bad setting.
+ * A merchant's first receiver is usually on their own machine, so the sandbox reaches loopback
+ * unless told not to; live mode reaches only public addresses unless the operator allows more.
+ */
+export function loadWebhookSettings(env: NodeJS.ProcessEnv, mode: 'sandbox' | 'live'): WebhookSettings {
   return {
     retrySchedule: parseRetrySchedule(env.TILL_WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE),
-    allowPrivateTargets: allow === 'true',
+    allowLoopbackTargets: flag(env, 'TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS', mode === 'sandbox'),
+    allowPrivateTargets: flag(env, 'TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
   };
 }

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { postWebhook, type WebhookMessage } from './deliver.ts';
-import { createWebhookAgent, isForbiddenAddress } from './ssrf.ts';
+import { createWebhookAgent, isForbiddenAddress, isRefusedAddress, refusalOf } from './ssrf.ts';
 import { startReceiver } from './fixtures/receiver.ts';
 
 const message = (url: string): WebhookMessage => ({ url, eventId: 'evt_ssrf', body: '{}', webhookKey: 'whk_x', signingSecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}` });
@@ -42,7 +42,7 @@ describe('SSRF guard', () => {
       if (options.all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: '10.0.0.1', family: 4 }]);
       else callback(null, '10.0.0.1', 4);
     };
-    const agent = createWebhookAgent({ allowPrivateTargets: false, lookup: internalLookup });
+    const agent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: false, lookup: internalLookup });
     const port = receiver.port;
     const targets = [
       `http://127.0.0.1:${port}/`,
@@ -63,7 +63,7 @@ describe('SSRF guard', () => {
       assert.match(outcome.error ?? '', /refused by the SSRF guard/, url);
     }
     // A name that really resolves to loopback, through the system resolver.
-    const systemAgent = createWebhookAgent({ allowPrivateTargets: false });
+    const systemAgent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: false });
     const outcome = await postWebhook(systemAgent, message(`http://localhost:${port}/`), 2000);
     assert.match(outcome.error ?? '', /refused by the SSRF guard/);
     assert.equal(receiver.received.length, 0);
@@ -72,10 +72,41 @@ describe('SSRF guard', () => {
     await systemAgent.close();
   });
 
+  test('the sandbox allowance reaches loopback receivers and still refuses every other private address', async () => {
+    const agent = createWebhookAgent({ allowLoopbackTargets: true, allowPrivateTargets: false });
+    for (const url of [receiver.url, receiver.url.replace('127.0.0.1', 'localhost'), `http://[::ffff:127.0.0.1]:${receiver.port}/hooks`]) {
+      const outcome = await postWebhook(agent, message(url), 2000);
+      assert.equal(outcome.statusCode, 200, url);
+      assert.equal(outcome.refused, false);
+    }
+    for (const url of ['http://10.0.0.1/', 'http://169.254.169.254/latest/meta-data/', 'http://[fd00::1]/', 'http://192.168.1.1/']) {
+      const outcome = await postWebhook(agent, message(url), 2000);
+      assert.equal(outcome.refused, true, url);
+      assert.match(outcome.error ?? '', /non-public address/, url);
+    }
+    await agent.close();
+    assert.equal(isRefusedAddress('127.0.0.1', { allowLoopbackTargets: true, allowPrivateTargets: false }), false);
+    assert.equal(isRefusedAddress('10.0.0.1', { allowLoopbackTargets: true, allowPrivateTargets: false }), true);
+    assert.equal(isRefusedAddress('127.0.0.1', { allowLoopbackTargets: false, allowPrivateTargets: false }), true);
+  });
+
+  test('a URL whose deliveries would be refused is told apart before any delivery', async () => {
+    const sandbox = { allowLoopbackTargets: true, allowPrivateTargets: false };
+    const live = { allowLoopbackTargets: false, allowPrivateTargets: false };
+    assert.equal(await refusalOf('http://localhost:3000/webhooks', sandbox), undefined);
+    assert.match((await refusalOf('http://localhost:3000/webhooks', live)) ?? '', /localhost is (127\.0\.0\.1|::1), a loopback address \(allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS/);
+    assert.match((await refusalOf('http://10.1.2.3/hook', sandbox)) ?? '', /10\.1\.2\.3 is 10\.1\.2\.3, a private/);
+    const internal: LookupFunction = (_hostname, _options, callback) => (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }]);
+    assert.match((await refusalOf('https://shop.example/hook', live, internal)) ?? '', /shop\.example is 10\.0\.0\.7/);
+    const publicOnly: LookupFunction = (_hostname, _options, callback) => (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: '93.184.216.34', family: 4 }]);
+    assert.equal(await refusalOf('https://shop.example/hook', live, publicOnly), undefined);
+    assert.match((await refusalOf('https://no-such-host.invalid/hook', live)) ?? '', /does not resolve/);
+  });
+
   test('a redirect is not followed, so a 302 to loopback reaches nothing', async () => {
     const target = await startReceiver();
     const redirector = await startReceiver(() => ({ status: 302, headers: { location: target.url } }));
-    const agent = createWebhookAgent({ allowPrivateTargets: true });
+    const agent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: true });
     const outcome = await postWebhook(agent, message(redirector.url), 2000);
     assert.equal(outcome.statusCode, 302);
     assert.match(outcome.error ?? '', /redirects are not followed/);
@@ -87,10 +118,11 @@ describe('SSRF guard', () => {
   });
 
   test('TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS lifts the guard', async () => {
-    const agent = createWebhookAgent({ allowPrivateTargets: true });
+    const agent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: true });
+    const before = receiver.received.length;
     const outcome = await postWebhook(agent, message(receiver.url), 2000);
     assert.equal(outcome.statusCode, 200);
-    assert.equal(receiver.received.length, 1);
+    assert.equal(receiver.received.length, before + 1);
     await agent.close();
   });
 });

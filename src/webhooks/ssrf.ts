@@ -46,31 +46,57 @@ function embeddedIpv4(address: string): string | undefined {
   return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }
 
+/** Which non-public targets an operator allows: loopback (a local receiver), or every private address. */
+export type TargetAllowance = { allowLoopbackTargets: boolean; allowPrivateTargets: boolean };
+
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+export function isLoopbackAddress(address: string): boolean {
+  return listed(loopback, address) ?? false;
+}
+
+/** Whether a delivery may connect to this address under the operator's allowance. */
+export function isRefusedAddress(address: string, allowance: TargetAllowance): boolean {
+  if (allowance.allowPrivateTargets) return false;
+  return isForbiddenAddress(address) && !(allowance.allowLoopbackTargets && isLoopbackAddress(address));
+}
+
+/** Not an IP address at all is forbidden too: only resolved addresses are ever connected to. */
 export function isForbiddenAddress(address: string): boolean {
+  return listed(forbidden, address) ?? true;
+}
+
+/** Whether an IP address (IPv4-mapped and embedded forms judged by their IPv4) is in a list; undefined for a non-IP. */
+function listed(list: BlockList, address: string): boolean | undefined {
   const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
   const family = isIP(bare);
-  if (family === 4) return forbidden.check(bare, 'ipv4');
+  if (family === 4) return list.check(bare, 'ipv4');
   if (family === 6) {
     const v4 = embeddedIpv4(bare);
-    return v4 !== undefined ? forbidden.check(v4, 'ipv4') : forbidden.check(bare, 'ipv6');
+    return v4 !== undefined ? list.check(v4, 'ipv4') : list.check(bare, 'ipv6');
   }
-  return true;
+  return undefined;
 }
 
 export class ForbiddenTargetError extends Error {
   readonly code = 'WEBHOOK_TARGET_FORBIDDEN';
   constructor(host: string, address: string) {
-    super(`refused by the SSRF guard: ${host} is ${address}, a loopback, private, link-local or otherwise non-public address`);
+    const kind = isLoopbackAddress(address)
+      ? 'a loopback address (allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS, on by default in the sandbox)'
+      : 'a private, link-local or otherwise non-public address (allowed only by TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS)';
+    super(`refused by the SSRF guard: ${host} is ${address}, ${kind}`);
   }
 }
 
 /** A DNS lookup that refuses the name if any address it resolves to is forbidden (no rebinding between answers). */
-function guardedLookup(resolve: LookupFunction): LookupFunction {
+function guardedLookup(resolve: LookupFunction, allowance: TargetAllowance): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const list = addresses as unknown as LookupAddress[];
-      const bad = list.find((a) => isForbiddenAddress(a.address));
+      const bad = list.find((a) => isRefusedAddress(a.address, allowance));
       if (bad) return callback(new ForbiddenTargetError(hostname, bad.address), '', 0);
       if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
       return callback(null, list[0]!.address, list[0]!.family);
@@ -79,23 +105,41 @@ function guardedLookup(resolve: LookupFunction): LookupFunction {
 }
 
 /**
- * An undici dispatcher that connects only to public addresses. The host is checked before
- * connecting (IP literals, and every DNS answer), and the address actually connected is checked
- * again before a byte is sent. Redirects are never followed by undici's `request`.
+ * Why a webhook URL's deliveries would be refused, found the way the guard finds it (an IP literal,
+ * or every address its name resolves to); undefined when they would be sent. For telling an
+ * operator at once, when the URL is set, rather than at the first delivery.
  */
-export function createWebhookAgent(options: { allowPrivateTargets: boolean; lookup?: LookupFunction; connectTimeoutMs?: number }): Agent {
+export async function refusalOf(url: string, allowance: TargetAllowance, resolve: LookupFunction = dnsLookup as LookupFunction): Promise<string | undefined> {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) return isRefusedAddress(host, allowance) ? new ForbiddenTargetError(host, host).message : undefined;
+  return new Promise((settle) => {
+    guardedLookup(resolve, allowance)(host, { all: true }, (error) => {
+      if (error instanceof ForbiddenTargetError) settle(error.message);
+      else if (error) settle(`${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? error.message}); deliveries fail until it does`);
+      else settle(undefined);
+    });
+  });
+}
+
+/**
+ * An undici dispatcher that connects only to addresses the allowance permits (public ones, and
+ * loopback in the sandbox). The host is checked before connecting (IP literals, and every DNS
+ * answer), and the address actually connected is checked again before a byte is sent. Redirects
+ * are never followed by undici's `request`.
+ */
+export function createWebhookAgent(options: TargetAllowance & { lookup?: LookupFunction; connectTimeoutMs?: number }): Agent {
   const connectTimeout = options.connectTimeoutMs ?? 10_000;
   if (options.allowPrivateTargets) return new Agent({ connect: { timeout: connectTimeout }, keepAliveTimeout: 10_000 });
-  const connector = buildConnector({ timeout: connectTimeout, lookup: guardedLookup(options.lookup ?? (dnsLookup as LookupFunction)) });
+  const connector = buildConnector({ timeout: connectTimeout, lookup: guardedLookup(options.lookup ?? (dnsLookup as LookupFunction), options) });
   return new Agent({
     keepAliveTimeout: 10_000,
     connect(connectOptions, callback) {
       const host = connectOptions.hostname.replace(/^\[|\]$/g, '');
-      if (isIP(host) && isForbiddenAddress(host)) return callback(new ForbiddenTargetError(host, host), null);
+      if (isIP(host) && isRefusedAddress(host, options)) return callback(new ForbiddenTargetError(host, host), null);
       connector(connectOptions, (error, socket) => {
         if (error) return callback(error, null);
         const remote = socket!.remoteAddress;
-        if (!remote || isForbiddenAddress(remote)) {
+        if (!remote || isRefusedAddress(remote, options)) {
           socket!.destroy();
           return callback(new ForbiddenTargetError(host, remote ?? 'unknown'), null);
         }

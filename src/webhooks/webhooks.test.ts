@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
+import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { openDatabase } from '../db/index.ts';
@@ -31,7 +32,7 @@ for (const { engine, skip } of engines) {
     });
 
     const worker = (retrySchedule = [20, 20, 20, 20]) => {
-      const started = startWebhookWorker(service.context, { settings: { retrySchedule, allowPrivateTargets: true }, pollIntervalMs: 50 });
+      const started = startWebhookWorker(service.context, { settings: { retrySchedule, allowLoopbackTargets: true, allowPrivateTargets: true }, pollIntervalMs: 50 });
       workers.push(started);
       return started;
     };
@@ -110,6 +111,41 @@ for (const { engine, skip } of engines) {
         chain: 'base',
         receipts: ['http://till.test/sandbox/tx/0xfeed'],
       });
+    });
+
+    test('in the sandbox, the default settings deliver to a receiver on this machine', async () => {
+      const hook = await receiver();
+      const { session } = await merchantWithSession(hook.url.replace('127.0.0.1', 'localhost'));
+      assert.equal(service.config.mode, 'sandbox');
+      const started = startWebhookWorker(service.context, { pollIntervalMs: 50 });
+      workers.push(started);
+      const { eventId } = await enqueue(session);
+      assert.equal((await settled(eventId)).status, 'SUCCEEDED');
+      assert.equal(hook.received.length, 1);
+    });
+
+    test('outside the sandbox a loopback receiver is refused, each refusal logged with its reason', async () => {
+      const hook = await receiver();
+      const { session, merchantId } = await merchantWithSession(hook.url);
+      const lines: Record<string, unknown>[] = [];
+      const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const live = { allowLoopbackTargets: false, allowPrivateTargets: false };
+      const started = startWebhookWorker({ ...service.context, log }, { settings: { retrySchedule: [20], ...live }, pollIntervalMs: 50 });
+      workers.push(started);
+      const { eventId, deliveryId } = await enqueue(session);
+      const done = await settled(eventId);
+      assert.equal(done.status, 'FAILED');
+      assert.equal(hook.received.length, 0);
+      assert.match(done.last_error ?? '', /refused by the SSRF guard: 127\.0\.0\.1 is 127\.0\.0\.1, a loopback address/);
+      const refusals = lines.filter((line) => line.msg === 'webhook delivery refused');
+      assert.equal(refusals.length, 2, 'one log line per refused attempt');
+      for (const line of refusals) {
+        assert.equal(line.deliveryId, deliveryId);
+        assert.equal(line.merchantId, merchantId);
+        assert.equal(line.eventId, eventId);
+        assert.equal(line.host, `127.0.0.1:${hook.port}`);
+        assert.match(String(line.reason), /loopback address/);
+      }
     });
 
     test('standardwebhooks rejects a tampered body, a changed timestamp and an old timestamp', async () => {
@@ -224,7 +260,7 @@ for (const { engine, skip } of engines) {
     test('a new event wakes an idle worker at once, without waiting for a poll', async () => {
       const hook = await receiver();
       const { session } = await merchantWithSession(hook.url);
-      const idle = startWebhookWorker(service.context, { settings: { retrySchedule: [20], allowPrivateTargets: true }, pollIntervalMs: 600_000 });
+      const idle = startWebhookWorker(service.context, { settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true }, pollIntervalMs: 600_000 });
       workers.push(idle);
       // On PostgreSQL the event is written through another pool and reaches the worker only by NOTIFY.
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
@@ -241,7 +277,7 @@ for (const { engine, skip } of engines) {
       for (let i = 0; i < 200; i++) events.push((await enqueue(session)).eventId);
       // SQLite serves one process through one connection, so there the two workers share it.
       const second = engine === 'postgres' ? openDatabase(service.config) : undefined;
-      const settings = { retrySchedule: [20], allowPrivateTargets: true };
+      const settings = { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true };
       const a = startWebhookWorker(service.context, { settings, pollIntervalMs: 20, concurrency: 16 });
       const b = startWebhookWorker({ ...service.context, db: second?.db ?? service.context.db }, { settings, pollIntervalMs: 20, concurrency: 16 });
       await waitFor(async () => {

@@ -9,7 +9,7 @@ import { disableWebhook } from './endpoints.ts';
 import { registerLocalWorker } from './events.ts';
 import { postWebhook, REQUEST_TIMEOUT_MS, type AttemptOutcome, type WebhookMessage } from './deliver.ts';
 import { decideAfterAttempt } from './retry.ts';
-import { loadWebhookSettings, type WebhookSettings } from './settings.ts';
+import type { WebhookSettings } from './settings.ts';
 import { createWebhookAgent } from './ssrf.ts';
 
 export const DELIVERIES_CHANNEL = 'till_webhook_deliveries';
@@ -52,7 +52,7 @@ function attemptsCounter(context: WorkerContext): Counter<'outcome'> {
 export function startWebhookWorker(context: WorkerContext, options: WebhookWorkerOptions = {}): WebhookWorker {
   const { db, dbKind, config } = context;
   const log = context.log.child({ component: 'webhooks' });
-  const settings = options.settings ?? loadWebhookSettings();
+  const settings = options.settings ?? config.webhooks;
   const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const leaseMs = options.leaseMs ?? requestTimeoutMs * 4;
   if (leaseMs <= requestTimeoutMs) throw new Error('leaseMs must exceed requestTimeoutMs');
@@ -60,7 +60,7 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   const concurrency = options.concurrency ?? 64;
   const random = options.random ?? Math.random;
   const fault = options.faultHook ?? (() => {});
-  const agent = createWebhookAgent({ allowPrivateTargets: settings.allowPrivateTargets, ...(options.lookup ? { lookup: options.lookup } : {}) });
+  const agent = createWebhookAgent({ ...settings, ...(options.lookup ? { lookup: options.lookup } : {}) });
   const attemptsTotal = attemptsCounter(context);
 
   let stopped = false;
@@ -163,6 +163,10 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
 
   async function deliver(claimed: Claimed): Promise<void> {
     const outcome = await postWebhook(agent, claimed.message, requestTimeoutMs);
+    if (outcome.refused) {
+      // Nothing reached the receiver; the operator must hear why, not find a silent retry later.
+      log.warn({ merchantId: claimed.merchantId, deliveryId: claimed.id, eventId: claimed.message.eventId, host: new URL(claimed.message.url).host, attempt: claimed.attempt, reason: outcome.error }, 'webhook delivery refused');
+    }
     fault('after-post');
     pending.push({ claimed, outcome });
     inFlight--;

@@ -96,7 +96,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     }
 
     const payTo = session.pay_to ?? session.merchant_wallet_address;
-    if (!payTo) throw new ApiError(422, 'no_pay_to', 'The merchant has no payout wallet configured in Settings, so no payTo can be quoted');
+    if (!payTo) throw new ApiError(422, 'no_pay_to', "The merchant has no payout wallet configured, so no payTo can be quoted; the merchant's operator sets one with: till merchant set-wallet MERCHANT_ID 0x…");
 
     const exponent = currencyExponent(session.currency) ?? 2;
     let amountMinor = session.amount_minor;
