@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -82,5 +82,29 @@ describe('till merchant set-webhook', () => {
     const shop = JSON.parse(till(['merchant', 'create', '--name', 'Live shop', '--json'], live).stdout);
     const refused = JSON.parse(till(['merchant', 'set-webhook', shop.merchantId, '--url', 'https://127.0.0.1/hook', '--json'], live).stdout);
     assert.match(refused.warning, /a loopback address/);
+  });
+});
+
+describe('settings from .env', () => {
+  test('.env in the working directory is read, and the real environment wins over it', () => {
+    const project = freshDataDir();
+    writeFileSync(join(project, '.env'), `# local settings\nTILL_DATA_DIR=${join(project, 'from-dotenv')}\nTILL_SESSION_TTL_SECONDS=60\n`);
+    const fromFile = till(['merchant', 'create', '--name', 'Dotenv', '--json'], {}, project);
+    assert.equal(fromFile.status, 0, fromFile.stderr);
+    assert.ok(existsSync(join(project, 'from-dotenv', 'till.sqlite')), 'the database is where .env says');
+    const elsewhere = join(project, 'from-environment');
+    const fromEnvironment = till(['merchant', 'create', '--name', 'Env', '--json'], { TILL_DATA_DIR: elsewhere }, project);
+    assert.equal(fromEnvironment.status, 0, fromEnvironment.stderr);
+    assert.ok(existsSync(join(elsewhere, 'till.sqlite')), 'the environment wins');
+    const listed = JSON.parse(till(['merchant', 'list', '--json'], {}, project).stdout);
+    assert.deepEqual(listed.merchants.map((m: { name: string }) => m.name), ['Dotenv']);
+  });
+
+  test('a bad value in .env stops the command with a message naming the setting', () => {
+    const project = freshDataDir();
+    writeFileSync(join(project, '.env'), `TILL_DATA_DIR=${join(project, 'data')}\nTILL_SESSION_TTL_SECONDS=soon\n`);
+    const result = till(['merchant', 'list'], {}, project);
+    assert.equal(result.status, 2);
+    assert.match(result.stderr, /Invalid setting TILL_SESSION_TTL_SECONDS/);
   });
 });

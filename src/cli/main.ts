@@ -21,7 +21,7 @@ Commands:
   till webhooks test --merchant MERCHANT_ID [--json]
   till sandbox [--port N]                      run the sandbox chain + facilitator (fake money)
   till sandbox fund --address 0x… --usdc 100 [--json]
-Settings come from the environment; see .env.example.`;
+Settings come from the environment, and from ./.env when present (the environment wins); see .env.example.`;
 
 const commands: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
@@ -32,7 +32,21 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   webhooks: webhooksCommand,
 };
 
+/**
+ * Settings from `.env` in the working directory, when there is one; a variable already set in the
+ * environment wins over the file (Node's own loader never overrides).
+ */
+function loadDotEnv(): void {
+  try {
+    process.loadEnvFile('.env');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new UsageError(`.env could not be read: ${(error as Error).message}`);
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
+  loadDotEnv();
   const [name, ...args] = argv;
   const command = name ? commands[name] : undefined;
   if (!command) {
