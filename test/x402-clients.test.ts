@@ -23,11 +23,11 @@ for (const { engine, skip } of engines) {
     }
 
     test('x402-fetch (v1, X-PAYMENT) pays a session; the merchant receives exactly the quote; the receipt shows the transaction', async () => {
-      const sessionId = await env.createSession({ amount: 0.05, currency: 'USD', orderId: 'v1-order' });
+      const sessionId = await env.createSession({ amount: 0.1, currency: 'USD', orderId: 'v1-order' });
       const buyer = await fundedBuyer('1');
       const wallet = createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) }).extend(publicActions);
       const before = await env.sandbox.balanceOf(env.merchantWallet);
-      const pay = wrapFetchV1(fetch, wallet as never);
+      const pay = wrapFetchV1(fetch, wallet as never, 100_000n);
       const response = await pay(`${env.baseUrl}/x402/session/${sessionId}`);
       const body = await response.json();
       assert.equal(response.status, 200, JSON.stringify(body));
@@ -37,15 +37,15 @@ for (const { engine, skip } of engines) {
       assert.ok(response.headers.get('x-payment-response'));
       const settle = JSON.parse(Buffer.from(response.headers.get('x-payment-response')!, 'base64').toString());
       assert.equal(settle.network, 'base');
-      assert.equal((await env.sandbox.balanceOf(env.merchantWallet)) - before, 50_000n);
-      assert.equal(await env.sandbox.balanceOf(buyer.address), 950_000n);
+      assert.equal((await env.sandbox.balanceOf(env.merchantWallet)) - before, 100_000n);
+      assert.equal(await env.sandbox.balanceOf(buyer.address), 900_000n);
       assert.ok(body.receipt.endsWith(settle.transaction));
 
       const receipt = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${body.paymentId}`);
       assert.equal(receipt.status, 200);
       const details = await receipt.json();
       assert.equal(details.transactionHash, settle.transaction);
-      assert.equal(details.tokenAmount, '0.05');
+      assert.equal(details.tokenAmount, '0.10');
       assert.equal(details.payTo, env.merchantWallet);
       assert.equal(details.orderId, 'v1-order');
       const withoutPrefix = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${body.paymentId.slice(3)}`);
@@ -53,13 +53,24 @@ for (const { engine, skip } of engines) {
       const page = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${body.paymentId}`, { headers: { accept: 'text/html' } });
       assert.match(page.headers.get('content-type')!, /text\/html/);
       assert.match(page.headers.get('content-security-policy')!, /default-src 'none'/);
-      assert.match(await page.text(), new RegExp(settle.transaction));
+      const html = await page.text();
+      assert.match(html, new RegExp(settle.transaction));
+      assert.match(html, /<strong>Sandbox:<\/strong> test money, not a real payment/);
+      assert.match(html, /<th>Amount<\/th><td><code>0\.10 USD<\/code>/, 'money is written with the currency\'s decimals');
+      const missing = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/TX-${'0'.repeat(32)}`, { headers: { accept: 'text/html' } });
+      assert.equal(missing.status, 404);
+      assert.match(missing.headers.get('content-type')!, /text\/html/);
+      assert.match(missing.headers.get('content-security-policy')!, /default-src 'none'/);
+      assert.match(await missing.text(), /<h1>Receipt not found<\/h1>/);
+      const missingJson = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/TX-${'0'.repeat(32)}`);
+      assert.equal(missingJson.status, 404);
+      assert.equal((await missingJson.json()).error.code, 'not_found');
 
       // Settled: asking again is 200 with the same result and charges nobody.
       const again = await pay(`${env.baseUrl}/x402/session/${sessionId}`);
       assert.equal(again.status, 200);
       assert.equal((await again.json()).paymentId, body.paymentId);
-      assert.equal(await env.sandbox.balanceOf(buyer.address), 950_000n);
+      assert.equal(await env.sandbox.balanceOf(buyer.address), 900_000n);
 
       // The merchant's view of the session lists the order.
       const session = await (await fetch(`${env.baseUrl}/api/checkout/v2/payment_session/${sessionId}`, { headers: { 'x-sc-apikey': env.apiKey } })).json();
@@ -70,9 +81,9 @@ for (const { engine, skip } of engines) {
         {
           paymentId: body.paymentId,
           status: 'SUCCESS',
-          amount: 0.05,
+          amount: 0.1,
           currency: 'USD',
-          tokenAmount: '0.05',
+          tokenAmount: '0.10',
           rate: details.rate,
           payer: buyer.address,
           payTo: env.merchantWallet,

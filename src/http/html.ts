@@ -18,6 +18,8 @@ h2{margin-top:2.5rem;border-bottom:2px solid #e4e4e7;padding-bottom:.25rem}h3{ma
 .method-get{background:#1d4ed8}.method-post{background:#15803d}.method-put{background:#b45309}.method-delete{background:#b91c1c}
 .operation,.schema{border-top:1px solid #e4e4e7}.note{color:#52525b;font-size:13px}
 td:first-child code{white-space:nowrap;overflow-wrap:normal}td:last-child{min-width:10rem}
+
+.sandbox-banner{margin:0 0 1rem;padding:.6rem .9rem;border:2px solid #a16207;border-radius:6px;background:#fef9c3;color:#422006}
 nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 `;
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { currencyExponent, normalizeCurrency } from './iso4217.ts';
+import { currencyExponent, formatMoney, normalizeCurrency } from './iso4217.ts';
 
 test('exponents come from the ISO 4217 table, case-insensitively', () => {
   assert.equal(currencyExponent('USD'), 2);
@@ -27,4 +27,12 @@ test('normalizeCurrency returns the upper-case code', () => {
   assert.equal(normalizeCurrency('usd'), 'USD');
   assert.equal(normalizeCurrency('Jpy'), 'JPY');
   assert.equal(normalizeCurrency('CLF'), 'CLF');
+});
+
+test('formatMoney writes every decimal of the currency', () => {
+  assert.equal(formatMoney(1250n, 'USD'), '12.50 USD');
+  assert.equal(formatMoney(500n, 'JPY'), '500 JPY');
+  assert.equal(formatMoney(1234n, 'KWD'), '1.234 KWD');
+  assert.equal(formatMoney(5n, 'EUR'), '0.05 EUR');
+  assert.equal(formatMoney(10000n, 'CLF'), '1.0000 CLF');
 });

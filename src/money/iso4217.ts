@@ -1,3 +1,5 @@
+import { formatMinor } from './decimal.ts';
+
 /**
  * ISO 4217 List One (published 2025-05-12): every active currency code with its minor-unit
  * exponent. Codes whose minor unit is "N.A." (precious metals, SDR, bond-market units, XTS,
@@ -29,4 +31,9 @@ export function normalizeCurrency(code: string): string | undefined {
 /** Number of decimals of the currency's minor unit (USD 2, JPY 0, KWD 3, CLF 4), case-insensitive. */
 export function currencyExponent(code: string): number | undefined {
   return EXPONENTS.get(code.toUpperCase());
+}
+
+/** An amount for people to read, with the currency's own decimals: 12.50 USD, 500 JPY, 1.234 KWD. */
+export function formatMoney(minor: bigint, currency: string): string {
+  return `${formatMinor(minor, currencyExponent(currency) ?? 2)} ${currency}`;
 }

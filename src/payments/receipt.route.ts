@@ -6,6 +6,7 @@ import { notFound, ErrorResponse } from '../http/errors.ts';
 import { escapeHtml, page, prefersHtml } from '../http/html.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
+import { formatMoney } from '../money/iso4217.ts';
 import { formatUsdc } from '../money/usdc.ts';
 import { decimalNumber } from '../sessions/sessions.ts';
 import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../x402/protocol.ts';
@@ -48,12 +49,15 @@ const doc: RouteDoc = {
 
 type ReceiptView = z.infer<typeof Receipt>;
 
-function renderReceipt(receipt: ReceiptView): string {
+/** A sandbox page says at a glance that no real money moved. */
+const SANDBOX_BANNER = '<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> test money, not a real payment.</p>';
+
+function renderReceipt(receipt: ReceiptView, view: { amountText: string; sandbox: boolean }): string {
   const rows: [string, string][] = [
     ['Order', receipt.publicOrderId],
     ['Status', receipt.status === 'SUCCESS' ? 'Paid' : 'Reversed'],
     ['Merchant', receipt.merchantName],
-    ['Amount', `${receipt.amount} ${receipt.currency}`],
+    ['Amount', view.amountText],
     ['Paid', `${receipt.tokenAmount} ${receipt.token} on ${receipt.network} (chain ${receipt.chainId})`],
     ['Rate', `${receipt.rate} ${receipt.token} per ${receipt.currency}`],
     ['Payer', receipt.payer],
@@ -63,7 +67,7 @@ function renderReceipt(receipt: ReceiptView): string {
     ...(receipt.orderId ? ([['Merchant reference', receipt.orderId]] as [string, string][]) : []),
   ];
   const table = rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td><code>${escapeHtml(v)}</code></td></tr>`).join('');
-  return page(`Receipt ${receipt.publicOrderId}`, `<h1>Receipt</h1><table>${table}<tr><th>Transaction</th><td><a href="${escapeHtml(receipt.explorerUrl)}" rel="noopener noreferrer">${escapeHtml(receipt.transactionHash)}</a></td></tr></table>`);
+  return page(`Receipt ${receipt.publicOrderId}`, `${view.sandbox ? SANDBOX_BANNER : ''}<h1>Receipt</h1><table>${table}<tr><th>Transaction</th><td><a href="${escapeHtml(receipt.explorerUrl)}" rel="noopener noreferrer">${escapeHtml(receipt.transactionHash)}</a></td></tr></table>`);
 }
 
 export function registerReceiptRoutes(app: FastifyInstance, context: AppContext): void {
@@ -78,7 +82,16 @@ export function registerReceiptRoutes(app: FastifyInstance, context: AppContext)
       .where('payments.public_order_id', '=', id)
       .where('payments.status', 'in', ['SUCCESS', 'REVERSED'])
       .executeTakeFirst();
-    if (!row || !row.tx_hash || row.settled_at === null) throw notFound(`Order ${publicOrderId}`);
+    reply.header('vary', 'Accept');
+    const html = prefersHtml(request.headers.accept);
+    const sandbox = context.config.mode === 'sandbox';
+    if (!row || !row.tx_hash || row.settled_at === null) {
+      if (!html) throw notFound(`Order ${publicOrderId}`);
+      return reply
+        .code(404)
+        .type('text/html; charset=utf-8')
+        .send(page('Receipt not found', `${sandbox ? SANDBOX_BANNER : ''}<h1>Receipt not found</h1><p>There is no settled order <code>${escapeHtml(publicOrderId)}</code>. Check the link you were given; a receipt exists once the payment has settled.</p>`));
+    }
     const receipt: ReceiptView = {
       publicOrderId: row.public_order_id!,
       status: row.status as 'SUCCESS' | 'REVERSED',
@@ -98,8 +111,7 @@ export function registerReceiptRoutes(app: FastifyInstance, context: AppContext)
       explorerUrl: explorerUrl(context.config.explorerTxUrl, row.tx_hash),
       settledAt: new Date(row.settled_at).toISOString(),
     };
-    reply.header('vary', 'Accept');
-    if (prefersHtml(request.headers.accept)) return reply.type('text/html; charset=utf-8').send(renderReceipt(receipt));
+    if (html) return reply.type('text/html; charset=utf-8').send(renderReceipt(receipt, { amountText: formatMoney(row.amount_minor, row.currency), sandbox }));
     return receipt;
   });
 }
