@@ -89,11 +89,19 @@ for (const { engine, skip } of engines) {
       return body;
     }
 
+    async function refusedCount(reason: string): Promise<number> {
+      const text = await (await fetch(`${env.baseUrl}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`till_x402_proofs_refused_total{reason="${reason}"}`));
+      return line ? Number(line.split(' ').at(-1)) : 0;
+    }
+
     /** Sends a refused proof and checks the challenge, that nothing was recorded and nobody was charged. */
     async function assertRefused(sessionId: string, value: bigint, headers: Record<string, string>, error: string, payer?: Address) {
       const events = await eventCount();
       const balance = payer ? await env.sandbox.balanceOf(payer) : 0n;
+      const counted = await refusedCount(error);
       await assertChallenge(await get(sessionId, headers), error, sessionId, value);
+      assert.equal(await refusedCount(error), counted + 1, `till_x402_proofs_refused_total{reason="${error}"} counts the refusal`);
       assert.deepEqual(await paymentRows(sessionId), [], 'a refused proof writes no payment');
       assert.equal(await eventCount(), events, 'a refused proof writes no webhook event');
       if (payer) assert.equal(await env.sandbox.balanceOf(payer), balance);

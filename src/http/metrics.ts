@@ -25,5 +25,6 @@ export function createMetrics() {
     }),
     x402ProofsRefused: new Counter({ name: 'till_x402_proofs_refused_total', help: 'Payment proofs refused, by reason', labelNames: ['reason'], registers: [registry] }),
     x402PaymentsSettled: new Counter({ name: 'till_x402_payments_settled_total', help: 'Payments settled through x402', registers: [registry] }),
+    webhookAttempts: new Counter({ name: 'till_webhook_attempts_total', help: 'Webhook delivery attempts by outcome', labelNames: ['outcome'], registers: [registry] }),
   };
 }

@@ -1,7 +1,6 @@
 import type { LookupFunction } from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { Counter } from 'prom-client';
 import type { AppContext } from '../http/context.ts';
 import { openSecret } from '../common/secrets.ts';
 import { newId } from '../common/ids.ts';
@@ -37,13 +36,6 @@ type Result = { claimed: Claimed; outcome: AttemptOutcome };
 
 type WorkerContext = Pick<AppContext, 'config' | 'db' | 'dbKind' | 'log' | 'metrics'>;
 
-function attemptsCounter(context: WorkerContext): Counter<'outcome'> {
-  const name = 'till_webhook_attempts_total';
-  const existing = context.metrics.registry.getSingleMetric(name);
-  if (existing) return existing as Counter<'outcome'>;
-  return new Counter({ name, help: 'Webhook delivery attempts by outcome', labelNames: ['outcome'], registers: [context.metrics.registry] });
-}
-
 /**
  * Delivers the outbox. Claims due deliveries with a lease in one short statement, POSTs after it
  * has committed, and records each result only while the claim still holds (the attempt number is
@@ -61,7 +53,6 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   const random = options.random ?? Math.random;
   const fault = options.faultHook ?? (() => {});
   const agent = createWebhookAgent({ ...settings, ...(options.lookup ? { lookup: options.lookup } : {}) });
-  const attemptsTotal = attemptsCounter(context);
 
   let stopped = false;
   let inFlight = 0;
@@ -136,7 +127,7 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
           .execute();
         if (decision.status === 'FAILED' && decision.disableEndpoint) await disableWebhook(trx, claimed.merchantId, `${claimed.message.url} answered 410 Gone`, now);
         if (decision.status === 'PENDING') retries.push(decision.retryInMs);
-        attemptsTotal.inc({ outcome: decision.status === 'SUCCEEDED' ? 'delivered' : decision.status === 'PENDING' ? 'retry' : 'failed' });
+        context.metrics.webhookAttempts.inc({ outcome: decision.status === 'SUCCEEDED' ? 'delivered' : decision.status === 'PENDING' ? 'retry' : 'failed' });
       }
     });
     // A retry sooner than the next poll is woken for exactly.

@@ -136,6 +136,11 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       const c = challenge(error, offer, {}, message);
       return reply.code(402).headers({ ...c.headers, ...headers }).send(c.body);
     };
+    /** A proof was sent and is refused: counted in till_x402_proofs_refused_total by reason. */
+    const refuseProof = (error: X402ErrorCode, message?: string) => {
+      services.metrics.proofsRefused.inc({ reason: error });
+      return refuse(error, message);
+    };
 
     const answerFor = async (payment: Awaited<ReturnType<typeof waitForOutcome>>) => {
       if (payment?.status === 'SUCCESS') return paid(payment);
@@ -145,13 +150,13 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     // A retry of a claimed proof waits for the first outcome; the same nonce with any other
     // signature or for another session is a replay.
     const answerDuplicate = async (first: PaymentRow) => {
-      if (first.session_id !== session.id || first.signature !== proof.signature) return refuse('nonce_used');
+      if (first.session_id !== session.id || first.signature !== proof.signature) return refuseProof('nonce_used');
       return answerFor(await waitForOutcome(context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS));
     };
 
     const decoded = decodeProof({ xPayment: header(request, 'x-payment'), paymentSignature: header(request, 'payment-signature') });
     if (!decoded) return refuse('payment_required');
-    if (!decoded.ok) return refuse(decoded.error, decoded.message);
+    if (!decoded.ok) return refuseProof(decoded.error, decoded.message);
     const proof = decoded.proof;
     await services.limitProofs(request.ip, session.id);
 
@@ -163,10 +168,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     const quoted = quote.usdc_amount === proof.value && quote.expires_at > now ? quote : await findQuoteForValue(context.db, session.id, proof.value, now);
     const matching = quoted && (session.editable !== 1 || quoted.amount_minor === amountMinor) ? quoted : undefined;
     const problem = localCheck(proof, matching, offer, session, BigInt(Math.floor(now / 1000)));
-    if (problem) {
-      services.metrics.proofsRefused.inc({ reason: problem });
-      return refuse(problem);
-    }
+    if (problem) return refuseProof(problem);
     const payQuote = matching!;
 
     const facilitatorCall = facilitatorRequest(proof, payQuote, { url: offer.resourceUrl, description: offer.description });
@@ -181,9 +183,8 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       const twin = await findPaymentByAuthorization(context.db, proof.from, proof.nonce);
       if (twin) return answerDuplicate(twin);
       const code = facilitatorErrorCode(verification.invalidReason);
-      services.metrics.proofsRefused.inc({ reason: code });
       request.log.info({ reason: verification.invalidReason, sessionId: session.id }, 'payment proof refused by the facilitator');
-      return refuse(code, `${X402_ERRORS[code]} (${verification.invalidReason ?? 'refused'})`);
+      return refuseProof(code, `${X402_ERRORS[code]} (${verification.invalidReason ?? 'refused'})`);
     }
 
     const claim = await claimPayment(context.db, { session, quote: payQuote, proof, now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
@@ -202,7 +203,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
           if (settled) return paid(settled);
         }
         if (!current || isExpired(current, context.now())) throw notFound(`Payment session ${sessionId}`);
-        return refuse('session_changed');
+        return refuseProof('session_changed');
       }
       case 'claimed': {
         const outcome = await settleClaimed(context, services.facilitator, claim.payment, facilitatorCall);

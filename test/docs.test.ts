@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startTestService, type TestService } from './helpers/harness.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const doc = (name: string) => readFileSync(resolve(ROOT, name), 'utf8');
+
+describe('the docs say what the service does', () => {
+  let service: TestService;
+  before(async () => {
+    service = await startTestService('sqlite');
+  });
+  after(() => service?.stop());
+
+  test("every metric of Till's own is listed in docs/api.md", async () => {
+    const text = (await service.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const names = [...text.matchAll(/^# TYPE (till_\w+) /gm)].map((m) => m[1]!).filter((name) => !/^till_(process|nodejs)_/.test(name));
+    assert.ok(names.length >= 6, names.join());
+    const api = doc('docs/api.md');
+    for (const name of names) assert.ok(api.includes(`\`${name}\``), `${name} is documented`);
+  });
+
+  test('order ids shown in the docs have the form the service makes (TX- and 32 upper-case hex)', () => {
+    for (const name of ['README.md', 'docs/api.md', 'docs/webhooks.md', 'docs/x402.md']) {
+      for (const [id] of doc(name).matchAll(/TX-[A-Za-z0-9_-]+/g)) assert.match(id, /^TX-[0-9A-F]{32}$/, `${id} in ${name}`);
+    }
+  });
+});
