@@ -6,10 +6,10 @@ import { base } from 'viem/chains';
 import { wrapFetchWithPayment as wrapFetchV1 } from 'x402-fetch';
 import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
-import { engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
 
 for (const { engine, skip } of engines) {
-  describe(`x402 with the real client libraries on ${engine}`, { skip }, () => {
+  describeOnEngine(`x402 with the real client libraries on ${engine}`, skip, () => {
     let env: PayingShop;
     before(async () => {
       env = await startPayingShop(engine);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { engines, startPayingService } from './helpers/harness.ts';
+import { describeOnEngine, engines, startPayingService } from './helpers/harness.ts';
 import { nowSeconds, signedXPayment } from './helpers/x402-payer.ts';
 
 type Paying = Awaited<ReturnType<typeof startPayingService>>;
@@ -12,7 +12,7 @@ const RACE_ROUNDS = 5;
 const newAccount = () => privateKeyToAccount(generatePrivateKey());
 
 for (const { engine, skip } of engines) {
-  describe(`x402 settlement under concurrency on ${engine}`, { skip }, () => {
+  describeOnEngine(`x402 settlement under concurrency on ${engine}`, skip, () => {
     let env: Paying;
     let apiKey: string;
     let usdc: Address;

@@ -18,7 +18,7 @@ import { createPublicClient, http } from 'viem';
 import { fundViaHttp, sandboxControlsViaHttp, sandboxUsdcAbi } from '../src/sandbox/index.ts';
 import { spawnSandbox, type SpawnedSandbox } from '../src/sandbox/spawn.ts';
 import { waitFor } from '../src/webhooks/fixtures/wait.ts';
-import { createTestDatabase, engines, startPayingService } from './helpers/harness.ts';
+import { describeOnEngine, createTestDatabase, engines, startPayingService } from './helpers/harness.ts';
 import { nowSeconds, signedXPayment } from './helpers/x402-payer.ts';
 
 const SERVICE = fileURLToPath(new URL('./fixtures/service-process.ts', import.meta.url));
@@ -42,7 +42,7 @@ type Running = { url: string; child: ChildProcessByStdio<null, Readable, Readabl
  * in a process of its own (chain and facilitator), and is SIGKILLed at a named point of the money path.
  */
 for (const { engine, skip } of engines) {
-  describe(`x402 settlement survives a crash on ${engine}`, { skip }, () => {
+  describeOnEngine(`x402 settlement survives a crash on ${engine}`, skip, () => {
     let spawned: SpawnedSandbox;
     let sandbox: ReturnType<typeof sandboxHandle>;
     let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -192,7 +192,7 @@ for (const { engine, skip } of engines) {
     });
   });
 
-  describe(`x402 settlement whose answer is lost on ${engine}`, { skip }, () => {
+  describeOnEngine(`x402 settlement whose answer is lost on ${engine}`, skip, () => {
     let paying: Awaited<ReturnType<typeof startPayingService>>;
     let apiKey: string;
     const merchantWallet = newAccount().address;

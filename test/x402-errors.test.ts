@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { engines, startPayingService } from './helpers/harness.ts';
+import { describeOnEngine, engines, startPayingService } from './helpers/harness.ts';
 import { base64Json, exactPayload, nowSeconds, paymentSignatureHeader, signAuthorization, signedXPayment, authorization, xPaymentHeader } from './helpers/x402-payer.ts';
 
 type Paying = Awaited<ReturnType<typeof startPayingService>>;
@@ -10,7 +10,7 @@ type Paying = Awaited<ReturnType<typeof startPayingService>>;
 const newAccount = () => privateKeyToAccount(generatePrivateKey());
 
 for (const { engine, skip } of engines) {
-  describe(`x402 refusals and edge cases on ${engine}`, { skip }, () => {
+  describeOnEngine(`x402 refusals and edge cases on ${engine}`, skip, () => {
     let env: Paying;
     let apiKey: string;
     let usdc: Address;

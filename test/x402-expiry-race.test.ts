@@ -4,13 +4,13 @@ import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { expireDueSessions } from '../src/sessions/expiry.ts';
-import { engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
 import { signedXPayment } from './helpers/x402-payer.ts';
 
 const SESSIONS = 12;
 
 for (const { engine, skip } of engines) {
-  describe(`a payment racing the session deadline on ${engine}`, { skip }, () => {
+  describeOnEngine(`a payment racing the session deadline on ${engine}`, skip, () => {
     let env: PayingShop;
     before(async () => {
       env = await startPayingShop(engine);

@@ -5,7 +5,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createFacilitator } from '../src/x402/facilitator.ts';
 import { createChainReader } from '../src/x402/chain.ts';
 import { confirmSettled } from '../src/x402/reconciler.ts';
-import { engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
 import { nowSeconds, signedXPayment } from './helpers/x402-payer.ts';
 
 /**
@@ -13,7 +13,7 @@ import { nowSeconds, signedXPayment } from './helpers/x402-payer.ts';
  * settlement: the transfer leaves the canonical chain, as it would on Base.
  */
 for (const { engine, skip } of engines) {
-  describe(`settled payments re-checked at finality on ${engine}`, { skip }, () => {
+  describeOnEngine(`settled payments re-checked at finality on ${engine}`, skip, () => {
     let env: PayingShop;
     let reconcile: () => Promise<number>;
     before(async () => {

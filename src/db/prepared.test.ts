@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import type { Db } from './index.ts';
 import { prepareQuery } from './prepared.ts';
 
 const merchantByName = prepareQuery((db: Db, params: { name: string }) => db.selectFrom('merchants').select(['id', 'name']).where('name', '=', params.name));
 
 for (const { engine, skip } of engines) {
-  describe(`prepared queries on ${engine}`, { skip }, () => {
+  describeOnEngine(`prepared queries on ${engine}`, skip, () => {
     let service: TestService;
     before(async () => {
       service = await startTestService(engine);

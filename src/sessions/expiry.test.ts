@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { openDatabase } from '../db/index.ts';
 import { setWebhook } from '../webhooks/endpoints.ts';
 import { expireDueSessions, startExpirySweeper } from './expiry.ts';
 
 for (const { engine, skip } of engines) {
-  describe(`session expiry on ${engine}`, { skip }, () => {
+  describeOnEngine(`session expiry on ${engine}`, skip, () => {
     let service: TestService;
     let apiKey: string;
     let merchantId: string;

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 
 for (const { engine, skip } of engines) {
-  describe(`Idempotency-Key under concurrency on ${engine}`, { skip }, () => {
+  describeOnEngine(`Idempotency-Key under concurrency on ${engine}`, skip, () => {
     let service: TestService;
     let baseUrl: string;
     before(async () => {

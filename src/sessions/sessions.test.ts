@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 
 const PATH = '/api/checkout/v2/payment_session';
 
 for (const { engine, skip } of engines) {
-  describe(`payment sessions E1/E2 on ${engine}`, { skip }, () => {
+  describeOnEngine(`payment sessions E1/E2 on ${engine}`, skip, () => {
     let service: TestService;
     let key: string;
     let otherKey: string;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { setWebhook } from './endpoints.ts';
 import { enqueueWebhookEvent, type WebhookSession } from './events.ts';
 import { startReceiver } from './fixtures/receiver.ts';
@@ -13,7 +13,7 @@ const POINTS = ['after-claim', 'after-post', 'before-record'] as const;
 const EVENTS = 1000;
 
 for (const { engine, skip } of engines) {
-  describe(`webhook delivery survives SIGKILL on ${engine}`, { skip }, () => {
+  describeOnEngine(`webhook delivery survives SIGKILL on ${engine}`, skip, () => {
     let service: TestService;
     before(async () => {
       service = await startTestService(engine);

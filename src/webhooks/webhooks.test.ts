@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
-import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { openDatabase } from '../db/index.ts';
 import { findSession } from '../sessions/sessions.ts';
 import { webhookHeaders } from './deliver.ts';
@@ -15,7 +15,7 @@ import { waitFor } from './fixtures/wait.ts';
 const PAYMENT = { id: 'pay_1', amount_minor: 1999n, currency: 'EUR', public_order_id: 'TX-abc', tx_hash: '0xfeed' };
 
 for (const { engine, skip } of engines) {
-  describe(`webhooks on ${engine}`, { skip }, () => {
+  describeOnEngine(`webhooks on ${engine}`, skip, () => {
     let service: TestService;
     const workers: WebhookWorker[] = [];
     const receivers: { close(): Promise<void> }[] = [];

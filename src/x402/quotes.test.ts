@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { purgeOldQuotes } from './quotes.ts';
 
 const WALLET = '0x1111111111111111111111111111111111111111';
 
 for (const { engine, skip } of engines) {
-  describe(`stored quotes on ${engine}`, { skip }, () => {
+  describeOnEngine(`stored quotes on ${engine}`, skip, () => {
     let service: TestService;
     let apiKey: string;
     let merchantId: string;
