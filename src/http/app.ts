@@ -5,6 +5,7 @@ import { ApiError } from './errors.ts';
 import { registerJsonParser } from './json.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderApiReference } from './docs-page.ts';
+import { registerLanding } from './landing.route.ts';
 import { PAGE_CSP, STYLESHEET, STYLESHEET_PATH } from './html.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -75,6 +76,7 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     reply.code(404).send(new ApiError(404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`).toBody());
   });
 
+  registerLanding(app, context);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     try {
