@@ -276,6 +276,28 @@ for (const { engine, skip } of engines) {
       await assertRefused(sessionId, 60_000n, { 'x-payment': header }, 'session_changed', payer.address);
     });
 
+    test('an update that leaves the USDC value unchanged keeps a proof signed before it payable', async () => {
+      const changes: [string, Record<string, unknown>[]][] = [
+        ['concept', [{ concept: 'Renamed' }]],
+        ['orderId', [{ orderId: `renumbered-${Date.now()}` }]],
+        ['successUrl', [{ successUrl: 'https://shop.example/thanks' }]],
+        ['amount 0.05 → 0.06 → 0.05', [{ amount: 0.06 }, { amount: 0.05 }]],
+      ];
+      for (const [name, updates] of changes) {
+        const sessionId = await createSession();
+        const payer = await fundedPayer();
+        const { value, payTo } = await quote(sessionId);
+        for (const update of updates) {
+          const updated = await api('PUT', { sessionId, ...update });
+          assert.equal(updated.status, 200, `${name}: ${await updated.clone().text()}`);
+        }
+        const { header } = await signedXPayment(payer, usdc, payTo, value);
+        const paid = await get(sessionId, { 'x-payment': header });
+        assert.equal(paid.status, 200, `${name}: ${await paid.clone().text()}`);
+        assert.equal(await env.sandbox.balanceOf(payer.address), 1_000_000n - value, name);
+      }
+    });
+
     test('payment_in_progress: a second payer while the first settlement of a TRANSIENT session is held', async () => {
       const sessionId = await createSession({ orderType: 'TRANSIENT' });
       const [first, second] = [await fundedPayer(), await fundedPayer()];

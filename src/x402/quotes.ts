@@ -171,6 +171,8 @@ export async function findQuoteForValue(db: Db, sessionId: string, value: bigint
     .where('session_id', '=', sessionId)
     .where('usdc_amount', '=', value)
     .where('expires_at', '>', now)
+    // A quote of the session as it is now wins over an older one of the same value.
+    .orderBy('session_version', 'desc')
     .orderBy('expires_at', 'desc')
     .limit(1)
     .executeTakeFirst();
