@@ -19,7 +19,8 @@ Commands:
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
   till webhooks test --merchant MERCHANT_ID [--json]
-  till sandbox [--port N]                      run the sandbox chain + facilitator (fake money)
+  till sandbox [--port N] [--data-dir DIR]     run the sandbox chain + facilitator (fake money), kept in TILL_DATA_DIR
+  till sandbox reset [--json]                  forget the sandbox chain: the next start begins empty
   till sandbox fund --address 0x… --usdc 100 [--json]
 Settings come from the environment, and from ./.env when present (the environment wins); see .env.example.`;
 

@@ -1,5 +1,7 @@
 import { loadConfig, type Config } from '../config.ts';
-import { fundViaHttp } from '../sandbox/index.ts';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fundViaHttp, SANDBOX_JOURNAL_FILE } from '../sandbox/index.ts';
 import { runSandboxProcess } from '../sandbox/process.ts';
 import { spawnSandbox, type SpawnedSandbox } from '../sandbox/spawn.ts';
 import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './output.ts';
@@ -8,7 +10,30 @@ function localSandboxUrl(config: Config): string {
   return config.sandboxUrl ?? `http://127.0.0.1:${config.sandboxPort}`;
 }
 
+/** Whether a sandbox answers at this URL now. */
+async function answering(url: string): Promise<{ usdcAddress?: string } | undefined> {
+  try {
+    const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+    return health.ok ? ((await health.json()) as { usdcAddress?: string }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function sandboxCommand(args: string[]): Promise<void> {
+  if (args[0] === 'reset') {
+    args.shift();
+    const json = takeFlag(args, '--json');
+    noneLeft(args);
+    const config = loadConfig();
+    const url = localSandboxUrl(config);
+    if (await answering(url)) throw new UsageError(`a sandbox is running at ${url}; stop it (stop npm start, or the till sandbox process) and run till sandbox reset again`);
+    const journal = join(config.dataDir, SANDBOX_JOURNAL_FILE);
+    const existed = existsSync(journal);
+    rmSync(journal, { force: true });
+    printResult(json, { reset: true, journal, existed }, existed ? `Sandbox chain reset: the next start begins with an empty chain (${journal} removed). Receipts of earlier sandbox payments now link to transactions that no longer exist.` : `The sandbox chain is already empty (no ${journal}).`);
+    return;
+  }
   if (args[0] === 'fund') {
     args.shift();
     const json = takeFlag(args, '--json');
@@ -23,7 +48,8 @@ export async function sandboxCommand(args: string[]): Promise<void> {
     return;
   }
   const config = loadConfig();
-  await runSandboxProcess(args.includes('--port') ? args : ['--port', String(config.sandboxPort), ...args]);
+  const defaults = [...(args.includes('--port') ? [] : ['--port', String(config.sandboxPort)]), ...(args.includes('--data-dir') ? [] : ['--data-dir', config.dataDir])];
+  await runSandboxProcess([...defaults, ...args]);
 }
 
 export type SandboxEndpoints = { url: string; rpcUrl: string; facilitatorUrl: string; usdcAddress: string; spawned: SpawnedSandbox | undefined };
@@ -34,15 +60,9 @@ export type SandboxEndpoints = { url: string; rpcUrl: string; facilitatorUrl: st
  */
 export async function ensureSandbox(config: Config): Promise<SandboxEndpoints> {
   const url = localSandboxUrl(config);
-  try {
-    const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
-    if (health.ok) {
-      const body = (await health.json()) as { usdcAddress?: string };
-      if (body.usdcAddress) return { url, rpcUrl: `${url}/rpc`, facilitatorUrl: `${url}/facilitator`, usdcAddress: body.usdcAddress, spawned: undefined };
-    }
-  } catch {
-    // Nothing there: start one.
-  }
-  const spawned = await spawnSandbox({ port: config.sandboxPort });
+  const running = await answering(url);
+  if (running?.usdcAddress) return { url, rpcUrl: `${url}/rpc`, facilitatorUrl: `${url}/facilitator`, usdcAddress: running.usdcAddress, spawned: undefined };
+  // Nothing there: start one, keeping its chain in the data folder so old receipts stay valid.
+  const spawned = await spawnSandbox({ port: config.sandboxPort, dataDir: config.dataDir, readyTimeoutMs: 120_000 });
   return { url: spawned.url, rpcUrl: spawned.rpcUrl, facilitatorUrl: spawned.facilitatorUrl, usdcAddress: spawned.usdcAddress, spawned };
 }

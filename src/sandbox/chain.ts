@@ -12,6 +12,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { multicall3DeployedBytecode, sandboxUsdcAbi, sandboxUsdcBytecode } from "./contracts/artifacts.ts";
+import { type ChainProvider, journaledProvider, latestBlock, openJournal, readJournal, replayJournal } from "./journal.ts";
 import {
   MULTICALL3_ADDRESS,
   SANDBOX_CHAIN_ID,
@@ -20,8 +21,7 @@ import {
   SANDBOX_USDC_ADDRESS,
 } from "./constants.ts";
 
-/** The EIP-1193 provider of Hardhat's EDR network, used in-process without a Hardhat project. */
-export type ChainProvider = { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
+export type { ChainProvider };
 
 type HardhatNetworkModule = {
   createHardhatNetworkProvider(config: Record<string, unknown>, logger: { enabled: boolean }): Promise<ChainProvider>;
@@ -30,7 +30,8 @@ type HardhatDefaultsModule = { defaultHardhatNetworkParams: { hardfork: string; 
 
 const GAS_ETH_BALANCE = 10n ** 22n; // 10,000 ETH for the sandbox's own accounts
 
-async function createEdrProvider(): Promise<ChainProvider> {
+/** The EIP-1193 provider of Hardhat's EDR network, used in-process without a Hardhat project. */
+async function createEdrProvider(initialDate: Date | undefined): Promise<ChainProvider> {
   const require = createRequire(import.meta.url);
   const { createHardhatNetworkProvider } = require(
     "hardhat/internal/hardhat-network/provider/provider",
@@ -62,6 +63,9 @@ async function createEdrProvider(): Promise<ChainProvider> {
       allowBlocksWithSameTimestamp: true,
       enableTransientStorage: false,
       enableRip7212: false,
+      // A chain restored from its journal restarts at its first start's time, so every transaction
+      // can be replayed at its own timestamp.
+      ...(initialDate ? { initialDate } : {}),
     },
     { enabled: false },
   );
@@ -108,21 +112,40 @@ export type SandboxChain = {
   increaseTime(seconds: number): Promise<void>;
   snapshot(): Promise<string>;
   revert(snapshotId: string): Promise<void>;
+  /** What was restored from the journal at start (undefined for a chain kept in memory only). */
+  restored: { transactions: number; failed: number } | undefined;
+  /** Records where the chain stands, so the next start restores its empty blocks too. */
+  close(): Promise<void>;
 };
 
-/** Starts an empty chain with Multicall3 at its usual address and the sandbox USDC at its fixed address. */
-export async function startSandboxChain(): Promise<SandboxChain> {
-  const provider = await createEdrProvider();
-  await provider.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicall3DeployedBytecode] });
-  const minterWallet = walletFor(provider, privateKeyToAccount(SANDBOX_MINTER_PRIVATE_KEY));
-  const facilitatorWallet = walletFor(provider, privateKeyToAccount(SANDBOX_FACILITATOR_PRIVATE_KEY));
-  const sendFromMinter = serialized();
-
-  const deployHash = await minterWallet.deployContract({ abi: sandboxUsdcAbi, bytecode: sandboxUsdcBytecode });
-  const deployed = await minterWallet.waitForTransactionReceipt({ hash: deployHash });
+/**
+ * Starts a chain with Multicall3 at its usual address and the sandbox USDC at its fixed address.
+ * With a journal path the chain outlives the process: what the journal holds is replayed first,
+ * and every transaction from then on is added to it.
+ */
+export async function startSandboxChain(options: { journalPath?: string } = {}): Promise<SandboxChain> {
+  const existing = options.journalPath ? readJournal(options.journalPath) : undefined;
+  const base = await createEdrProvider(existing ? new Date(existing.header.genesisTime * 1000) : undefined);
+  await base.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicall3DeployedBytecode] });
+  const deployer = walletFor(base, privateKeyToAccount(SANDBOX_MINTER_PRIVATE_KEY));
+  const deployHash = await deployer.deployContract({ abi: sandboxUsdcAbi, bytecode: sandboxUsdcBytecode });
+  const deployed = await deployer.waitForTransactionReceipt({ hash: deployHash });
   if (deployed.status !== "success" || deployed.contractAddress?.toLowerCase() !== SANDBOX_USDC_ADDRESS.toLowerCase()) {
     throw new Error(`sandbox USDC deployed at ${deployed.contractAddress}, expected ${SANDBOX_USDC_ADDRESS}`);
   }
+
+  let restored: SandboxChain["restored"];
+  if (existing) {
+    const replay = await replayJournal(base, existing, Date.now);
+    restored = { transactions: replay.replayed, failed: replay.failed };
+  }
+  const genesisTime = existing?.header.genesisTime ?? Number(((await base.request({ method: "eth_getBlockByNumber", params: ["0x0", false] })) as { timestamp: string }).timestamp);
+  const journal = options.journalPath ? openJournal(options.journalPath, { v: 1, genesisTime }, existing) : undefined;
+  const provider = journal ? journaledProvider(base, journal) : base;
+
+  const minterWallet = walletFor(provider, privateKeyToAccount(SANDBOX_MINTER_PRIVATE_KEY));
+  const facilitatorWallet = walletFor(provider, privateKeyToAccount(SANDBOX_FACILITATOR_PRIVATE_KEY));
+  const sendFromMinter = serialized();
 
   const balanceOf = (address: Address) =>
     minterWallet.readContract({ address: SANDBOX_USDC_ADDRESS, abi: sandboxUsdcAbi, functionName: "balanceOf", args: [address] });
@@ -156,6 +179,12 @@ export async function startSandboxChain(): Promise<SandboxChain> {
     revert: async (snapshotId) => {
       const reverted = await provider.request({ method: "evm_revert", params: [snapshotId] });
       if (reverted !== true) throw new Error(`unknown snapshot ${snapshotId}`);
+    },
+    restored,
+    close: async () => {
+      if (!journal) return;
+      const head = await latestBlock(base);
+      journal.close({ head: head.number, time: head.time });
     },
   };
 }

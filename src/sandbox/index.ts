@@ -1,4 +1,6 @@
 import { createServer } from "node:http";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { getAddress, type Address } from "viem";
 import { startSandboxChain } from "./chain.ts";
@@ -23,7 +25,11 @@ export type SandboxOptions = {
    * chain time, so a standalone sandbox keeps producing blocks.
    */
   blockIntervalMs?: number;
+  /** Keep the chain in this folder across restarts (its journal, `sandbox-chain.jsonl`); memory only when absent. */
+  dataDir?: string;
 };
+
+export const SANDBOX_JOURNAL_FILE = "sandbox-chain.jsonl";
 
 /** Chain helpers for tests: time, blocks and snapshots (a revert drops the blocks after the snapshot, like a reorg). */
 export type SandboxChainControls = {
@@ -55,12 +61,15 @@ export type Sandbox = {
   balanceOf(address: string): Promise<bigint>;
   chain: SandboxChainControls;
   faults: SandboxFaultControls;
+  /** Transactions replayed from the data folder's journal at start; undefined when kept in memory. */
+  restored: { transactions: number; failed: number } | undefined;
   stop(): Promise<void>;
 };
 
 /** Starts the sandbox chain, token, facilitator and its HTTP server (127.0.0.1 by default). */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-  const chain = await startSandboxChain();
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  const chain = await startSandboxChain(options.dataDir ? { journalPath: join(options.dataDir, SANDBOX_JOURNAL_FILE) } : {});
   const faultState = createFaultState();
   const facilitator = createSandboxFacilitator(chain);
   const server = createServer(
@@ -99,12 +108,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       set: async (update) => faultState.update(update),
       get: async () => faultState.snapshot(),
     },
-    stop: () =>
-      new Promise<void>((resolve, reject) => {
-        clearInterval(blockTimer);
+    restored: chain.restored,
+    stop: async () => {
+      clearInterval(blockTimer);
+      await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
-      }),
+      });
+      await chain.close();
+    },
   };
 }
 

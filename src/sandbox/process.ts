@@ -1,4 +1,4 @@
-// The sandbox as its own process: `node src/sandbox/process.ts [--port N] [--host H] [--fault-controls]`.
+// The sandbox as its own process: `node src/sandbox/process.ts [--port N] [--host H] [--fault-controls] [--data-dir DIR]`.
 // Prints one JSON line `{"event":"sandbox.ready",...}` on stdout once it serves, and stops on SIGTERM/SIGINT.
 import { parseArgs } from "node:util";
 import { startSandbox } from "./index.ts";
@@ -12,9 +12,14 @@ export type SandboxReadyEvent = {
   chainId: number;
   network: string;
   faultControls: boolean;
+  /** Transactions replayed from the journal at start, when the chain is kept in a data folder. */
+  restored?: { transactions: number; failed: number };
 };
 
-/** Options from argv, falling back to TILL_SANDBOX_PORT, TILL_SANDBOX_HOST and TILL_SANDBOX_FAULT_CONTROLS=1. */
+/**
+ * Options from argv, falling back to TILL_SANDBOX_PORT, TILL_SANDBOX_HOST and TILL_SANDBOX_FAULT_CONTROLS=1.
+ * `--data-dir DIR` keeps the chain across restarts; without it the chain lives in memory.
+ */
 export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = process.env) {
   const { values } = parseArgs({
     args,
@@ -22,6 +27,7 @@ export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = p
       port: { type: "string" },
       host: { type: "string" },
       "fault-controls": { type: "boolean" },
+      "data-dir": { type: "string" },
     },
     strict: true,
   });
@@ -33,6 +39,7 @@ export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = p
     host: values.host ?? env.TILL_SANDBOX_HOST ?? "127.0.0.1",
     faultControls: values["fault-controls"] ?? env.TILL_SANDBOX_FAULT_CONTROLS === "1",
     blockIntervalMs: BASE_BLOCK_INTERVAL_MS,
+    ...(values["data-dir"] ? { dataDir: values["data-dir"] } : {}),
   };
 }
 
@@ -51,6 +58,7 @@ export async function runSandboxProcess(args: string[]): Promise<void> {
     chainId: sandbox.chainId,
     network: sandbox.network,
     faultControls: options.faultControls,
+    ...(sandbox.restored ? { restored: sandbox.restored } : {}),
   };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
   const shutdown = () => {

@@ -13,11 +13,12 @@ const PROCESS_ENTRY = fileURLToPath(new URL("process.ts", import.meta.url));
 
 /** Starts the sandbox as a separate process and resolves once it prints its ready line. */
 export function spawnSandbox(
-  options: { port?: number; host?: string; faultControls?: boolean; readyTimeoutMs?: number } = {},
+  options: { port?: number; host?: string; faultControls?: boolean; dataDir?: string; readyTimeoutMs?: number } = {},
 ): Promise<SpawnedSandbox> {
   const args = [PROCESS_ENTRY, "--port", String(options.port ?? 0)];
   if (options.host) args.push("--host", options.host);
   if (options.faultControls) args.push("--fault-controls");
+  if (options.dataDir) args.push("--data-dir", options.dataDir);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let stderr = "";
