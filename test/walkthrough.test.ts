@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, test } from 'node:test';
+
+const ROOT = resolve(import.meta.dirname, '..');
 
 async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
@@ -15,49 +17,92 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const dataDir = mkdtempSync(join(tmpdir(), 'till-walkthrough-'));
-after(() => rmSync(dataDir, { recursive: true, force: true }));
+/** The README's walkthrough block, exactly as a reader copies it. */
+function walkthroughBlock(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Walkthrough'));
+  const match = /```sh\n([\s\S]*?)```/.exec(section);
+  assert.ok(match, 'README has a walkthrough block');
+  return match[1]!;
+}
 
-test('README walkthrough: the service starts on its defaults, prints a test key, and creates a session', async () => {
-  const port = await freePort();
-  const sandboxPort = await freePort();
-  const child = spawn(process.execPath, ['src/cli/main.ts', 'serve'], {
-    env: { ...process.env, PORT: String(port), TILL_DATA_DIR: dataDir, TILL_LOG_LEVEL: 'warn', TILL_DATABASE_URL: '', TILL_SANDBOX_PORT: String(sandboxPort), TILL_FACILITATOR_URL: '' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  try {
-    let output = '';
-    child.stdout.setEncoding('utf8');
-    const apiKey = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (chunk: string) => {
-        output += chunk;
-        const match = output.match(/TEST API key[^:]*: (sk_test_\S+)/);
-        if (match && /Till is serving/.test(output)) resolve(match[1]!);
+/** Collects a child's output and resolves once a pattern appears in it. */
+function watch(child: ChildProcess) {
+  let output = '';
+  const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    for (const waiter of [...waiters]) {
+      const found = output.match(waiter.pattern);
+      if (found) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(found);
+      }
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return {
+    output: () => output,
+    waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+      const found = output.match(pattern);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`)), timeoutMs);
+        waiters.push({ pattern, resolve: (m) => (clearTimeout(timer), resolve(m)) });
       });
-      child.once('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)));
-    });
-    const response = await fetch(`http://localhost:${port}/api/checkout/v2/payment_session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey },
-      body: JSON.stringify({ amount: 25, currency: 'USD', orderId: 'order-1001' }),
-    });
-    assert.equal(response.status, 201);
-    const body = await response.json();
-    assert.equal(new URL(body.redirectUrl).searchParams.get('uid'), body.sessionId);
-    assert.equal((await fetch(`http://localhost:${port}/readyz`)).status, 200);
-    // The sandbox came up with the service: the session can be paid over x402.
-    const challenge = await fetch(`http://localhost:${port}/x402/session/${body.sessionId}`);
-    assert.equal(challenge.status, 402);
-    const offer = (await challenge.json()).accepts[0];
-    assert.equal(offer.maxAmountRequired, '25000000');
-    assert.equal(offer.network, 'base');
-    const faucet = await fetch(`http://localhost:${port}/sandbox/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: offer.payTo, usdc: '1' }) });
-    assert.equal(faucet.status, 200);
-    const openapi = await (await fetch(`http://localhost:${port}/openapi.json`)).json();
-    assert.equal(openapi.info.version, '2.0');
-    assert.ok(openapi.paths['/api/checkout/v2/payment_session'].post);
-  } finally {
-    child.kill('SIGTERM');
-    await once(child, 'exit');
+    },
+  };
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'till-walkthrough-'));
+const children: ChildProcess[] = [];
+after(async () => {
+  for (const child of children) {
+    const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : once(child, 'exit');
+    // Each was started in a group of its own: stop it with everything it started (the sandbox, the
+    // receiver left running in the background), even when the group's leader has already exited.
+    try {
+      process.kill(-child.pid!, 'SIGTERM');
+    } catch {
+      // The whole group is gone already.
+    }
+    await exited;
+    child.stdout?.destroy();
+    child.stderr?.destroy();
   }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('README walkthrough: npm start, then the walkthrough block as written pays a session and a local receiver gets the webhook', async () => {
+  const [port, sandboxPort, receiverPort] = [await freePort(), await freePort(), await freePort()];
+  // Only the settings a newcomer has: none but where to listen and keep data.
+  const environment = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TILL_') && name !== 'PORT'));
+  // The sandbox port is a setting both terminals share, as a reader's default 8545 is.
+  const env = { ...environment, TILL_DATA_DIR: dataDir, TILL_LOG_LEVEL: 'warn', TILL_SANDBOX_PORT: String(sandboxPort) };
+  const service = spawn('npm', ['start'], { cwd: ROOT, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  children.push(service);
+  const started = watch(service);
+  const [, apiKey] = await started.waitFor(/TEST API key[^:]*: (sk_test_\S+)/, 120_000);
+  await started.waitFor(/Till is serving on/, 120_000);
+
+  // The documented substitutions: the printed key, and free ports for the service and the receiver.
+  const block = walkthroughBlock();
+  assert.ok(block.includes('sk_test_…') && block.includes('localhost:8080') && block.includes('3000'));
+  const script = block.replaceAll('sk_test_…', apiKey!).replaceAll('localhost:8080', `localhost:${port}`).replaceAll('3000', String(receiverPort));
+  const walk = spawn('bash', ['-e', '-o', 'pipefail', '-c', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  children.push(walk);
+  const walked = watch(walk);
+  const [code] = (await once(walk, 'exit')) as [number | null];
+  assert.equal(code, 0, walked.output());
+
+  const output = walked.output();
+  assert.match(output, /"x402Version":2,"error":"payment_required"/);
+  assert.match(output, /"maxAmountRequired":"12500000"/);
+  const [, sessionId] = output.match(/^200 \{"status":"SUCCESS","paymentSessionId":"(ps_[\w-]+)"/m) ?? [];
+  assert.ok(sessionId, output);
+  assert.match(output, new RegExp(`"sessionId":"${sessionId}".*"status":"SUCCESS"`));
+  assert.match(output, /"transactionHash":"0x[0-9a-f]{64}"/);
+  await walked.waitFor(new RegExp(`received payment\\.succeeded for ${sessionId} \\(order order-1001, status SUCCESS\\), signature verified`), 30_000);
+  assert.doesNotMatch(walked.output(), /refused a delivery/);
 });
