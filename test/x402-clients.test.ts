@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createWalletClient, http, publicActions } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -137,6 +139,16 @@ for (const { engine, skip } of engines) {
       const response = await wrapFetchV1(fetch, wallet as never)(`${env.baseUrl}/checkout/v2/x402/session/${sessionId}?amount=0.03`);
       assert.equal(response.status, 200);
       assert.equal(await env.sandbox.balanceOf(buyer.address), 970_000n);
+    });
+
+    test('the example scripts in docs/examples pay a session as written, funding a new buyer from the faucet', async () => {
+      for (const script of ['pay-v1.mjs', 'pay-v2.mjs']) {
+        const sessionId = await env.createSession({ amount: 0.25, currency: 'USD', orderId: `example-${script}` });
+        const run = spawnSync(process.execPath, [resolve(import.meta.dirname, '../docs/examples', script), sessionId], { env: { ...process.env, TILL: env.baseUrl, BUYER_KEY: '' }, encoding: 'utf8' });
+        assert.equal(run.status, 0, run.stderr);
+        assert.match(run.stdout, new RegExp(`^200 \\{"status":"SUCCESS","paymentSessionId":"${sessionId}"`), script);
+        assert.match(run.stdout, /settlement: .*"success":true/, script);
+      }
     });
   });
 }

@@ -8,11 +8,11 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { decodeXPaymentResponse, wrapFetchWithPayment } from 'x402-fetch';
 
-const TILL = process.env.TILL ?? 'http://localhost:8080';
+const TILL = process.env.TILL || 'http://localhost:8080';
 const sessionId = process.argv[2];
 if (!sessionId) throw new Error('usage: node pay-v1.mjs SESSION_ID');
 
-const account = privateKeyToAccount(process.env.BUYER_KEY ?? generatePrivateKey());
+const account = privateKeyToAccount(process.env.BUYER_KEY || generatePrivateKey());
 if (!process.env.BUYER_KEY) {
   // Sandbox only: fake USDC for a buyer made on the spot.
   await fetch(`${TILL}/sandbox/faucet`, {

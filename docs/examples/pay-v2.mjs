@@ -7,12 +7,12 @@ import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 
-const TILL = process.env.TILL ?? 'http://localhost:8080';
+const TILL = process.env.TILL || 'http://localhost:8080';
 const SANDBOX_USDC = '0xae47EB9b9c9E6903b1e91C471308F98b5d2C3049';
 const sessionId = process.argv[2];
 if (!sessionId) throw new Error('usage: node pay-v2.mjs SESSION_ID');
 
-const account = privateKeyToAccount(process.env.BUYER_KEY ?? generatePrivateKey());
+const account = privateKeyToAccount(process.env.BUYER_KEY || generatePrivateKey());
 if (!process.env.BUYER_KEY) {
   // Sandbox only: fake USDC for a buyer made on the spot.
   await fetch(`${TILL}/sandbox/faucet`, {
