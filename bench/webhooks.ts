@@ -9,10 +9,11 @@ import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { createMetrics } from '../src/http/metrics.ts';
+import { createMetrics } from '../src/metrics.ts';
 import { createMerchant } from '../src/merchants/merchants.ts';
 import { setWebhook } from '../src/webhooks/endpoints.ts';
-import { enqueueWebhookEvent, wakeWebhookWorkers, type WebhookSession } from '../src/webhooks/events.ts';
+import { createWakeSignal } from '../src/common/wake-signal.ts';
+import { enqueueWebhookEvent, type WebhookSession } from '../src/webhooks/events.ts';
 import { startWebhookWorker } from '../src/webhooks/worker.ts';
 import { startReceiver } from '../src/webhooks/fixtures/receiver.ts';
 import { createBenchDatabase, type BenchOptions, type BenchReport } from './support.ts';
@@ -51,7 +52,8 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
     }
     log(`draining a backlog of ${BACKLOG} events…`);
     const started = performance.now();
-    const worker = startWebhookWorker({ config, db, dbKind: handle.kind, log: pino({ level: 'silent' }), metrics: createMetrics() }, { settings: { retrySchedule: [1000], allowLoopbackTargets: true, allowPrivateTargets: true } });
+    const webhookWake = createWakeSignal();
+    const worker = startWebhookWorker({ config, db, dbKind: handle.kind, log: pino({ level: 'silent' }), metrics: createMetrics(), webhookWake }, { settings: { retrySchedule: [1000], allowLoopbackTargets: true, allowPrivateTargets: true } });
     await drained();
     const perSecond = BACKLOG / ((performance.now() - started) / 1000);
 
@@ -60,7 +62,7 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
     receiver.received.length = 0;
     for (let i = 0; i < LATENCY_SAMPLES; i++) {
       await db.transaction().execute(enqueue);
-      wakeWebhookWorkers();
+      webhookWake.notify();
       await new Promise((resolve) => setTimeout(resolve, SPACING_MS));
     }
     await drained();

@@ -4,8 +4,9 @@ import type { Config } from './config.ts';
 import { openDatabase, type DatabaseHandle } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
-import type { AppContext } from './http/context.ts';
-import { createMetrics } from './http/metrics.ts';
+import { createWakeSignal } from './common/wake-signal.ts';
+import type { AppContext } from './context.ts';
+import { createMetrics } from './metrics.ts';
 import { registerSessionRoutes } from './sessions/index.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
 import { createX402Services, registerX402Routes } from './x402/services.ts';
@@ -54,6 +55,7 @@ export async function createService(config: Config, options: CreateServiceOption
     log: options.log ?? createLogger(config),
     now: options.now ?? Date.now,
     rates: options.rates ?? createRatesProvider(config),
+    webhookWake: createWakeSignal(),
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
   const x402 = createX402Services(context);

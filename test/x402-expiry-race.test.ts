@@ -32,7 +32,7 @@ for (const { engine, skip } of engines) {
       let sweeping = true;
       const sweeper = (async () => {
         while (sweeping) {
-          await expireDueSessions(db, Date.now(), env.service.config.explorerTxUrl);
+          await expireDueSessions({ db, webhookWake: env.service.context.webhookWake }, Date.now(), env.service.config.explorerTxUrl);
           await sleep(2);
         }
       })();
@@ -49,7 +49,7 @@ for (const { engine, skip } of engines) {
       await sleep(200);
       sweeping = false;
       await sweeper;
-      await expireDueSessions(db, Date.now(), env.service.config.explorerTxUrl);
+      await expireDueSessions({ db, webhookWake: env.service.context.webhookWake }, Date.now(), env.service.config.explorerTxUrl);
 
       let paid = 0;
       let expired = 0;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import type { AppContext } from './context.ts';
-import { ApiError } from './errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError } from '../common/errors.ts';
+import { errorBody, sendError } from './errors.ts';
 import { registerJsonParser } from './json.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderApiReference } from './docs-page.ts';
@@ -11,20 +12,18 @@ import { PAGE_CSP, STYLESHEET, STYLESHEET_PATH } from './html.ts';
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Fastify's own refusals, mapped onto the one error shape. */
-function frameworkError(error: FastifyError): ApiError | undefined {
+function frameworkError(error: FastifyError): TillError | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError(413, 'body_too_large', 'The request body is too large');
+      return new TillError('body_too_large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json');
+      return new TillError('unsupported_media_type');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ApiError(400, 'invalid_json', 'The request body is empty; a JSON object was expected');
+      return new TillError('invalid_json', { problem: 'is empty; a JSON object was expected' });
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError(400, 'invalid_request', 'Content-Length does not match the body');
+      return new TillError('invalid_request', { problem: 'Content-Length does not match the body' });
   }
-  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-    return new ApiError(error.statusCode, 'invalid_request', error.message);
-  }
+  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new TillError('invalid_request', { problem: error.message });
   return undefined;
 }
 
@@ -64,16 +63,16 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const apiError = error instanceof ApiError ? error : frameworkError(error);
-    if (apiError) {
-      if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-      return reply.code(apiError.status).headers(apiError.headers).send(apiError.toBody());
+    const refusal = error instanceof TillError ? error : frameworkError(error);
+    if (refusal) {
+      if (refusal.status >= 500) request.log.error({ err: error }, 'request failed');
+      return sendError(reply, refusal);
     }
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).send({ error: { code: 'internal_error', message: 'Something went wrong on our side; the request id identifies it in our logs', requestId: request.id } });
+    return sendError(reply, new TillError('internal_error'), { requestId: request.id });
   });
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(new ApiError(404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`).toBody());
+    sendError(reply, new TillError('not_found', { what: `Route ${request.method} ${request.url.split('?')[0]}` }));
   });
 
   registerLanding(app, context);
@@ -83,7 +82,7 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
       await context.db.selectFrom('merchants').select('id').limit(1).execute();
       return { status: 'ready' };
     } catch {
-      return reply.code(503).send({ status: 'unavailable', error: { code: 'database_unreachable', message: 'The database does not answer' } });
+      return reply.code(503).send({ status: 'unavailable', ...errorBody(new TillError('database_unreachable')) });
     }
   });
   app.get('/metrics', async (_request, reply) => {

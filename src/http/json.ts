@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from './errors.ts';
+import { TillError } from '../common/errors.ts';
 
 /**
  * JSON bodies are parsed with each number's source text kept aside, so that money is
@@ -32,16 +32,16 @@ const ACCEPTED_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
  * with parameters (`charset=utf-8` is what .NET, Spring and OkHttp send). JSON is UTF-8 (RFC 8259),
  * so another charset is refused rather than misread. Undefined when the header is acceptable.
  */
-export function jsonContentTypeProblem(header: string | undefined): ApiError | undefined {
+export function jsonContentTypeProblem(header: string | undefined): TillError | undefined {
   const [mediaType = '', ...parameters] = (header ?? '').split(';');
   if (!JSON_MEDIA_TYPE.test(mediaType.trim().toLowerCase())) {
-    return new ApiError(415, 'unsupported_media_type', `Content-Type must be application/json${header ? `, not ${mediaType.trim()}` : ''}`);
+    return new TillError('unsupported_media_type', { mediaType: header ? mediaType.trim() : undefined });
   }
   for (const parameter of parameters) {
     const [name = '', value = ''] = parameter.split('=');
     const charset = value.trim().replace(/^"|"$/g, '').toLowerCase();
     if (name.trim().toLowerCase() === 'charset' && !ACCEPTED_CHARSETS.has(charset)) {
-      return new ApiError(415, 'unsupported_media_type', `Content-Type charset must be utf-8, not ${charset}`);
+      return new TillError('unsupported_media_type', { charset });
     }
   }
   return undefined;
@@ -54,11 +54,11 @@ export function registerJsonParser(app: FastifyInstance): void {
     const problem = jsonContentTypeProblem(request.headers['content-type']);
     if (problem) return done(problem, undefined);
     const text = body.toString();
-    if (text.trim() === '') return done(new ApiError(400, 'invalid_json', 'The request body is empty; a JSON object was expected'), undefined);
+    if (text.trim() === '') return done(new TillError('invalid_json', { problem: 'is empty; a JSON object was expected' }), undefined);
     try {
       done(null, parseJsonKeepingNumberText(text));
     } catch (error) {
-      done(new ApiError(400, 'invalid_json', `The request body is not valid JSON: ${(error as Error).message}`), undefined);
+      done(new TillError('invalid_json', { problem: `is not valid JSON: ${(error as Error).message}` }), undefined);
     }
   });
 }

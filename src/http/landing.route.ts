@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import packageJson from '../../package.json' with { type: 'json' };
-import type { AppContext } from './context.ts';
+import type { AppContext } from '../context.ts';
 import { escapeHtml, page, prefersHtml } from './html.ts';
 
 type SandboxStatus = { answering: true; blockNumber: string; usdcAddress: string } | { answering: false };

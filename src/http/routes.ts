@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { AppContext } from './context.ts';
+import type { AppContext } from '../context.ts';
 import { jsonContentTypeProblem } from './json.ts';
 
 /** What the OpenAPI document says about a route; kept beside the route's handler. */

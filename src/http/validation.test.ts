@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { z } from 'zod';
-import { ApiError } from './errors.ts';
+import { TillError } from '../common/errors.ts';
+import { errorBody } from './errors.ts';
 import { validate } from './validation.ts';
 
 const Body = z.strictObject({ amount: z.number(), nested: z.strictObject({ url: z.string() }).optional() });
@@ -10,8 +11,8 @@ function refusal(input: unknown): { field: string | undefined; message: string; 
   try {
     validate(Body, input);
   } catch (error) {
-    assert.ok(error instanceof ApiError);
-    const body = error.toBody() as { error: { field?: string; message: string; code: string } };
+    assert.ok(error instanceof TillError);
+    const body = errorBody(error) as { error: { field?: string; message: string; code: string } };
     return { field: body.error.field, message: body.error.message, code: body.error.code };
   }
   throw new Error('expected a refusal');

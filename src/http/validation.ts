@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ApiError } from './errors.ts';
+import { TillError, invalidField } from '../common/errors.ts';
 
 /** The value at an issue's path in the input (zod 4 issues do not carry it). */
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
@@ -11,19 +11,16 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   return value;
 }
 
-function describe(issue: z.core.$ZodIssue, input: unknown): { field: string; message: string } {
+function refusal(issue: z.core.$ZodIssue, input: unknown): TillError {
   const field = issue.path.map(String).join('.') || 'body';
   switch (issue.code) {
-    case 'unrecognized_keys': {
-      const key = issue.keys[0] ?? '';
-      const name = [...issue.path.map(String), key].join('.');
-      return { field: name, message: `Unknown field "${name}" is not accepted` };
-    }
+    case 'unrecognized_keys':
+      return new TillError('unknown_field', { field: [...issue.path.map(String), issue.keys[0] ?? ''].join('.') });
     case 'invalid_type':
-      if (valueAt(input, issue.path) === undefined) return { field, message: `${field} is required` };
-      return { field, message: `${field} must be ${issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}` };
+      if (valueAt(input, issue.path) === undefined) return invalidField(field, 'is required');
+      return invalidField(field, `must be ${issue.expected === 'object' ? 'a JSON object' : `a ${issue.expected}`}`);
     default:
-      return { field, message: `${field}: ${issue.message}` };
+      return invalidField(field, `is invalid: ${issue.message}`);
   }
 }
 
@@ -31,7 +28,5 @@ function describe(issue: z.core.$ZodIssue, input: unknown): { field: string; mes
 export function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const { field, message } = describe(issue, input);
-  throw new ApiError(400, issue.code === 'unrecognized_keys' ? 'unknown_field' : 'invalid_field', message, { field });
+  throw refusal(result.error.issues[0]!, input);
 }

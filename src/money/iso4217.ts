@@ -1,4 +1,4 @@
-import { formatMinor } from './decimal.ts';
+import { formatMinor, minorToJsonNumber } from './decimal.ts';
 
 /**
  * ISO 4217 List One (published 2025-05-12): every active currency code with its minor-unit
@@ -36,4 +36,9 @@ export function currencyExponent(code: string): number | undefined {
 /** An amount for people to read, with the currency's own decimals: 12.50 USD, 500 JPY, 1.234 KWD. */
 export function formatMoney(minor: bigint, currency: string): string {
   return `${formatMinor(minor, currencyExponent(currency) ?? 2)} ${currency}`;
+}
+
+/** An amount in a currency's minor units as the JSON number the API shows, e.g. 1250n USD → 12.5. */
+export function decimalNumber(minor: bigint, currency: string): number {
+  return minorToJsonNumber(minor, currencyExponent(currency) ?? 2);
 }

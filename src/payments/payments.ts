@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
+import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/index.ts';
 import type { PaymentsTable, SessionStatus } from '../db/schema.ts';
-import { wakeWebhookWorkers } from '../webhooks/events.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { recordPaymentEvent } from './events.ts';
 
 /** When a status change happened, and how its event links the transaction. */
 export type ChangeContext = { now: number; explorerTxUrl: string };
+
+/** Where status changes are written, and whom to wake after a commit that queued deliveries. */
+export type Store = Pick<AppContext, 'db' | 'webhookWake'>;
 
 export type PaymentRow = Selectable<PaymentsTable>;
 
@@ -33,8 +36,8 @@ export async function firstSuccessfulPayment(db: Db, sessionId: string): Promise
  * commit together. Conditional on the payment still being PENDING, so the request that settled
  * it and the reconciler can both try and only one records it.
  */
-export async function recordSettlement(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, outcome: { txHash: string; blockNumber: bigint | null; settleResponse: string } & ChangeContext): Promise<PaymentRow | undefined> {
-  return changeStatus(db, async (trx) => {
+export async function recordSettlement(store: Store, payment: Pick<PaymentRow, 'id' | 'session_id'>, outcome: { txHash: string; blockNumber: bigint | null; settleResponse: string } & ChangeContext): Promise<PaymentRow | undefined> {
+  return changeStatus(store, async (trx) => {
     const settled = await trx
       .updateTable('payments')
       .set({ status: 'SUCCESS', tx_hash: outcome.txHash, block_number: outcome.blockNumber, public_order_id: newPublicOrderId(), settle_response: outcome.settleResponse, settled_at: outcome.now, updated_at: outcome.now })
@@ -49,9 +52,9 @@ export async function recordSettlement(db: Db, payment: Pick<PaymentRow, 'id' | 
 }
 
 /** Records a payment that the chain shows can never settle. */
-export async function recordFailure(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, reason: string, change: ChangeContext): Promise<PaymentRow | undefined> {
+export async function recordFailure(store: Store, payment: Pick<PaymentRow, 'id' | 'session_id'>, reason: string, change: ChangeContext): Promise<PaymentRow | undefined> {
   const { now } = change;
-  return changeStatus(db, async (trx) => {
+  return changeStatus(store, async (trx) => {
     const failed = await trx.updateTable('payments').set({ status: 'FAILED', failure_reason: reason, updated_at: now }).where('id', '=', payment.id).where('status', '=', 'PENDING').returningAll().executeTakeFirst();
     if (!failed) return undefined;
     const session = await releaseSession(trx, payment.session_id, now, false);
@@ -73,9 +76,9 @@ async function releaseSession(trx: Tx, sessionId: string, now: number, settled: 
 }
 
 /** A settled payment whose transfer left the chain for good: the merchant was not paid after all. */
-export async function recordReversal(db: Db, payment: Pick<PaymentRow, 'id' | 'session_id'>, change: ChangeContext): Promise<PaymentRow | undefined> {
+export async function recordReversal(store: Store, payment: Pick<PaymentRow, 'id' | 'session_id'>, change: ChangeContext): Promise<PaymentRow | undefined> {
   const { now } = change;
-  return changeStatus(db, async (trx) => {
+  return changeStatus(store, async (trx) => {
     const reversed = await trx.updateTable('payments').set({ status: 'REVERSED', failure_reason: 'transfer_reorged_out', updated_at: now }).where('id', '=', payment.id).where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
     if (!reversed) return undefined;
     // The merchant was not paid: a TRANSIENT session can be paid again.
@@ -86,8 +89,8 @@ export async function recordReversal(db: Db, payment: Pick<PaymentRow, 'id' | 's
 }
 
 /** Runs a status change in one transaction; a delivery it queued is sent at once rather than at the next poll. */
-async function changeStatus<T>(db: Db, change: (trx: Tx) => Promise<{ row: T; queued: boolean } | undefined>): Promise<T | undefined> {
-  const changed = await db.transaction().execute(change);
-  if (changed?.queued) wakeWebhookWorkers();
+async function changeStatus<T>(store: Store, change: (trx: Tx) => Promise<{ row: T; queued: boolean } | undefined>): Promise<T | undefined> {
+  const changed = await store.db.transaction().execute(change);
+  if (changed?.queued) store.webhookWake.notify();
   return changed?.row;
 }

@@ -1,14 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { getAddress } from 'viem';
-import type { AppContext } from '../http/context.ts';
-import { notFound, ErrorResponse } from '../http/errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError } from '../common/errors.ts';
+import { ErrorResponse } from '../http/errors.ts';
 import { escapeHtml, page, prefersHtml } from '../http/html.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { formatMoney } from '../money/iso4217.ts';
 import { formatUsdc } from '../money/usdc.ts';
-import { decimalNumber } from '../sessions/sessions.ts';
+import { decimalNumber } from '../money/iso4217.ts';
 import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../x402/protocol.ts';
 import { explorerUrl } from './payments.ts';
 
@@ -86,7 +87,7 @@ export function registerReceiptRoutes(app: FastifyInstance, context: AppContext)
     const html = prefersHtml(request.headers.accept);
     const sandbox = context.config.mode === 'sandbox';
     if (!row || !row.tx_hash || row.settled_at === null) {
-      if (!html) throw notFound(`Order ${publicOrderId}`);
+      if (!html) throw new TillError('not_found', { what: `Order ${publicOrderId}` });
       return reply
         .code(404)
         .type('text/html; charset=utf-8')

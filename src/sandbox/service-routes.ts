@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../http/context.ts';
-import { ApiError } from '../http/errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError, invalidField } from '../common/errors.ts';
 import { addRoute } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 
@@ -21,7 +21,7 @@ async function forward(url: string, init?: RequestInit): Promise<Response> {
   try {
     return await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) });
   } catch {
-    throw new ApiError(503, 'sandbox_unavailable', 'The sandbox chain does not answer; start it with `till sandbox` or `npm start`');
+    throw new TillError('sandbox_unavailable');
   }
 }
 
@@ -52,7 +52,7 @@ export function registerSandboxProxy(app: FastifyInstance, context: AppContext):
     },
   );
   app.get<{ Params: { hash: string } }>('/sandbox/tx/:hash', async (request, reply) => {
-    if (!/^0x[0-9a-fA-F]{64}$/.test(request.params.hash)) throw new ApiError(400, 'invalid_field', 'hash must be a 0x transaction hash of 64 hex characters', { field: 'hash' });
+    if (!/^0x[0-9a-fA-F]{64}$/.test(request.params.hash)) throw invalidField('hash', 'must be a 0x transaction hash of 64 hex characters');
     return relay(reply, await forward(`${sandboxUrl}/tx/${request.params.hash}`));
   });
 }

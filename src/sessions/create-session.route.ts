@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../http/context.ts';
-import { ApiError, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError } from '../common/errors.ts';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { isUniqueViolation, type Db } from '../db/index.ts';
@@ -99,7 +100,7 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
           })
           .execute();
       } catch (error) {
-        if (isUniqueViolation(error)) throw new ApiError(409, 'order_id_in_use', `orderId "${input.orderId}" is already used by another session of this merchant`, { field: 'orderId' });
+        if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(input.orderId), field: 'orderId' });
         throw error;
       }
       context.metrics.sessionsCreated.inc();

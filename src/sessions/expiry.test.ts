@@ -42,7 +42,7 @@ for (const { engine, skip } of engines) {
 
       // SQLite serves one process through one connection, so there the two sweepers share it and interleave.
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
-      const [first, second] = await Promise.all([expireDueSessions(service.context.db, now, service.config.explorerTxUrl), expireDueSessions(other?.db ?? service.context.db, now, service.config.explorerTxUrl)]);
+      const [first, second] = await Promise.all([expireDueSessions(service.context, now, service.config.explorerTxUrl), expireDueSessions(other ? { db: other.db, webhookWake: service.context.webhookWake } : service.context, now, service.config.explorerTxUrl)]);
       await other?.close();
 
       assert.deepEqual([...first, ...second].sort(), [...due].sort());
@@ -66,8 +66,8 @@ for (const { engine, skip } of engines) {
 
       // Once the payment is resolved without success, the next sweep expires the session.
       await set(paying, { payments_in_progress: 0 });
-      assert.deepEqual(await expireDueSessions(service.context.db, now, service.config.explorerTxUrl), [paying]);
-      assert.deepEqual(await expireDueSessions(service.context.db, now, service.config.explorerTxUrl), []);
+      assert.deepEqual(await expireDueSessions(service.context, now, service.config.explorerTxUrl), [paying]);
+      assert.deepEqual(await expireDueSessions(service.context, now, service.config.explorerTxUrl), []);
       assert.equal((await expiredEvents(paying)).length, 1);
     });
 

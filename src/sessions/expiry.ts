@@ -1,6 +1,6 @@
 import type { Db } from '../db/index.ts';
-import type { AppContext } from '../http/context.ts';
-import { enqueueWebhookEvent, wakeWebhookWorkers } from '../webhooks/events.ts';
+import type { AppContext } from '../context.ts';
+import { enqueueWebhookEvent } from '../webhooks/events.ts';
 import { purgeOldQuotes } from '../x402/quotes.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.ts';
 
@@ -12,7 +12,8 @@ const BATCH = 500;
  * progress is left alone until that payment is resolved; any number of sweepers may run at once,
  * since only the one whose update matched the row writes the event. Returns the sessions expired.
  */
-export async function expireDueSessions(db: Db, now: number, explorerTxUrl: string): Promise<string[]> {
+export async function expireDueSessions(context: Pick<AppContext, 'db' | 'webhookWake'>, now: number, explorerTxUrl: string): Promise<string[]> {
+  const { db } = context;
   const expired: string[] = [];
   for (;;) {
     const due = await db
@@ -47,7 +48,7 @@ export async function expireDueSessions(db: Db, now: number, explorerTxUrl: stri
         changed++;
       }
     }
-    if (changed > 0) wakeWebhookWorkers();
+    if (changed > 0) context.webhookWake.notify();
     // A full batch of which none changed means other sweepers are on it; they finish the rest.
     if (due.length < BATCH || changed === 0) return expired;
   }
@@ -55,13 +56,13 @@ export async function expireDueSessions(db: Db, now: number, explorerTxUrl: stri
 
 export type ExpirySweeper = { stop(): Promise<void>; sweep(): Promise<string[]> };
 
-export function startExpirySweeper(context: Pick<AppContext, 'db' | 'config' | 'log' | 'now'>, options: { intervalMs?: number } = {}): ExpirySweeper {
+export function startExpirySweeper(context: Pick<AppContext, 'db' | 'webhookWake' | 'config' | 'log' | 'now'>, options: { intervalMs?: number } = {}): ExpirySweeper {
   const log = context.log.child({ component: 'expiry' });
   let running: Promise<string[]> | undefined;
   const sweep = () => {
     running ??= (async () => {
       const now = context.now();
-      const expired = await expireDueSessions(context.db, now, context.config.explorerTxUrl);
+      const expired = await expireDueSessions(context, now, context.config.explorerTxUrl);
       // The sweep is also where what is no longer needed goes: idempotency keys after 24 h, and
       // quotes an hour after they ran out unless a payment points at them.
       await purgeExpiredIdempotencyKeys(context.db, now);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { currencyExponent, normalizeCurrency } from '../money/iso4217.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
-import { ApiError, invalidField } from '../http/errors.ts';
+import { TillError, invalidField } from '../common/errors.ts';
 import { RateUnavailableError, type RatesProvider } from '../money/rates.ts';
 import { numberText } from '../http/json.ts';
 
@@ -55,7 +55,7 @@ export async function parseQuotableCurrency(value: string, rates: RatesProvider)
   try {
     supported = await rates.supports(parsed.currency);
   } catch (error) {
-    if (error instanceof RateUnavailableError) throw new ApiError(503, 'rate_unavailable', `Cannot tell now whether ${parsed.currency} can be quoted; try again shortly`, { headers: { 'retry-after': '30' } });
+    if (error instanceof RateUnavailableError) throw new TillError('rate_unavailable', { currency: parsed.currency });
     throw error;
   }
   if (!supported) throw invalidField('currency', `${parsed.currency} cannot be quoted in USDC: no exchange rate source covers it`);

@@ -1,13 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../http/context.ts';
-import { notFound, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError } from '../common/errors.ts';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { getAddress } from 'viem';
 import { formatUsdc } from '../money/usdc.ts';
-import { decimalNumber, findMerchantSession, sessionView } from './sessions.ts';
+import { findMerchantSession, sessionView } from './sessions.ts';
+import { decimalNumber } from '../money/iso4217.ts';
 
 const Params = z.strictObject({ sessionId: z.string().min(1).max(64) });
 
@@ -71,7 +73,7 @@ export function registerGetSession(app: FastifyInstance, context: AppContext): v
     const { merchantId } = await requireMerchant(context, request);
     const { sessionId } = validate(Params, request.params);
     const session = await findMerchantSession(context.db, merchantId, sessionId);
-    if (!session) throw notFound(`Payment session ${sessionId}`);
+    if (!session) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
     const payments = await context.db.selectFrom('payments').selectAll().where('session_id', '=', session.id).orderBy('created_at').orderBy('id').execute();
     return {
       ...sessionView(context.config.baseUrl, session, context.now()),

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Tx } from '../db/index.ts';
-import { ApiError } from '../http/errors.ts';
+import { TillError, invalidField } from '../common/errors.ts';
 import { sha256Hex } from '../common/secrets.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -11,12 +11,12 @@ export type StoredResponse = { status: number; body: string };
 export function checkIdempotencyKey(value: string | string[] | undefined): string | undefined {
   if (value === undefined) return undefined;
   if (Array.isArray(value) || !KEY_PATTERN.test(value)) {
-    throw new ApiError(400, 'invalid_field', 'Idempotency-Key must be 1 to 255 visible ASCII characters', { field: 'Idempotency-Key' });
+    throw invalidField('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
   }
   return value;
 }
 
-const inUse = () => new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly');
+const inUse = () => new TillError('idempotency_key_in_use');
 
 /**
  * Runs `work` at most once per (merchant, key) within 24 h. The key row is inserted first in
@@ -43,7 +43,7 @@ export async function runIdempotently(
       if (inserted.numInsertedOrUpdatedRows === 0n) {
         const first = await trx.selectFrom('idempotency_keys').select(['request_hash', 'status_code', 'response_body']).where('merchant_id', '=', scope.merchantId).where('idempotency_key', '=', scope.key).executeTakeFirstOrThrow();
         if (first.request_hash !== requestHash) {
-          throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with a different request body', { field: 'Idempotency-Key' });
+          throw new TillError('idempotency_key_reused');
         }
         if (first.status_code === null || first.response_body === null) throw inUse();
         return { status: first.status_code, body: first.response_body };

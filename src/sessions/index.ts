@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../context.ts';
 import { registerCreateSession } from './create-session.route.ts';
 import { registerGetSession } from './get-session.route.ts';
 import { registerUpdateSession } from './update-session.route.ts';

@@ -1,3 +1,4 @@
+import { decimalNumber } from '../money/iso4217.ts';
 import type { Selectable } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { PaymentSessionsTable } from '../db/schema.ts';
@@ -38,9 +39,6 @@ export async function findMerchantSession(db: Db, merchantId: string, sessionId:
   return db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).where('merchant_id', '=', merchantId).executeTakeFirst();
 }
 
-export function decimalNumber(minor: bigint, currency: string): number {
-  return minorToJsonNumber(minor, currencyExponent(currency) ?? 2);
-}
 
 /** The session as the merchant sees it through GET. */
 export function sessionView(baseUrl: string, row: SessionRow, now: number) {

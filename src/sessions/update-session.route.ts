@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../http/context.ts';
-import { ApiError, notFound, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError, invalidField } from '../common/errors.ts';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { isUniqueViolation } from '../db/index.ts';
@@ -51,13 +52,13 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
     const { merchantId, walletConfigured } = await requireMerchant(context, request);
     const input = validate(UpdateSessionBody, request.body);
     const session = await findMerchantSession(context.db, merchantId, input.sessionId);
-    if (!session) throw notFound(`Payment session ${input.sessionId}`);
+    if (!session) throw new TillError('not_found', { what: `Payment session ${input.sessionId}` });
 
     const now = context.now();
     if (session.order_type === 'TRANSIENT') {
-      if (session.status === 'SUCCESS') throw new ApiError(409, 'session_settled', 'This session has been paid and can no longer change');
-      if (isExpired(session, now)) throw new ApiError(409, 'session_expired', 'This session has expired and can no longer change');
-      if (await hasPaymentInProgress(context.db, session.id)) throw new ApiError(409, 'payment_in_progress', 'A payment of this session is being settled; try again once it is resolved');
+      if (session.status === 'SUCCESS') throw new TillError('session_settled');
+      if (isExpired(session, now)) throw new TillError('session_expired');
+      if (await hasPaymentInProgress(context.db, session.id)) throw new TillError('payment_in_progress');
     }
 
     const { currency, exponent } = input.currency === undefined ? parseCurrency(session.currency) : await parseQuotableCurrency(input.currency, context.rates);
@@ -68,8 +69,8 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
     else if (input.minAmount !== undefined) minAmountMinor = parseMoneyField(request.body, 'minAmount', exponent, currency);
     if (input.currency !== undefined && input.currency.toUpperCase() !== session.currency) {
       // Amounts are in the session's currency: changing it requires restating them.
-      if (input.amount === undefined) throw new ApiError(400, 'invalid_field', 'amount must be sent when currency changes', { field: 'amount' });
-      if (minAmountMinor !== null && input.minAmount === undefined) throw new ApiError(400, 'invalid_field', 'minAmount must be sent (or null) when currency changes', { field: 'minAmount' });
+      if (input.amount === undefined) throw invalidField('amount', 'must be sent when currency changes');
+      if (minAmountMinor !== null && input.minAmount === undefined) throw invalidField('minAmount', 'must be sent (or null) when currency changes');
     }
     checkTerms({ amountMinor, currency, minAmountMinor, editable });
 
@@ -95,9 +96,9 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
         .where('status', '=', session.status)
         .$if(session.order_type === 'TRANSIENT', (qb) => qb.where('payments_in_progress', '=', 0))
         .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) throw new ApiError(409, 'session_changed', 'The session changed while it was being updated; read it again and retry');
+      if (result.numUpdatedRows === 0n) throw new TillError('session_changed');
     } catch (error) {
-      if (isUniqueViolation(error)) throw new ApiError(409, 'order_id_in_use', `orderId "${input.orderId}" is already used by another session of this merchant`, { field: 'orderId' });
+      if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(input.orderId), field: 'orderId' });
       throw error;
     }
     return sessionCreatedBody(context.config.baseUrl, session.id, payabilityWarnings(merchantId, { walletConfigured, sessionPayTo: session.pay_to }));

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { PaymentSessionsTable, PaymentsTable } from '../db/schema.ts';
 import { newId } from '../common/ids.ts';
-import { decimalNumber } from '../sessions/sessions.ts';
+import { decimalNumber } from '../money/iso4217.ts';
 
 export const EVENT_TYPES = ['payment.succeeded', 'session.expired', 'payment.pending', 'payment.failed', 'payment.reversed'] as const;
 export type WebhookEventType = (typeof EVENT_TYPES)[number];
@@ -90,7 +90,7 @@ export function subscribes(events: readonly string[], type: string): boolean {
 
 /**
  * Writes the event, with its frozen body, and a delivery if the merchant's endpoint is subscribed.
- * Call it inside the transaction that changes the status, and `wakeWebhookWorkers()` after the commit.
+ * Call it inside the transaction that changes the status, and `context.webhookWake.notify()` after the commit.
  */
 export async function enqueueWebhookEvent(trx: Db, input: WebhookEventInput): Promise<{ eventId: string; deliveryId: string | null }> {
   const eventId = newId('evt_');
@@ -118,27 +118,4 @@ export async function insertDelivery(db: Db, eventId: string, merchantId: string
   const id = newId('whd_');
   await db.insertInto('webhook_deliveries').values({ id, event_id: eventId, merchant_id: merchantId, status: 'PENDING', next_attempt_at: now, lease_until: null, last_status_code: null, last_error: null, created_at: now, updated_at: now, delivered_at: null }).execute();
   return id;
-}
-
-const localWorkers = new Set<() => void>();
-
-let wakeScheduled = false;
-
-/**
- * Wakes this process's delivery workers; call after committing a transaction that enqueued
- * deliveries. The wake runs once the current request's work is done (setImmediate), so delivering
- * never delays the answer of the request that caused it; several calls in a row wake once.
- */
-export function wakeWebhookWorkers(): void {
-  if (wakeScheduled) return;
-  wakeScheduled = true;
-  setImmediate(() => {
-    wakeScheduled = false;
-    for (const wake of localWorkers) wake();
-  });
-}
-
-export function registerLocalWorker(wake: () => void): () => void {
-  localWorkers.add(wake);
-  return () => localWorkers.delete(wake);
 }

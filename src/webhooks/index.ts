@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../context.ts';
 import { registerListDeliveries } from './list-deliveries.route.ts';
 import { registerRedeliver } from './redeliver.route.ts';
 import { registerSendTestEvent } from './test-event.route.ts';
@@ -11,6 +11,6 @@ export function registerWebhookRoutes(app: FastifyInstance, context: AppContext)
 }
 
 export { startWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from './worker.ts';
-export { enqueueWebhookEvent, buildWebhookBody, wakeWebhookWorkers, EVENT_TYPES, DEFAULT_EVENTS, type WebhookEventType, type WebhookBody } from './events.ts';
+export { enqueueWebhookEvent, buildWebhookBody, EVENT_TYPES, DEFAULT_EVENTS, type WebhookEventType, type WebhookBody } from './events.ts';
 export { setWebhook, getWebhook } from './endpoints.ts';
 export { loadWebhookSettings } from './settings.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { z } from 'zod';
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../context.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';

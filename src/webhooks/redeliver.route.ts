@@ -1,18 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../http/context.ts';
-import { ApiError, notFound, ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError } from '../common/errors.ts';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { redeliverEvent } from './deliveries.ts';
-import { wakeWebhookWorkers } from './events.ts';
 
 const Params = z.strictObject({ eventId: z.string().min(1).max(64) });
 
 export const DeliveryQueued = z.object({ eventId: z.string(), deliveryId: z.string() }).meta({ id: 'WebhookDeliveryQueued' });
 
-export const noEndpoint = () => new ApiError(409, 'no_webhook_endpoint', 'No webhook URL is set for this merchant');
+export const noEndpoint = () => new TillError('no_webhook_endpoint');
 
 const doc: RouteDoc = {
   method: 'POST',
@@ -35,8 +35,8 @@ export function registerRedeliver(app: FastifyInstance, context: AppContext): vo
     const { merchantId } = await requireMerchant(context, request);
     const { eventId } = validate(Params, request.params);
     const result = await redeliverEvent(context.db, eventId, merchantId);
-    if ('refused' in result) throw result.refused === 'unknown_event' ? notFound(`Webhook event ${eventId}`) : noEndpoint();
-    wakeWebhookWorkers();
+    if ('refused' in result) throw result.refused === 'unknown_event' ? new TillError('not_found', { what: `Webhook event ${eventId}` }) : noEndpoint();
+    context.webhookWake.notify();
     return reply.code(202).send({ eventId, deliveryId: result.deliveryId });
   });
 }

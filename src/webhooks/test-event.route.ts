@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../context.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { sendTestEvent } from './deliveries.ts';
-import { wakeWebhookWorkers } from './events.ts';
 import { DeliveryQueued, noEndpoint } from './redeliver.route.ts';
 
 const doc: RouteDoc = {
@@ -26,7 +25,7 @@ export function registerSendTestEvent(app: FastifyInstance, context: AppContext)
     const { merchantId } = await requireMerchant(context, request);
     const result = await sendTestEvent(context.db, merchantId, context.now());
     if ('refused' in result) throw noEndpoint();
-    wakeWebhookWorkers();
+    context.webhookWake.notify();
     return reply.code(202).send(result);
   });
 }

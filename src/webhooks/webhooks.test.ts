@@ -7,7 +7,7 @@ import { openDatabase } from '../db/index.ts';
 import { findSession } from '../sessions/sessions.ts';
 import { webhookHeaders } from './deliver.ts';
 import { checkWebhookUrl, getWebhook, setWebhook, WebhookSettingsError } from './endpoints.ts';
-import { enqueueWebhookEvent, wakeWebhookWorkers, type WebhookEventType } from './events.ts';
+import { enqueueWebhookEvent, type WebhookEventType } from './events.ts';
 import { startWebhookWorker, type WebhookWorker } from './worker.ts';
 import { startReceiver, type Reply } from './fixtures/receiver.ts';
 import { waitFor } from './fixtures/wait.ts';
@@ -265,7 +265,7 @@ for (const { engine, skip } of engines) {
       // On PostgreSQL the event is written through another pool and reaches the worker only by NOTIFY.
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
       const { eventId } = await (other?.db ?? service.context.db).transaction().execute((trx) => enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, payment: PAYMENT, occurredAt: Date.now(), explorerTxUrl: '{hash}' }));
-      if (!other) wakeWebhookWorkers();
+      if (!other) service.context.webhookWake.notify();
       assert.equal((await settled(eventId)).status, 'SUCCEEDED');
       await other?.close();
     });

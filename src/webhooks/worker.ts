@@ -1,11 +1,10 @@
 import type { LookupFunction } from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../context.ts';
 import { openSecret } from '../common/secrets.ts';
 import { newId } from '../common/ids.ts';
 import { disableWebhook } from './endpoints.ts';
-import { registerLocalWorker } from './events.ts';
 import { postWebhook, REQUEST_TIMEOUT_MS, type AttemptOutcome, type WebhookMessage } from './deliver.ts';
 import { decideAfterAttempt } from './retry.ts';
 import type { WebhookSettings } from './settings.ts';
@@ -34,7 +33,7 @@ export type WebhookWorker = { stop(): Promise<void>; wake(): void };
 type Claimed = { id: string; attempt: number; message: WebhookMessage; merchantId: string };
 type Result = { claimed: Claimed; outcome: AttemptOutcome };
 
-type WorkerContext = Pick<AppContext, 'config' | 'db' | 'dbKind' | 'log' | 'metrics'>;
+type WorkerContext = Pick<AppContext, 'config' | 'db' | 'dbKind' | 'log' | 'metrics' | 'webhookWake'>;
 
 /**
  * Delivers the outbox. Claims due deliveries with a lease in one short statement, POSTs after it
@@ -202,7 +201,7 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   }
 
   const wake = () => void pump();
-  const unregister = registerLocalWorker(wake);
+  const unregister = context.webhookWake.subscribe(wake);
   const poll = setInterval(wake, pollIntervalMs);
 
   let listener: pg.Client | undefined;

@@ -1,14 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { AppContext } from '../http/context.ts';
-import { ApiError, notFound, ErrorResponse } from '../http/errors.ts';
+import type { AppContext } from '../context.ts';
+import { TillError, invalidField } from '../common/errors.ts';
+import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent } from '../money/iso4217.ts';
 import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
 import { findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
-import { isExpired, decimalNumber, type SessionRow } from '../sessions/sessions.ts';
+import { isExpired, type SessionRow } from '../sessions/sessions.ts';
+import { decimalNumber } from '../money/iso4217.ts';
 import { challenge, sessionResourceUrl, type Offer } from './challenge.ts';
 import { decodeProof, isOurNetwork, isOurScheme, type Proof } from './payload.ts';
 import { MAX_VALIDITY_S, MIN_VALIDITY_LEFT_S, X402_ERRORS, type X402ErrorCode } from './protocol.ts';
@@ -82,7 +84,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     const now = context.now();
     // The session, its merchant's current name and wallet, and a quote to reuse: one read, on every request.
     const found = await findSessionToQuote(context.db, sessionId, { asset: services.usdcAddress, now });
-    if (!found || isExpired(found.session, now)) throw notFound(`Payment session ${sessionId}`);
+    if (!found || isExpired(found.session, now)) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
     const { session } = found;
 
     const paid = (payment: NonNullable<Awaited<ReturnType<typeof firstSuccessfulPayment>>>) => {
@@ -96,7 +98,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     }
 
     const payTo = session.pay_to ?? session.merchant_wallet_address;
-    if (!payTo) throw new ApiError(422, 'no_pay_to', "The merchant has no payout wallet configured, so no payTo can be quoted; the merchant's operator sets one with: till merchant set-wallet MERCHANT_ID 0x…");
+    if (!payTo) throw new TillError('no_pay_to');
 
     const exponent = currencyExponent(session.currency) ?? 2;
     let amountMinor = session.amount_minor;
@@ -107,14 +109,14 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
         return reply.code(402).headers(c.headers).send(c.body);
       }
       const parsed = parseDecimalAmount(query.amount, exponent);
-      if (!parsed.ok) throw new ApiError(400, 'invalid_field', `amount ${parsed.reason}`, { field: 'amount' });
+      if (!parsed.ok) throw invalidField('amount', parsed.reason);
       if (session.min_amount_minor !== null && parsed.minor < session.min_amount_minor) {
         const c = challenge('amount_below_minimum', undefined, { minAmount: floor, currency: session.currency });
         return reply.code(402).headers(c.headers).send(c.body);
       }
       amountMinor = parsed.minor;
     } else if (query.amount !== undefined) {
-      throw new ApiError(400, 'invalid_field', 'amount is only accepted for sessions with an editable amount', { field: 'amount' });
+      throw invalidField('amount', 'is only accepted for sessions with an editable amount');
     }
 
     let quote: Quote;
@@ -122,7 +124,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable, beforeNewQuote: () => services.limitNewQuotes(session.id) });
     } catch (error) {
       // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
-      if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new ApiError(503, 'rate_unavailable', `No fresh exchange rate for ${session.currency}; try again shortly`, { headers: { 'retry-after': '30' } });
+      if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new TillError('rate_unavailable', { currency: session.currency });
       throw error;
     }
     const offer: Offer = {
@@ -176,7 +178,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     try {
       verification = await services.facilitator.verify(facilitatorCall.payload, facilitatorCall.requirements);
     } catch {
-      throw new ApiError(503, 'facilitator_unavailable', 'The payment facilitator does not answer; nothing was charged, try again shortly', { headers: { 'retry-after': '10' } });
+      throw new TillError('facilitator_unavailable');
     }
     if (!verification.isValid) {
       // A twin of this proof may have been claimed (and the nonce used) while we verified.
@@ -187,7 +189,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       return refuseProof(code, `${X402_ERRORS[code]} (${verification.invalidReason ?? 'refused'})`);
     }
 
-    const claim = await claimPayment(context.db, { session, quote: payQuote, proof, now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
+    const claim = await claimPayment(context, { session, quote: payQuote, proof, now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
     switch (claim.kind) {
       case 'duplicate':
         return answerDuplicate(claim.first);
@@ -202,7 +204,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
           const settled = await firstSuccessfulPayment(context.db, session.id);
           if (settled) return paid(settled);
         }
-        if (!current || isExpired(current, context.now())) throw notFound(`Payment session ${sessionId}`);
+        if (!current || isExpired(current, context.now())) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
         return refuseProof('session_changed');
       }
       case 'claimed': {

@@ -1,4 +1,4 @@
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../context.ts';
 import { recordFailure, recordSettlement, recordReversal, type PaymentRow } from '../payments/payments.ts';
 import type { ChainReader } from './chain.ts';
 import type { Facilitator } from './facilitator.ts';
@@ -37,11 +37,11 @@ export async function resolvePending(context: AppContext, options: Pick<Reconcil
           log.error({ paymentId: payment.id }, 'authorization used on-chain but no matching transfer found; left PENDING for an operator');
           continue;
         }
-        if (await recordSettlement(db, payment, { txHash: transfer.txHash, blockNumber: transfer.blockNumber, settleResponse: JSON.stringify({ reconciled: true }), ...changeAt(context) })) resolved++;
+        if (await recordSettlement(context, payment, { txHash: transfer.txHash, blockNumber: transfer.blockNumber, settleResponse: JSON.stringify({ reconciled: true }), ...changeAt(context) })) resolved++;
       } else if (await options.chain.isAuthorizationCanceled(auth)) {
-        if (await recordFailure(db, payment, 'authorization_canceled', changeAt(context))) resolved++;
+        if (await recordFailure(context, payment, 'authorization_canceled', changeAt(context))) resolved++;
       } else if (head.timestamp > payment.valid_before) {
-        if (await recordFailure(db, payment, 'authorization_expired', changeAt(context))) resolved++;
+        if (await recordFailure(context, payment, 'authorization_expired', changeAt(context))) resolved++;
       }
     } catch (error) {
       log.warn({ err: error, paymentId: payment.id }, 'could not reconcile payment yet');
@@ -89,7 +89,7 @@ export async function confirmSettled(context: AppContext, options: Pick<Reconcil
         }
         continue;
       }
-      if (await recordReversal(db, payment, changeAt(context))) {
+      if (await recordReversal(context, payment, changeAt(context))) {
         log.error({ paymentId: payment.id, publicOrderId: payment.public_order_id, txHash: payment.tx_hash }, 'settled payment REVERSED: its transfer left the chain and the authorization has expired');
         changed++;
       }

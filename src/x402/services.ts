@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Counter } from 'prom-client';
-import { ApiError } from '../http/errors.ts';
-import type { AppContext } from '../http/context.ts';
+import { TillError } from '../common/errors.ts';
+import type { AppContext } from '../context.ts';
 import type { RatesProvider } from '../money/rates.ts';
 import { createFacilitator, type Facilitator } from './facilitator.ts';
 import { registerPaySession } from './pay-session.route.ts';
@@ -30,8 +30,7 @@ export function createX402Services(context: AppContext): X402Services | undefine
       await limiter.consume(key);
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
-      const retryAfter = String(Math.ceil(error.msBeforeNext / 1000));
-      throw new ApiError(429, 'rate_limited', `Too many ${what}; retry after ${retryAfter} s`, { headers: { 'retry-after': retryAfter } });
+      throw new TillError('rate_limited', { what, retryAfterSeconds: Math.ceil(error.msBeforeNext / 1000) });
     }
   };
   return {

@@ -3,12 +3,11 @@ import { getAddress } from 'viem';
 import type { PaymentPayload } from '@x402/core/types';
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import type { Db } from '../db/index.ts';
-import type { AppContext } from '../http/context.ts';
+import type { AppContext } from '../context.ts';
 import { isUniqueViolation } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
-import { explorerUrl, findPaymentByAuthorization, recordSettlement, type ChangeContext, type PaymentRow } from '../payments/payments.ts';
+import { explorerUrl, findPaymentByAuthorization, recordSettlement, type ChangeContext, type PaymentRow, type Store } from '../payments/payments.ts';
 import { recordPaymentEvent } from '../payments/events.ts';
-import { wakeWebhookWorkers } from '../webhooks/events.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { v2Requirements } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
@@ -92,7 +91,7 @@ class ClaimRefused extends Error {
  * quote; the authorization (from, nonce) is claimed once ever; a TRANSIENT session has at most one
  * payment PENDING or SUCCESS. A loser of any of these is never submitted for settlement.
  */
-export async function claimPayment(db: Db, input: { session: SessionRow; quote: Quote; proof: Proof } & ChangeContext): Promise<ClaimResult> {
+export async function claimPayment(store: Store, input: { session: SessionRow; quote: Quote; proof: Proof } & ChangeContext): Promise<ClaimResult> {
   const { session, quote, proof, now } = input;
   const payment: PaymentRow = {
     id: newId('pay_'),
@@ -123,7 +122,7 @@ export async function claimPayment(db: Db, input: { session: SessionRow; quote: 
     finalized_at: null,
   };
   try {
-    const queued = await db.transaction().execute(async (trx) => {
+    const queued = await store.db.transaction().execute(async (trx) => {
       // The payment row first, then the session row: the same lock order as recording an outcome
       // (payment, then session), so concurrent claims and settlements never deadlock.
       await trx.insertInto('payments').values(payment).execute();
@@ -142,12 +141,12 @@ export async function claimPayment(db: Db, input: { session: SessionRow; quote: 
       }
       return recordPaymentEvent(trx, 'payment.pending', { payment, session: opened }, input);
     });
-    if (queued) wakeWebhookWorkers();
+    if (queued) store.webhookWake.notify();
     return { kind: 'claimed', payment };
   } catch (error) {
     if (error instanceof ClaimRefused) return error.result;
     if (!isUniqueViolation(error)) throw error;
-    const first = await findPaymentByAuthorization(db, proof.from, proof.nonce);
+    const first = await findPaymentByAuthorization(store.db, proof.from, proof.nonce);
     return first ? { kind: 'duplicate', first } : { kind: 'session_busy' };
   }
 }
@@ -159,7 +158,7 @@ export type SettleOutcome = { kind: 'settled'; payment: PaymentRow } | { kind: '
  * the payment on; a refused settlement or a lost answer leaves it PENDING for the reconciler,
  * which resolves it from the chain alone.
  */
-export async function settleClaimed(context: Pick<AppContext, 'db' | 'now' | 'config' | 'faultHook'>, facilitator: Facilitator, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<SettleOutcome> {
+export async function settleClaimed(context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook'>, facilitator: Facilitator, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<SettleOutcome> {
   const { db } = context;
   await context.faultHook?.('x402:after-claim');
   let response;
@@ -172,7 +171,7 @@ export async function settleClaimed(context: Pick<AppContext, 'db' | 'now' | 'co
     return { kind: 'refused', reason: response.errorReason ?? 'settlement_failed', message: response.errorMessage ?? 'The facilitator could not settle the payment' };
   }
   await context.faultHook?.('x402:after-settle');
-  const recorded = await recordSettlement(db, claimed, { txHash: response.transaction, blockNumber: null, settleResponse: JSON.stringify(response), now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
+  const recorded = await recordSettlement(context, claimed, { txHash: response.transaction, blockNumber: null, settleResponse: JSON.stringify(response), now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
   // Not recorded here: the reconciler got there first; the payment's own row says how it ended.
   const settled = recorded ?? (await findPaymentByAuthorization(db, claimed.payer, claimed.nonce));
   return settled?.status === 'SUCCESS' ? { kind: 'settled', payment: settled } : { kind: 'unknown' };

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
-import type { Db, DatabaseKind } from '../db/index.ts';
+import type { Config } from './config.ts';
+import type { Db, DatabaseKind } from './db/index.ts';
 import type { Metrics } from './metrics.ts';
-import type { RatesProvider } from '../money/rates.ts';
+import type { WakeSignal } from './common/wake-signal.ts';
+import type { RatesProvider } from './money/rates.ts';
 
 /** Everything a route or worker needs, built once by the composition root. */
 export type AppContext = {
@@ -14,6 +15,8 @@ export type AppContext = {
   now: () => number;
   /** Exchange rates to USDC: which currencies a session may use, and at what rate it is quoted. */
   rates: RatesProvider;
+  /** Notified after a commit that queued webhook deliveries; this app's delivery workers listen. */
+  webhookWake: WakeSignal;
   /**
    * Crash tests only: called at named points of the money path (e.g. `x402:after-settle`) so a
    * test can kill the process exactly there. Never set in production.
