@@ -7,14 +7,16 @@ import { buildApp } from './http/app.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { AppContext } from './context.ts';
 import { createMetrics } from './metrics.ts';
-import { registerSessionRoutes } from './sessions/index.ts';
+import { registerSessionRoutes } from './sessions/routes.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
-import { createX402Services, registerX402Routes } from './x402/services.ts';
+import { createX402Services } from './x402/services.ts';
+import { registerX402Routes } from './x402/routes.ts';
 import { createChainReader } from './x402/chain.ts';
 import { startReconciler } from './x402/reconciler.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
+import { purgeOldQuotes } from './x402/quotes.ts';
 import { registerWebhookRoutes, startWebhookWorker } from './webhooks/index.ts';
 
 export type Service = {
@@ -64,7 +66,7 @@ export async function createService(config: Config, options: CreateServiceOption
   const workers: Worker[] = [];
   if (options.workers !== false && config.role !== 'api') {
     workers.push(startWebhookWorker(context, { settings: config.webhooks }));
-    workers.push(startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs }));
+    workers.push(startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs, purges: [purgeOldQuotes] }));
     if (x402 && config.baseRpcUrl) {
       workers.push(
         startReconciler(context, {

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import { newId } from '../../src/common/ids.ts';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/index.ts';
-import { sessionCreatedBody } from '../../src/sessions/sessions.ts';
+import { sessionCreatedBody } from '../../src/sessions/views.ts';
 
 const config = loadConfig();
 const merchantId = process.env.BENCH_MERCHANT_ID;

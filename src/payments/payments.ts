@@ -1,18 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
 import type { AppContext } from '../context.ts';
-import type { Db, Tx } from '../db/index.ts';
-import type { PaymentsTable, SessionStatus } from '../db/schema.ts';
-import type { SessionRow } from '../sessions/sessions.ts';
+import { newId } from '../common/ids.ts';
+import { isUniqueViolation, type Db, type Tx } from '../db/index.ts';
+import type { PaymentsTable } from '../db/schema.ts';
+import { finishPayment, findSession, reopenAfterReversal, startPayment, type SessionRow } from '../sessions/sessions.ts';
 import { recordPaymentEvent } from './events.ts';
+
+/**
+ * The owner of `payments`: every write to the table and the payment state machine
+ * (PENDING → SUCCESS | FAILED, SUCCESS → REVERSED), each change committed with the session's
+ * bookkeeping and the webhook event in one transaction.
+ */
+export type PaymentRow = Selectable<PaymentsTable>;
 
 /** When a status change happened, and how its event links the transaction. */
 export type ChangeContext = { now: number; explorerTxUrl: string };
 
 /** Where status changes are written, and whom to wake after a commit that queued deliveries. */
 export type Store = Pick<AppContext, 'db' | 'webhookWake'>;
-
-export type PaymentRow = Selectable<PaymentsTable>;
 
 /** Public order ids: `TX-` and 128 random bits, unrelated to the session id. */
 export function newPublicOrderId(): string {
@@ -31,6 +37,72 @@ export async function firstSuccessfulPayment(db: Db, sessionId: string): Promise
   return db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).where('status', '=', 'SUCCESS').orderBy('settled_at', 'asc').limit(1).executeTakeFirst();
 }
 
+/** What a claim records: the authorization as checked, and the quote it pays. */
+export type ClaimTerms = Pick<PaymentRow, 'quote_id' | 'payer' | 'pay_to' | 'asset' | 'value' | 'nonce' | 'valid_after' | 'valid_before' | 'signature' | 'amount_minor' | 'currency' | 'rate'> & {
+  session: SessionRow;
+  /** The session version the quote was made for: the claim holds only if the session is still at it. */
+  quotedVersion: number;
+};
+
+export type ClaimResult =
+  | { kind: 'claimed'; payment: PaymentRow }
+  | { kind: 'duplicate'; first: PaymentRow }
+  | { kind: 'session_busy' }
+  | { kind: 'session_closed'; session: SessionRow | undefined };
+
+class ClaimRefused extends Error {
+  readonly result: ClaimResult;
+  constructor(result: ClaimResult) {
+    super(result.kind);
+    this.result = result;
+  }
+}
+
+/**
+ * Claims the right to settle: the session must still be open, unexpired and unchanged since the
+ * quote; the authorization (from, nonce) is claimed once ever; a TRANSIENT session has at most one
+ * payment PENDING or SUCCESS. A loser of any of these is never submitted for settlement.
+ */
+export async function claimPayment(store: Store, terms: ClaimTerms, change: ChangeContext): Promise<ClaimResult> {
+  const { session, quotedVersion, ...authorization } = terms;
+  const { now } = change;
+  const payment: PaymentRow = {
+    ...authorization,
+    id: newId('pay_'),
+    session_id: session.id,
+    merchant_id: session.merchant_id,
+    status: 'PENDING',
+    exclusive: session.order_type === 'TRANSIENT' ? 1 : 0,
+    public_order_id: null,
+    tx_hash: null,
+    block_number: null,
+    failure_reason: null,
+    settle_response: null,
+    created_at: now,
+    updated_at: now,
+    settled_at: null,
+    finalized_at: null,
+  };
+  try {
+    const queued = await store.db.transaction().execute(async (trx) => {
+      // The payment row first, then the session row: the same lock order as recording an outcome
+      // (payment, then session), so concurrent claims and settlements never deadlock.
+      await trx.insertInto('payments').values(payment).execute();
+      const opened = await startPayment(trx, session.id, quotedVersion, now);
+      // Thrown inside the transaction so the payment row rolls back with it.
+      if (!opened) throw new ClaimRefused({ kind: 'session_closed', session: await findSession(trx, session.id) });
+      return recordPaymentEvent(trx, 'payment.pending', { payment, session: opened }, change);
+    });
+    if (queued) store.webhookWake.notify();
+    return { kind: 'claimed', payment };
+  } catch (error) {
+    if (error instanceof ClaimRefused) return error.result;
+    if (!isUniqueViolation(error)) throw error;
+    const first = await findPaymentByAuthorization(store.db, authorization.payer, authorization.nonce);
+    return first ? { kind: 'duplicate', first } : { kind: 'session_busy' };
+  }
+}
+
 /**
  * Records that a claimed payment settled: the order, the session's state and the webhook event
  * commit together. Conditional on the payment still being PENDING, so the request that settled
@@ -46,7 +118,7 @@ export async function recordSettlement(store: Store, payment: Pick<PaymentRow, '
       .returningAll()
       .executeTakeFirst();
     if (!settled) return undefined;
-    const session = await releaseSession(trx, payment.session_id, outcome.now, true);
+    const session = await finishPayment(trx, payment.session_id, outcome.now, true);
     return { row: settled, queued: await recordPaymentEvent(trx, 'payment.succeeded', { payment: settled, session }, outcome) };
   });
 }
@@ -57,22 +129,9 @@ export async function recordFailure(store: Store, payment: Pick<PaymentRow, 'id'
   return changeStatus(store, async (trx) => {
     const failed = await trx.updateTable('payments').set({ status: 'FAILED', failure_reason: reason, updated_at: now }).where('id', '=', payment.id).where('status', '=', 'PENDING').returningAll().executeTakeFirst();
     if (!failed) return undefined;
-    const session = await releaseSession(trx, payment.session_id, now, false);
+    const session = await finishPayment(trx, payment.session_id, now, false);
     return { row: failed, queued: await recordPaymentEvent(trx, 'payment.failed', { payment: failed, session }, change) };
   });
-}
-
-async function releaseSession(trx: Tx, sessionId: string, now: number, settled: boolean): Promise<SessionRow> {
-  return trx
-    .updateTable('payment_sessions')
-    .set((eb) => ({
-      payments_in_progress: eb('payments_in_progress', '-', 1),
-      updated_at: now,
-      ...(settled ? { status: eb.case().when('order_type', '=', 'TRANSIENT').then(eb.val<SessionStatus>('SUCCESS')).else(eb.ref('status')).end() } : {}),
-    }))
-    .where('id', '=', sessionId)
-    .returningAll()
-    .executeTakeFirstOrThrow();
 }
 
 /** A settled payment whose transfer left the chain for good: the merchant was not paid after all. */
@@ -81,9 +140,7 @@ export async function recordReversal(store: Store, payment: Pick<PaymentRow, 'id
   return changeStatus(store, async (trx) => {
     const reversed = await trx.updateTable('payments').set({ status: 'REVERSED', failure_reason: 'transfer_reorged_out', updated_at: now }).where('id', '=', payment.id).where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
     if (!reversed) return undefined;
-    // The merchant was not paid: a TRANSIENT session can be paid again.
-    const reopened = await trx.updateTable('payment_sessions').set({ status: 'OPEN', updated_at: now }).where('id', '=', payment.session_id).where('order_type', '=', 'TRANSIENT').where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
-    const session = reopened ?? (await trx.selectFrom('payment_sessions').selectAll().where('id', '=', payment.session_id).executeTakeFirstOrThrow());
+    const session = await reopenAfterReversal(trx, payment.session_id, now);
     return { row: reversed, queued: await recordPaymentEvent(trx, 'payment.reversed', { payment: reversed, session }, change) };
   });
 }
@@ -93,4 +150,28 @@ async function changeStatus<T>(store: Store, change: (trx: Tx) => Promise<{ row:
   const changed = await store.db.transaction().execute(change);
   if (changed?.queued) store.webhookWake.notify();
   return changed?.row;
+}
+
+/** PENDING payments left longer than `olderThan` ago, oldest first: the reconciler's work. */
+export async function findStalePending(db: Db, olderThan: number, limit: number): Promise<PaymentRow[]> {
+  return db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').where('updated_at', '<=', olderThan).orderBy('updated_at').limit(limit).execute();
+}
+
+/** Settled payments not yet final, settled before `settledBefore`, oldest first. */
+export async function findUnfinalized(db: Db, settledBefore: number, limit: number): Promise<PaymentRow[]> {
+  return db.selectFrom('payments').selectAll().where('status', '=', 'SUCCESS').where('finalized_at', 'is', null).where('settled_at', '<=', settledBefore).orderBy('settled_at').limit(limit).execute();
+}
+
+/** The settlement's block has enough confirmations: the payment is final. */
+export async function markFinal(db: Db, paymentId: string, blockNumber: bigint, now: number): Promise<void> {
+  await db.updateTable('payments').set({ finalized_at: now, block_number: blockNumber }).where('id', '=', paymentId).where('status', '=', 'SUCCESS').execute();
+}
+
+/** Where the settlement's transfer stands on the chain now (after a reorg it may be another block or transaction). */
+export async function recordTransferLocation(db: Db, paymentId: string, location: { txHash?: string; blockNumber: bigint | null }): Promise<void> {
+  await db
+    .updateTable('payments')
+    .set({ ...(location.txHash !== undefined ? { tx_hash: location.txHash } : {}), block_number: location.blockNumber })
+    .where('id', '=', paymentId)
+    .execute();
 }

@@ -10,7 +10,7 @@ import { validate } from '../http/validation.ts';
 import { formatMoney } from '../money/iso4217.ts';
 import { formatUsdc } from '../money/usdc.ts';
 import { decimalNumber } from '../money/iso4217.ts';
-import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../x402/protocol.ts';
+import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import { explorerUrl } from './payments.ts';
 
 const Params = z.strictObject({ publicOrderId: z.string().min(1).max(64) });

@@ -1,44 +1,16 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { AppContext } from '../context.ts';
-import { TillError } from '../common/errors.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { isUniqueViolation, type Db } from '../db/index.ts';
+import type { Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { checkTerms, parseMoneyField, parseQuotableCurrency, sessionFields } from './fields.ts';
-import { payabilityWarnings, sessionCreatedBody } from './sessions.ts';
+import { checkTerms, parseMoneyField, parseQuotableCurrency } from './terms.ts';
+import { BODY_LIMIT, CreateSessionBody, SessionCreated } from './schemas.ts';
+import { insertSession } from './sessions.ts';
+import { payabilityWarnings, sessionCreatedBody } from './views.ts';
 import { checkIdempotencyKey, runIdempotently } from './idempotency.ts';
-
-export const CreateSessionBody = z
-  .strictObject({
-    amount: sessionFields.amount,
-    currency: sessionFields.currency,
-    orderType: z.enum(['STATIC', 'TRANSIENT']).nullable().optional().meta({ description: 'TRANSIENT (default) is paid once and expires; STATIC never expires and takes many payments' }),
-    minAmount: sessionFields.minAmount.optional(),
-    editable: sessionFields.editable.optional(),
-    orderId: sessionFields.orderId.optional(),
-    concept: sessionFields.concept.optional(),
-    successUrl: sessionFields.successUrl.optional(),
-    cancelUrl: sessionFields.cancelUrl.optional(),
-    failUrl: sessionFields.failUrl.optional(),
-  })
-  .meta({ id: 'NewPaymentSession' });
-
-export const SessionCreated = z
-  .object({
-    sessionId: z.string().meta({ description: 'Public session id; an x402 buyer pays this id', example: 'ps_3q2Hf0…' }),
-    redirectUrl: z.string().meta({ description: 'Hosted payment page; carries the session id as query parameter uid' }),
-    warnings: z
-      .array(z.object({ code: z.enum(['no_payout_wallet']), message: z.string() }))
-      .optional()
-      .meta({ description: 'Present only when the session cannot be paid yet: `no_payout_wallet` — the merchant has no payout wallet (set it with `till merchant set-wallet`)' }),
-  })
-  .meta({ id: 'PaymentSessionResponse' });
-
-export const BODY_LIMIT = 16 * 1024;
 
 const doc: RouteDoc = {
   method: 'POST',
@@ -75,34 +47,26 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
     const orderType = input.orderType ?? 'TRANSIENT';
     const insert = async (trx: Db) => {
       const sessionId = newId('ps_');
-      try {
-        await trx
-          .insertInto('payment_sessions')
-          .values({
-            id: sessionId,
-            merchant_id: merchantId,
-            order_id: input.orderId ?? null,
-            order_type: orderType,
-            status: 'OPEN',
-            amount_minor: amountMinor,
-            currency,
-            min_amount_minor: minAmountMinor,
-            editable: editable ? 1 : 0,
-            concept: input.concept ?? null,
-            success_url: input.successUrl ?? null,
-            cancel_url: input.cancelUrl ?? null,
-            fail_url: input.failUrl ?? null,
-            pay_to: null,
-            expires_at: orderType === 'STATIC' ? null : now + context.config.sessionTtlSeconds * 1000,
-            created_at: now,
-            updated_at: now,
-            version: 1,
-          })
-          .execute();
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(input.orderId), field: 'orderId' });
-        throw error;
-      }
+      await insertSession(trx, {
+        id: sessionId,
+        merchant_id: merchantId,
+        order_id: input.orderId ?? null,
+        order_type: orderType,
+        status: 'OPEN',
+        amount_minor: amountMinor,
+        currency,
+        min_amount_minor: minAmountMinor,
+        editable: editable ? 1 : 0,
+        concept: input.concept ?? null,
+        success_url: input.successUrl ?? null,
+        cancel_url: input.cancelUrl ?? null,
+        fail_url: input.failUrl ?? null,
+        pay_to: null,
+        expires_at: orderType === 'STATIC' ? null : now + context.config.sessionTtlSeconds * 1000,
+        created_at: now,
+        updated_at: now,
+        version: 1,
+      });
       context.metrics.sessionsCreated.inc();
       return { status: 201, body: JSON.stringify(sessionCreatedBody(context.config.baseUrl, sessionId, payabilityWarnings(merchantId, { walletConfigured }))) };
     };

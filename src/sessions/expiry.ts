@@ -1,8 +1,8 @@
 import type { Db } from '../db/index.ts';
 import type { AppContext } from '../context.ts';
 import { enqueueWebhookEvent } from '../webhooks/events.ts';
-import { purgeOldQuotes } from '../x402/quotes.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.ts';
+import { expireSession, findDueForExpiry } from './sessions.ts';
 
 const BATCH = 500;
 
@@ -16,29 +16,11 @@ export async function expireDueSessions(context: Pick<AppContext, 'db' | 'webhoo
   const { db } = context;
   const expired: string[] = [];
   for (;;) {
-    const due = await db
-      .selectFrom('payment_sessions')
-      .select('id')
-      .where('status', '=', 'OPEN')
-      .where('order_type', '=', 'TRANSIENT')
-      .where('expires_at', '<=', now)
-      .where('payments_in_progress', '=', 0)
-      .orderBy('expires_at')
-      .limit(BATCH)
-      .execute();
+    const due = await findDueForExpiry(db, now, BATCH);
     let changed = 0;
-    for (const { id } of due) {
+    for (const id of due) {
       const done = await db.transaction().execute(async (trx) => {
-        const session = await trx
-          .updateTable('payment_sessions')
-          .set({ status: 'EXPIRED', updated_at: now })
-          .where('id', '=', id)
-          .where('status', '=', 'OPEN')
-          .where('order_type', '=', 'TRANSIENT')
-          .where('payments_in_progress', '=', 0)
-          .where('expires_at', '<=', now)
-          .returningAll()
-          .executeTakeFirst();
+        const session = await expireSession(trx, id, now);
         if (!session) return false;
         await enqueueWebhookEvent(trx, { type: 'session.expired', session, occurredAt: now, explorerTxUrl });
         return true;
@@ -56,7 +38,10 @@ export async function expireDueSessions(context: Pick<AppContext, 'db' | 'webhoo
 
 export type ExpirySweeper = { stop(): Promise<void>; sweep(): Promise<string[]> };
 
-export function startExpirySweeper(context: Pick<AppContext, 'db' | 'webhookWake' | 'config' | 'log' | 'now'>, options: { intervalMs?: number } = {}): ExpirySweeper {
+/** Other rows that outlive their use and go in the same sweep, e.g. quotes that ran out long ago. */
+export type Purge = (db: Db, now: number) => Promise<unknown>;
+
+export function startExpirySweeper(context: Pick<AppContext, 'db' | 'webhookWake' | 'config' | 'log' | 'now'>, options: { intervalMs?: number; purges?: Purge[] } = {}): ExpirySweeper {
   const log = context.log.child({ component: 'expiry' });
   let running: Promise<string[]> | undefined;
   const sweep = () => {
@@ -64,9 +49,8 @@ export function startExpirySweeper(context: Pick<AppContext, 'db' | 'webhookWake
       const now = context.now();
       const expired = await expireDueSessions(context, now, context.config.explorerTxUrl);
       // The sweep is also where what is no longer needed goes: idempotency keys after 24 h, and
-      // quotes an hour after they ran out unless a payment points at them.
-      await purgeExpiredIdempotencyKeys(context.db, now);
-      await purgeOldQuotes(context.db, now);
+      // whatever the composition root adds (quotes an hour after they ran out).
+      for (const purge of [purgeExpiredIdempotencyKeys, ...(options.purges ?? [])]) await purge(context.db, now);
       return expired;
     })()
       .catch((error: unknown) => {

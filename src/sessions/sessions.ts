@@ -1,30 +1,13 @@
-import { decimalNumber } from '../money/iso4217.ts';
-import type { Selectable } from 'kysely';
-import type { Db } from '../db/index.ts';
-import type { PaymentSessionsTable } from '../db/schema.ts';
-import { currencyExponent } from '../money/iso4217.ts';
-import { minorToJsonNumber } from '../money/decimal.ts';
-import { noWalletWarning } from '../merchants/merchants.ts';
-
-export type SessionRow = Selectable<PaymentSessionsTable>;
-
-export function redirectUrlFor(baseUrl: string, sessionId: string): string {
-  return `${baseUrl}/checkout/pay?uid=${encodeURIComponent(sessionId)}`;
-}
-
-export type SessionWarning = { code: 'no_payout_wallet'; message: string };
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import { TillError } from '../common/errors.ts';
+import { isUniqueViolation, type Db, type Tx } from '../db/index.ts';
+import type { PaymentSessionsTable, SessionStatus } from '../db/schema.ts';
 
 /**
- * The 2.2 body of E1 and E2. `warnings` appears only when the session, valid as it is, cannot be
- * paid yet (no payout wallet), so a merchant learns it when creating the session, not from a buyer.
+ * The owner of `payment_sessions`: every write to the table, with the state rules it keeps.
+ * Routes, the expiry sweep, payments and (later) the dashboard and MCP tools call these.
  */
-export function sessionCreatedBody(baseUrl: string, sessionId: string, warnings: SessionWarning[] = []) {
-  return { sessionId, redirectUrl: redirectUrlFor(baseUrl, sessionId), ...(warnings.length ? { warnings } : {}) };
-}
-
-export function payabilityWarnings(merchantId: string, payTo: { walletConfigured: boolean; sessionPayTo?: string | null }): SessionWarning[] {
-  return payTo.walletConfigured || payTo.sessionPayTo ? [] : [{ code: 'no_payout_wallet', message: noWalletWarning(merchantId) }];
-}
+export type SessionRow = Selectable<PaymentSessionsTable>;
 
 /** A TRANSIENT session past its deadline is expired even before the sweeper marks it. */
 export function isExpired(session: Pick<SessionRow, 'status' | 'expires_at'>, now: number): boolean {
@@ -39,25 +22,113 @@ export async function findMerchantSession(db: Db, merchantId: string, sessionId:
   return db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).where('merchant_id', '=', merchantId).executeTakeFirst();
 }
 
+/** An orderId is unique per merchant: a second session with it is refused by name. */
+function orderIdInUse(error: unknown, orderId: string | null | undefined): never {
+  if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(orderId), field: 'orderId' });
+  throw error;
+}
 
-/** The session as the merchant sees it through GET. */
-export function sessionView(baseUrl: string, row: SessionRow, now: number) {
-  return {
-    sessionId: row.id,
-    redirectUrl: redirectUrlFor(baseUrl, row.id),
-    status: isExpired(row, now) ? 'EXPIRED' : row.status,
-    orderType: row.order_type,
-    amount: decimalNumber(row.amount_minor, row.currency),
-    currency: row.currency,
-    minAmount: row.min_amount_minor === null ? null : decimalNumber(row.min_amount_minor, row.currency),
-    editable: row.editable === 1,
-    orderId: row.order_id,
-    concept: row.concept,
-    successUrl: row.success_url,
-    cancelUrl: row.cancel_url,
-    failUrl: row.fail_url,
-    expiresAt: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
-    createdAt: new Date(row.created_at).toISOString(),
-    updatedAt: new Date(row.updated_at).toISOString(),
-  };
+export async function insertSession(db: Db, row: Insertable<PaymentSessionsTable>): Promise<void> {
+  try {
+    await db.insertInto('payment_sessions').values(row).execute();
+  } catch (error) {
+    orderIdInUse(error, row.order_id);
+  }
+}
+
+/** A TRANSIENT session that is paid, expired or being paid can no longer change; a STATIC one always can. */
+export async function assertChangeable(db: Db, session: SessionRow, now: number): Promise<void> {
+  if (session.order_type !== 'TRANSIENT') return;
+  if (session.status === 'SUCCESS') throw new TillError('session_settled');
+  if (isExpired(session, now)) throw new TillError('session_expired');
+  const current = await db.selectFrom('payment_sessions').select('payments_in_progress').where('id', '=', session.id).executeTakeFirst();
+  if ((current?.payments_in_progress ?? 0) > 0) throw new TillError('payment_in_progress');
+}
+
+export type SessionChanges = Pick<Updateable<PaymentSessionsTable>, 'order_id' | 'concept' | 'success_url' | 'fail_url' | 'cancel_url' | 'amount_minor' | 'currency' | 'min_amount_minor' | 'editable'>;
+
+/**
+ * Applies an E2 update and bumps the version, conditional on the version and status read, so a
+ * concurrent payment or update is never overwritten (and a TRANSIENT session never changes while
+ * a payment of it is in progress).
+ */
+export async function updateSession(db: Db, session: SessionRow, changes: SessionChanges, now: number): Promise<void> {
+  try {
+    const result = await db
+      .updateTable('payment_sessions')
+      .set((eb) => ({ ...changes, updated_at: now, version: eb('version', '+', 1) }))
+      .where('id', '=', session.id)
+      .where('version', '=', session.version)
+      .where('status', '=', session.status)
+      .$if(session.order_type === 'TRANSIENT', (qb) => qb.where('payments_in_progress', '=', 0))
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw new TillError('session_changed');
+  } catch (error) {
+    orderIdInUse(error, changes.order_id);
+  }
+}
+
+/** Open TRANSIENT sessions past their deadline with no payment in progress, oldest deadline first. */
+export async function findDueForExpiry(db: Db, now: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('payment_sessions')
+    .select('id')
+    .where('status', '=', 'OPEN')
+    .where('order_type', '=', 'TRANSIENT')
+    .where('expires_at', '<=', now)
+    .where('payments_in_progress', '=', 0)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** OPEN → EXPIRED, only if still due and with no payment in progress; the row as left, or undefined. */
+export async function expireSession(trx: Tx, sessionId: string, now: number): Promise<SessionRow | undefined> {
+  return trx
+    .updateTable('payment_sessions')
+    .set({ status: 'EXPIRED', updated_at: now })
+    .where('id', '=', sessionId)
+    .where('status', '=', 'OPEN')
+    .where('order_type', '=', 'TRANSIENT')
+    .where('payments_in_progress', '=', 0)
+    .where('expires_at', '<=', now)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Counts a claimed payment as in progress, only while the session is open, unexpired and still at
+ * the version the payment was quoted for. Undefined when it is not.
+ */
+export async function startPayment(trx: Tx, sessionId: string, quotedVersion: number, now: number): Promise<SessionRow | undefined> {
+  return trx
+    .updateTable('payment_sessions')
+    .set((eb) => ({ payments_in_progress: eb('payments_in_progress', '+', 1) }))
+    .where('id', '=', sessionId)
+    .where('status', '=', 'OPEN')
+    .where('version', '=', quotedVersion)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** A payment in progress ended; a TRANSIENT session that it paid is now SUCCESS. */
+export async function finishPayment(trx: Tx, sessionId: string, now: number, settled: boolean): Promise<SessionRow> {
+  return trx
+    .updateTable('payment_sessions')
+    .set((eb) => ({
+      payments_in_progress: eb('payments_in_progress', '-', 1),
+      updated_at: now,
+      ...(settled ? { status: eb.case().when('order_type', '=', 'TRANSIENT').then(eb.val<SessionStatus>('SUCCESS')).else(eb.ref('status')).end() } : {}),
+    }))
+    .where('id', '=', sessionId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** A payment was reversed, so the merchant was not paid: a TRANSIENT session can be paid again. */
+export async function reopenAfterReversal(trx: Tx, sessionId: string, now: number): Promise<SessionRow> {
+  const reopened = await trx.updateTable('payment_sessions').set({ status: 'OPEN', updated_at: now }).where('id', '=', sessionId).where('order_type', '=', 'TRANSIENT').where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
+  return reopened ?? (await trx.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow());
 }

@@ -1,31 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { TillError, invalidField } from '../common/errors.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { isUniqueViolation } from '../db/index.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency, sessionFields } from './fields.ts';
-import { findMerchantSession, isExpired, payabilityWarnings, sessionCreatedBody } from './sessions.ts';
-import { BODY_LIMIT, SessionCreated } from './create-session.route.ts';
-import { hasPaymentInProgress } from './payment-guard.ts';
-
-export const UpdateSessionBody = z
-  .strictObject({
-    sessionId: z.string().min(1, 'must not be empty').meta({ description: 'The session to update' }),
-    orderId: sessionFields.orderId.optional(),
-    concept: sessionFields.concept.optional(),
-    amount: sessionFields.amount.optional(),
-    minAmount: sessionFields.minAmount.optional(),
-    editable: sessionFields.editable.optional(),
-    currency: sessionFields.currency.optional(),
-    successUrl: sessionFields.successUrl.optional(),
-    failUrl: sessionFields.failUrl.optional(),
-    cancelUrl: sessionFields.cancelUrl.optional(),
-  })
-  .meta({ id: 'UpdatePaymentSession' });
+import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency } from './terms.ts';
+import { BODY_LIMIT, SessionCreated, UpdateSessionBody } from './schemas.ts';
+import { assertChangeable, findMerchantSession, updateSession } from './sessions.ts';
+import { payabilityWarnings, sessionCreatedBody } from './views.ts';
 
 const doc: RouteDoc = {
   method: 'PUT',
@@ -55,11 +38,7 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
     if (!session) throw new TillError('not_found', { what: `Payment session ${input.sessionId}` });
 
     const now = context.now();
-    if (session.order_type === 'TRANSIENT') {
-      if (session.status === 'SUCCESS') throw new TillError('session_settled');
-      if (isExpired(session, now)) throw new TillError('session_expired');
-      if (await hasPaymentInProgress(context.db, session.id)) throw new TillError('payment_in_progress');
-    }
+    await assertChangeable(context.db, session, now);
 
     const { currency, exponent } = input.currency === undefined ? parseCurrency(session.currency) : await parseQuotableCurrency(input.currency, context.rates);
     const amountMinor = input.amount === undefined ? session.amount_minor : parseMoneyField(request.body, 'amount', exponent, currency);
@@ -74,33 +53,22 @@ export function registerUpdateSession(app: FastifyInstance, context: AppContext)
     }
     checkTerms({ amountMinor, currency, minAmountMinor, editable });
 
-    const changes = {
-      ...(input.orderId !== undefined ? { order_id: input.orderId } : {}),
-      ...(input.concept !== undefined ? { concept: input.concept } : {}),
-      ...(input.successUrl !== undefined ? { success_url: input.successUrl } : {}),
-      ...(input.failUrl !== undefined ? { fail_url: input.failUrl } : {}),
-      ...(input.cancelUrl !== undefined ? { cancel_url: input.cancelUrl } : {}),
-      amount_minor: amountMinor,
-      currency,
-      min_amount_minor: minAmountMinor,
-      editable: editable ? 1 : 0,
-      updated_at: now,
-    };
-    try {
-      // Conditional on the version read, so a concurrent payment or update is never overwritten.
-      const result = await context.db
-        .updateTable('payment_sessions')
-        .set((eb) => ({ ...changes, version: eb('version', '+', 1) }))
-        .where('id', '=', session.id)
-        .where('version', '=', session.version)
-        .where('status', '=', session.status)
-        .$if(session.order_type === 'TRANSIENT', (qb) => qb.where('payments_in_progress', '=', 0))
-        .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) throw new TillError('session_changed');
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(input.orderId), field: 'orderId' });
-      throw error;
-    }
+    await updateSession(
+      context.db,
+      session,
+      {
+        ...(input.orderId !== undefined ? { order_id: input.orderId } : {}),
+        ...(input.concept !== undefined ? { concept: input.concept } : {}),
+        ...(input.successUrl !== undefined ? { success_url: input.successUrl } : {}),
+        ...(input.failUrl !== undefined ? { fail_url: input.failUrl } : {}),
+        ...(input.cancelUrl !== undefined ? { cancel_url: input.cancelUrl } : {}),
+        amount_minor: amountMinor,
+        currency,
+        min_amount_minor: minAmountMinor,
+        editable: editable ? 1 : 0,
+      },
+      now,
+    );
     return sessionCreatedBody(context.config.baseUrl, session.id, payabilityWarnings(merchantId, { walletConfigured, sessionPayTo: session.pay_to }));
   });
 }

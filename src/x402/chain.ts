@@ -1,5 +1,5 @@
 import { TransactionReceiptNotFoundError, createPublicClient, getAddress, http, parseAbi, parseEventLogs, type Hex, type PublicClient } from 'viem';
-import { CHAIN_ID } from './protocol.ts';
+import { CHAIN_ID } from '../common/network.ts';
 
 const eip3009Abi = parseAbi([
   'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',

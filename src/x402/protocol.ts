@@ -1,13 +1,7 @@
-/** Fixed terms of the only offer Till makes: USDC on Base (chain id 8453), exact scheme. */
+/** Fixed terms of the only offer Till makes: USDC on Base (common/network.ts), exact scheme. */
 export const X402_VERSION = 2;
-export const NETWORK_V1 = 'base';
-export const NETWORK_V2 = 'eip155:8453';
-export const CHAIN_ID = 8453;
 export const SCHEME = 'exact';
 export const MAX_TIMEOUT_SECONDS = 60;
-/** EIP-712 domain of USDC on Base (and of the sandbox token, which copies it). */
-export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;
-export const TOKEN_SYMBOL = 'USDC';
 
 /** A quote behind a challenge stays payable this long (longer than maxTimeoutSeconds, for slow wallets). */
 export const QUOTE_TTL_MS = 90_000;

@@ -163,6 +163,10 @@ export async function quoteFor(
   return quote;
 }
 
+export async function findQuote(db: Db, quoteId: string): Promise<Quote> {
+  return db.selectFrom('payment_quotes').selectAll().where('id', '=', quoteId).executeTakeFirstOrThrow();
+}
+
 /** The unexpired quote of this session that an authorized value pays, if any. */
 export async function findQuoteForValue(db: Db, sessionId: string, value: bigint, now: number): Promise<Quote | undefined> {
   return db

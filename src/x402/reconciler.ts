@@ -1,9 +1,10 @@
 import type { AppContext } from '../context.ts';
-import { recordFailure, recordSettlement, recordReversal, type PaymentRow } from '../payments/payments.ts';
+import { findStalePending, findUnfinalized, markFinal, recordFailure, recordReversal, recordSettlement, recordTransferLocation, type PaymentRow } from '../payments/payments.ts';
 import type { ChainReader } from './chain.ts';
 import type { Facilitator } from './facilitator.ts';
 import { sessionResourceUrl } from './challenge.ts';
 import { facilitatorRequest, proofOf } from './settlement.ts';
+import { findQuote } from './quotes.ts';
 
 export type ReconcilerOptions = {
   chain: ChainReader;
@@ -24,7 +25,7 @@ const BATCH = 50;
  */
 export async function resolvePending(context: AppContext, options: Pick<ReconcilerOptions, 'chain' | 'graceMs'>): Promise<number> {
   const { db, log } = context;
-  const pending = await db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').where('updated_at', '<=', context.now() - options.graceMs).orderBy('updated_at').limit(BATCH).execute();
+  const pending = await findStalePending(db, context.now() - options.graceMs, BATCH);
   if (pending.length === 0) return 0;
   const head = await options.chain.latestBlock();
   let resolved = 0;
@@ -56,7 +57,7 @@ export async function resolvePending(context: AppContext, options: Pick<Reconcil
  */
 export async function confirmSettled(context: AppContext, options: Pick<ReconcilerOptions, 'chain' | 'facilitator' | 'confirmations' | 'graceMs'>): Promise<number> {
   const { db, log } = context;
-  const settled = await db.selectFrom('payments').selectAll().where('status', '=', 'SUCCESS').where('finalized_at', 'is', null).where('settled_at', '<=', context.now() - options.graceMs).orderBy('settled_at').limit(BATCH).execute();
+  const settled = await findUnfinalized(db, context.now() - options.graceMs, BATCH);
   if (settled.length === 0) return 0;
   const head = await options.chain.latestBlock();
   let changed = 0;
@@ -65,26 +66,26 @@ export async function confirmSettled(context: AppContext, options: Pick<Reconcil
       const block = await options.chain.transactionBlock(payment.tx_hash!);
       if (block !== undefined) {
         if (head.number - block >= options.confirmations) {
-          await db.updateTable('payments').set({ finalized_at: context.now(), block_number: block }).where('id', '=', payment.id).where('status', '=', 'SUCCESS').execute();
+          await markFinal(db, payment.id, block, context.now());
           changed++;
         } else if (payment.block_number !== block) {
-          await db.updateTable('payments').set({ block_number: block }).where('id', '=', payment.id).execute();
+          await recordTransferLocation(db, payment.id, { blockNumber: block });
         }
         continue;
       }
       const auth = authorizationOf(payment);
       const elsewhere = (await options.chain.isAuthorizationUsed(auth)) ? await options.chain.findTransfer(auth) : undefined;
       if (elsewhere) {
-        await db.updateTable('payments').set({ tx_hash: elsewhere.txHash, block_number: elsewhere.blockNumber }).where('id', '=', payment.id).execute();
+        await recordTransferLocation(db, payment.id, { txHash: elsewhere.txHash, blockNumber: elsewhere.blockNumber });
         continue;
       }
       if (head.timestamp < payment.valid_before) {
         log.warn({ paymentId: payment.id, txHash: payment.tx_hash }, 'settlement left the canonical chain; submitting the authorization again');
-        const quote = await db.selectFrom('payment_quotes').selectAll().where('id', '=', payment.quote_id).executeTakeFirstOrThrow();
+        const quote = await findQuote(db, payment.quote_id);
         const request = facilitatorRequest(proofOf(payment), quote, { url: sessionResourceUrl(context.config.baseUrl, payment.session_id), description: `payment ${payment.public_order_id}` });
         const response = await options.facilitator.settle(request.payload, request.requirements).catch(() => undefined);
         if (response?.success && response.transaction) {
-          await db.updateTable('payments').set({ tx_hash: response.transaction, block_number: null }).where('id', '=', payment.id).execute();
+          await recordTransferLocation(db, payment.id, { txHash: response.transaction, blockNumber: null });
           changed++;
         }
         continue;

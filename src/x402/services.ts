@@ -1,11 +1,9 @@
-import type { FastifyInstance } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Counter } from 'prom-client';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import type { RatesProvider } from '../money/rates.ts';
 import { createFacilitator, type Facilitator } from './facilitator.ts';
-import { registerPaySession } from './pay-session.route.ts';
 
 export type X402Services = {
   facilitator: Facilitator;
@@ -46,24 +44,5 @@ export function createX402Services(context: AppContext): X402Services | undefine
   };
 }
 
-const CORS_HEADERS = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-methods': 'GET, OPTIONS',
-  'access-control-allow-headers': 'X-PAYMENT, PAYMENT-SIGNATURE, Content-Type, Access-Control-Expose-Headers',
-  'access-control-expose-headers': 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, Retry-After',
-  'access-control-max-age': '600',
-};
-
-/** x402 routes are public and called from browsers too, so CORS allows them and exposes the x402 headers. */
-export function registerX402Routes(services: X402Services | undefined) {
-  return (app: FastifyInstance, context: AppContext) => {
-    if (!services) return;
-    app.register(async (scope) => {
-      scope.addHook('onRequest', async (_request, reply) => {
-        reply.headers(CORS_HEADERS);
-      });
-      for (const path of ['/x402/session/:sessionId', '/checkout/v2/x402/session/:sessionId']) scope.options(path, async (_request, reply) => reply.code(204).send());
-      registerPaySession(scope, context, services);
-    });
-  };
-}
+/** What the pay flow runs with: the app's context and the x402 services (facilitator, limits, rates). */
+export type PayFlow = { context: AppContext; services: X402Services };

@@ -1,18 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getAddress } from 'viem';
 import type { PaymentPayload } from '@x402/core/types';
-import { encodePaymentResponseHeader } from '@x402/core/http';
 import type { Db } from '../db/index.ts';
 import type { AppContext } from '../context.ts';
-import { isUniqueViolation } from '../db/index.ts';
-import { newId } from '../common/ids.ts';
-import { explorerUrl, findPaymentByAuthorization, recordSettlement, type ChangeContext, type PaymentRow, type Store } from '../payments/payments.ts';
-import { recordPaymentEvent } from '../payments/events.ts';
+import { TillError } from '../common/errors.ts';
+import { findPaymentByAuthorization, recordSettlement, type ClaimTerms, type PaymentRow } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { v2Requirements } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
 import type { Proof } from './payload.ts';
-import { NETWORK_V1, NETWORK_V2, X402_VERSION } from './protocol.ts';
+import { X402_VERSION } from './protocol.ts';
+import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
 import type { Quote } from './quotes.ts';
 
 /** The facilitator is handed the payload and requirements rebuilt from our stored quote, in v2. */
@@ -54,52 +52,12 @@ export function proofOf(payment: PaymentRow): Proof {
   };
 }
 
-export type PaidResponse = { body: Record<string, unknown>; headers: Record<string, string> };
-
-/** The 200 of spec E3 for a settled payment, the same every time it is asked for. */
-export function paidResponse(payment: PaymentRow, explorerTxUrl: string): PaidResponse {
-  const txHash = payment.tx_hash ?? '';
-  const settle = (network: string) => encodePaymentResponseHeader({ success: true, transaction: txHash, network: network as `${string}:${string}`, payer: getAddress(payment.payer) });
+/** What a claim records of a proof checked against the quote it pays. */
+export function claimTerms(proof: Proof, quote: Quote, session: SessionRow): ClaimTerms {
   return {
-    body: {
-      status: 'SUCCESS',
-      paymentSessionId: payment.session_id,
-      payTo: getAddress(payment.pay_to),
-      receipt: explorerUrl(explorerTxUrl, txHash),
-      paymentId: payment.public_order_id,
-    },
-    headers: { 'x-payment-response': settle(NETWORK_V1), 'payment-response': settle(NETWORK_V2) },
-  };
-}
-
-export type ClaimResult =
-  | { kind: 'claimed'; payment: PaymentRow }
-  | { kind: 'duplicate'; first: PaymentRow }
-  | { kind: 'session_busy' }
-  | { kind: 'session_closed'; session: SessionRow | undefined };
-
-class ClaimRefused extends Error {
-  readonly result: ClaimResult;
-  constructor(result: ClaimResult) {
-    super(result.kind);
-    this.result = result;
-  }
-}
-
-/**
- * Claims the right to settle: the session must still be open, unexpired and unchanged since the
- * quote; the authorization (from, nonce) is claimed once ever; a TRANSIENT session has at most one
- * payment PENDING or SUCCESS. A loser of any of these is never submitted for settlement.
- */
-export async function claimPayment(store: Store, input: { session: SessionRow; quote: Quote; proof: Proof } & ChangeContext): Promise<ClaimResult> {
-  const { session, quote, proof, now } = input;
-  const payment: PaymentRow = {
-    id: newId('pay_'),
-    session_id: session.id,
-    merchant_id: session.merchant_id,
+    session,
+    quotedVersion: quote.session_version,
     quote_id: quote.id,
-    status: 'PENDING',
-    exclusive: session.order_type === 'TRANSIENT' ? 1 : 0,
     payer: proof.from,
     pay_to: quote.pay_to.toLowerCase(),
     asset: quote.asset.toLowerCase(),
@@ -111,43 +69,15 @@ export async function claimPayment(store: Store, input: { session: SessionRow; q
     amount_minor: quote.amount_minor,
     currency: quote.currency,
     rate: quote.rate,
-    public_order_id: null,
-    tx_hash: null,
-    block_number: null,
-    failure_reason: null,
-    settle_response: null,
-    created_at: now,
-    updated_at: now,
-    settled_at: null,
-    finalized_at: null,
   };
+}
+
+/** The facilitator's verdict on a proof; a facilitator that does not answer is a 503 with nothing charged. */
+export async function verifyWithFacilitator(facilitator: Facilitator, request: ReturnType<typeof facilitatorRequest>): Promise<{ isValid: boolean; invalidReason?: string | undefined }> {
   try {
-    const queued = await store.db.transaction().execute(async (trx) => {
-      // The payment row first, then the session row: the same lock order as recording an outcome
-      // (payment, then session), so concurrent claims and settlements never deadlock.
-      await trx.insertInto('payments').values(payment).execute();
-      const opened = await trx
-        .updateTable('payment_sessions')
-        .set((eb) => ({ payments_in_progress: eb('payments_in_progress', '+', 1) }))
-        .where('id', '=', session.id)
-        .where('status', '=', 'OPEN')
-        .where('version', '=', quote.session_version)
-        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
-        .returningAll()
-        .executeTakeFirst();
-      if (!opened) {
-        // Thrown inside the transaction so the payment row rolls back with it.
-        throw new ClaimRefused({ kind: 'session_closed', session: await trx.selectFrom('payment_sessions').selectAll().where('id', '=', session.id).executeTakeFirst() });
-      }
-      return recordPaymentEvent(trx, 'payment.pending', { payment, session: opened }, input);
-    });
-    if (queued) store.webhookWake.notify();
-    return { kind: 'claimed', payment };
-  } catch (error) {
-    if (error instanceof ClaimRefused) return error.result;
-    if (!isUniqueViolation(error)) throw error;
-    const first = await findPaymentByAuthorization(store.db, proof.from, proof.nonce);
-    return first ? { kind: 'duplicate', first } : { kind: 'session_busy' };
+    return await facilitator.verify(request.payload, request.requirements);
+  } catch {
+    throw new TillError('facilitator_unavailable');
   }
 }
 

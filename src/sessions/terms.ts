@@ -1,38 +1,8 @@
-import { z } from 'zod';
 import { currencyExponent, normalizeCurrency } from '../money/iso4217.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { TillError, invalidField } from '../common/errors.ts';
 import { RateUnavailableError, type RatesProvider } from '../money/rates.ts';
 import { numberText } from '../http/json.ts';
-
-/** Field rules shared by create (E1) and update (E2). Null means "not given". */
-export const MAX_ORDER_ID = 255;
-export const MAX_URL = 2048;
-export const MAX_CONCEPT = 500;
-
-const absoluteHttpUrl = z
-  .string()
-  .max(MAX_URL, `must be at most ${MAX_URL} characters`)
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-    } catch {
-      return false;
-    }
-  }, 'must be an absolute http(s) URL');
-
-export const sessionFields = {
-  amount: z.number().meta({ description: 'Amount of the purchase, in the currency (at most the currency\'s decimals). On an editable session, the prefilled amount.', example: 25.5 }),
-  currency: z.string().meta({ description: 'ISO 4217 code, case-insensitive', example: 'USD' }),
-  minAmount: z.number().nullable().meta({ description: 'Floor of a buyer-chosen amount; only with editable: true' }),
-  editable: z.boolean().nullable().meta({ description: 'Whether the buyer chooses the amount' }),
-  orderId: z.string().min(1, 'must not be empty').max(MAX_ORDER_ID, `must be at most ${MAX_ORDER_ID} characters`).nullable().meta({ description: "Merchant's unique reference of the order" }),
-  concept: z.string().max(MAX_CONCEPT, `must be at most ${MAX_CONCEPT} characters`).nullable().meta({ description: 'What is being paid for, shown to the buyer' }),
-  successUrl: absoluteHttpUrl.nullable(),
-  cancelUrl: absoluteHttpUrl.nullable(),
-  failUrl: absoluteHttpUrl.nullable(),
-};
 
 export type SessionTerms = {
   amountMinor: bigint;

@@ -1,0 +1,9 @@
+/** The only chain and token Till takes payment in: USDC on Base (chain id 8453). */
+export const CHAIN_ID = 8453;
+/** The network's name in x402 v1 and in the spec's bodies. */
+export const NETWORK_V1 = 'base';
+/** The same network in x402 v2 (CAIP-2). */
+export const NETWORK_V2 = 'eip155:8453';
+export const TOKEN_SYMBOL = 'USDC';
+/** EIP-712 domain of USDC on Base (and of the sandbox token, which copies it). */
+export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;

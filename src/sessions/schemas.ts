@@ -1,0 +1,109 @@
+import { z } from 'zod';
+
+/** The zod schemas of the payment-session resource (E1, E2, GET): validation, types and OpenAPI in one. Null means "not given". */
+export const MAX_ORDER_ID = 255;
+export const MAX_URL = 2048;
+export const MAX_CONCEPT = 500;
+
+const absoluteHttpUrl = z
+  .string()
+  .max(MAX_URL, `must be at most ${MAX_URL} characters`)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute http(s) URL');
+
+const sessionFields = {
+  amount: z.number().meta({ description: 'Amount of the purchase, in the currency (at most the currency\'s decimals). On an editable session, the prefilled amount.', example: 25.5 }),
+  currency: z.string().meta({ description: 'ISO 4217 code, case-insensitive', example: 'USD' }),
+  minAmount: z.number().nullable().meta({ description: 'Floor of a buyer-chosen amount; only with editable: true' }),
+  editable: z.boolean().nullable().meta({ description: 'Whether the buyer chooses the amount' }),
+  orderId: z.string().min(1, 'must not be empty').max(MAX_ORDER_ID, `must be at most ${MAX_ORDER_ID} characters`).nullable().meta({ description: "Merchant's unique reference of the order" }),
+  concept: z.string().max(MAX_CONCEPT, `must be at most ${MAX_CONCEPT} characters`).nullable().meta({ description: 'What is being paid for, shown to the buyer' }),
+  successUrl: absoluteHttpUrl.nullable(),
+  cancelUrl: absoluteHttpUrl.nullable(),
+  failUrl: absoluteHttpUrl.nullable(),
+};
+
+export const CreateSessionBody = z
+  .strictObject({
+    amount: sessionFields.amount,
+    currency: sessionFields.currency,
+    orderType: z.enum(['STATIC', 'TRANSIENT']).nullable().optional().meta({ description: 'TRANSIENT (default) is paid once and expires; STATIC never expires and takes many payments' }),
+    minAmount: sessionFields.minAmount.optional(),
+    editable: sessionFields.editable.optional(),
+    orderId: sessionFields.orderId.optional(),
+    concept: sessionFields.concept.optional(),
+    successUrl: sessionFields.successUrl.optional(),
+    cancelUrl: sessionFields.cancelUrl.optional(),
+    failUrl: sessionFields.failUrl.optional(),
+  })
+  .meta({ id: 'NewPaymentSession' });
+
+export const SessionCreated = z
+  .object({
+    sessionId: z.string().meta({ description: 'Public session id; an x402 buyer pays this id', example: 'ps_3q2Hf0…' }),
+    redirectUrl: z.string().meta({ description: 'Hosted payment page; carries the session id as query parameter uid' }),
+    warnings: z
+      .array(z.object({ code: z.enum(['no_payout_wallet']), message: z.string() }))
+      .optional()
+      .meta({ description: 'Present only when the session cannot be paid yet: `no_payout_wallet` — the merchant has no payout wallet (set it with `till merchant set-wallet`)' }),
+  })
+  .meta({ id: 'PaymentSessionResponse' });
+
+/** E2 takes the fields of E1 but `orderType`, each optional, and names the session it changes. */
+export const UpdateSessionBody = z
+  .strictObject({
+    sessionId: z.string().min(1, 'must not be empty').meta({ description: 'The session to update' }),
+    ...CreateSessionBody.omit({ orderType: true }).partial().shape,
+  })
+  .meta({ id: 'UpdatePaymentSession' });
+
+/** Bodies of E1 and E2 are small; anything larger is refused before it is parsed. */
+export const BODY_LIMIT = 16 * 1024;
+
+export const SessionParams = z.strictObject({ sessionId: z.string().min(1).max(64) });
+
+export const SessionPayment = z
+  .object({
+    paymentId: z.string().nullable().meta({ description: 'The order id (TX-…) once settled; null while pending or failed' }),
+    status: z.enum(['PENDING', 'SUCCESS', 'FAILED', 'REVERSED']),
+    amount: z.number(),
+    currency: z.string(),
+    tokenAmount: z.string().meta({ description: 'USDC, as a decimal string' }),
+    rate: z.string(),
+    payer: z.string(),
+    payTo: z.string(),
+    transactionHash: z.string().nullable(),
+    receiptUrl: z.string().nullable().meta({ description: 'The public receipt (E4) of a settled order' }),
+    failureReason: z.string().nullable(),
+    createdAt: z.string(),
+    settledAt: z.string().nullable(),
+  })
+  .meta({ id: 'SessionPayment' });
+
+export const SessionDetails = z
+  .object({
+    sessionId: z.string(),
+    redirectUrl: z.string(),
+    status: z.enum(['OPEN', 'SUCCESS', 'EXPIRED']),
+    orderType: z.enum(['STATIC', 'TRANSIENT']),
+    amount: z.number(),
+    currency: z.string(),
+    minAmount: z.number().nullable(),
+    editable: z.boolean(),
+    orderId: z.string().nullable(),
+    concept: z.string().nullable(),
+    successUrl: z.string().nullable(),
+    cancelUrl: z.string().nullable(),
+    failUrl: z.string().nullable(),
+    expiresAt: z.string().nullable().meta({ description: 'ISO 8601; null for STATIC sessions, which never expire' }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    payments: z.array(SessionPayment).meta({ description: 'Every payment attempt that was claimed for this session, oldest first; each successful one is an order' }),
+  })
+  .meta({ id: 'PaymentSessionDetails' });

@@ -1,0 +1,40 @@
+import { getAddress } from 'viem';
+import { encodePaymentResponseHeader } from '@x402/core/http';
+import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
+import { explorerUrl, type PaymentRow } from '../payments/payments.ts';
+import { challenge, type Offer } from './challenge.ts';
+import type { X402ErrorCode } from './protocol.ts';
+
+/** What the x402 endpoint answers: a status, its headers and a JSON body. */
+export type Answer = { status: number; headers: Record<string, string>; body: Record<string, unknown> };
+
+/** Retry-After of an answer that asks the client to come back once a payment in progress is resolved. */
+export const RETRY_AFTER_S = '5';
+
+/** The 200 of spec E3 for a settled payment, the same every time it is asked for. */
+export function paidAnswer(payment: PaymentRow, explorerTxUrl: string): Answer {
+  const txHash = payment.tx_hash ?? '';
+  const settle = (network: string) => encodePaymentResponseHeader({ success: true, transaction: txHash, network: network as `${string}:${string}`, payer: getAddress(payment.payer) });
+  return {
+    status: 200,
+    body: {
+      status: 'SUCCESS',
+      paymentSessionId: payment.session_id,
+      payTo: getAddress(payment.pay_to),
+      receipt: explorerUrl(explorerTxUrl, txHash),
+      paymentId: payment.public_order_id,
+    },
+    headers: { 'x-payment-response': settle(NETWORK_V1), 'payment-response': settle(NETWORK_V2) },
+  };
+}
+
+/** A 402: the challenge (with the offer when there is one) naming why no payment was taken. */
+export function challengeAnswer(error: X402ErrorCode, offer: Offer | undefined, options: { extra?: Record<string, unknown>; message?: string; headers?: Record<string, string> } = {}): Answer {
+  const c = challenge(error, offer, options.extra, options.message);
+  return { status: 402, headers: { ...c.headers, ...options.headers }, body: c.body };
+}
+
+/** A payment of this session is being settled: come back after Retry-After. */
+export function inProgressAnswer(offer: Offer): Answer {
+  return challengeAnswer('payment_in_progress', offer, { headers: { 'retry-after': RETRY_AFTER_S } });
+}

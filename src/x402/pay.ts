@@ -1,0 +1,147 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { TillError } from '../common/errors.ts';
+import { claimPayment, findPaymentByAuthorization, firstSuccessfulPayment, type ClaimResult, type PaymentRow } from '../payments/payments.ts';
+import { isExpired, type SessionRow } from '../sessions/sessions.ts';
+import { challengeAnswer, inProgressAnswer, paidAnswer, RETRY_AFTER_S, type Answer } from './answers.ts';
+import type { Offer } from './challenge.ts';
+import { facilitatorErrorCode, localCheck } from './checks.ts';
+import { decodeProof, type Proof } from './payload.ts';
+import { chosenAmount, payeeOf, quoteOffer } from './pricing.ts';
+import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
+import { findQuoteForValue, findSessionToQuote, type Quote } from './quotes.ts';
+import type { PayFlow } from './services.ts';
+import { claimTerms, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
+
+/** One request to E3, as read from HTTP. */
+export type PayRequest = { sessionId: string; amount: string | undefined; xPayment: string | undefined; paymentSignature: string | undefined; ip: string; log: FastifyBaseLogger };
+
+/** A proof against one session's offer: everything the steps after decoding need. */
+type Attempt = { flow: PayFlow; request: PayRequest; session: SessionRow; offer: Offer; quote: Quote; amountMinor: bigint; proof: Proof; now: number };
+
+const DUPLICATE_WAIT_MS = 10_000;
+
+/**
+ * E3, as steps: find the session → answer a settled one → the payee → the amount → a quote and its
+ * offer → decode the proof (or challenge) → limit → pay with the proof. Each step refuses in one way.
+ */
+export async function answerPayRequest(flow: PayFlow, request: PayRequest): Promise<Answer> {
+  const now = flow.context.now();
+  const found = await findPayableSession(flow, request.sessionId, now);
+  const { session } = found;
+  const settled = await settledAnswer(flow, session);
+  if (settled) return settled;
+  const payTo = payeeOf(session);
+  const amount = chosenAmount(session, request.amount);
+  if ('answer' in amount) return amount.answer;
+  const { quote, offer } = await quoteOffer(flow, found, amount.minor, payTo, now);
+
+  const decoded = decodeProof({ xPayment: request.xPayment, paymentSignature: request.paymentSignature });
+  if (!decoded) return challengeAnswer('payment_required', offer);
+  if (!decoded.ok) return refuseProof(flow, offer, decoded.error, decoded.message);
+  await flow.services.limitProofs(request.ip, session.id);
+  return payWithProof({ flow, request, session, offer, quote, amountMinor: amount.minor, proof: decoded.proof, now });
+}
+
+/** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown or expired. */
+async function findPayableSession(flow: PayFlow, sessionId: string, now: number) {
+  const found = await findSessionToQuote(flow.context.db, sessionId, { asset: flow.services.usdcAddress, now });
+  if (!found || isExpired(found.session, now)) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
+  return found;
+}
+
+/** A settled TRANSIENT session answers its stored result and charges nobody, whatever proof comes. */
+async function settledAnswer(flow: PayFlow, session: SessionRow): Promise<Answer | undefined> {
+  if (session.order_type !== 'TRANSIENT' || session.status !== 'SUCCESS') return undefined;
+  const payment = await firstSuccessfulPayment(flow.context.db, session.id);
+  return payment && paidAnswer(payment, flow.context.config.explorerTxUrl);
+}
+
+/** A proof was sent and is refused: counted in till_x402_proofs_refused_total by reason. */
+function refuseProof(flow: PayFlow, offer: Offer, error: X402ErrorCode, message?: string): Answer {
+  flow.services.metrics.proofsRefused.inc({ reason: error });
+  return challengeAnswer(error, offer, message === undefined ? {} : { message });
+}
+
+/** Duplicate → quote paid → local checks → facilitator verify → claim → settle. */
+async function payWithProof(attempt: Attempt): Promise<Answer> {
+  const { flow, proof, offer } = attempt;
+  // A proof already claimed is never checked, verified or settled again, even once it has run out.
+  const existing = await findPaymentByAuthorization(flow.context.db, proof.from, proof.nonce);
+  if (existing) return answerDuplicate(attempt, existing);
+
+  const quote = await quotePaidBy(attempt);
+  const problem = localCheck({ proof, quote, offer, session: attempt.session, nowSeconds: BigInt(Math.floor(attempt.now / 1000)) });
+  if (problem) return refuseProof(flow, offer, problem);
+
+  const request = facilitatorRequest(proof, quote!, { url: offer.resourceUrl, description: offer.description });
+  const verification = await verifyWithFacilitator(flow.services.facilitator, request);
+  if (!verification.isValid) return answerInvalid(attempt, verification.invalidReason);
+
+  const claim = await claimPayment(flow.context, claimTerms(proof, quote!, attempt.session), { now: flow.context.now(), explorerTxUrl: flow.context.config.explorerTxUrl });
+  if (claim.kind !== 'claimed') return answerLostClaim(attempt, claim);
+  return settle(attempt, claim.payment, request);
+}
+
+/**
+ * The quote this proof pays: usually the one just offered; an earlier unexpired quote of the same
+ * value counts too. An editable session's quote must be of the amount asked for in this request.
+ */
+async function quotePaidBy({ flow, quote, proof, session, amountMinor, now }: Attempt): Promise<Quote | undefined> {
+  const quoted = quote.usdc_amount === proof.value && quote.expires_at > now ? quote : await findQuoteForValue(flow.context.db, session.id, proof.value, now);
+  return quoted && (session.editable !== 1 || quoted.amount_minor === amountMinor) ? quoted : undefined;
+}
+
+/** The facilitator refused the proof; a twin of it may have been claimed (and the nonce used) meanwhile. */
+async function answerInvalid(attempt: Attempt, reason: string | undefined): Promise<Answer> {
+  const { flow, proof, offer, session } = attempt;
+  const twin = await findPaymentByAuthorization(flow.context.db, proof.from, proof.nonce);
+  if (twin) return answerDuplicate(attempt, twin);
+  attempt.request.log.info({ reason, sessionId: session.id }, 'payment proof refused by the facilitator');
+  const code = facilitatorErrorCode(reason);
+  return refuseProof(flow, offer, code, `${X402_ERRORS[code]} (${reason ?? 'refused'})`);
+}
+
+/** A retry of a claimed proof waits for the first outcome; the same nonce with any other signature or for another session is a replay. */
+async function answerDuplicate(attempt: Attempt, first: PaymentRow): Promise<Answer> {
+  const { flow, proof, offer, session } = attempt;
+  if (first.session_id !== session.id || first.signature !== proof.signature) return refuseProof(flow, offer, 'nonce_used');
+  const payment = await waitForOutcome(flow.context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS);
+  if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.context.config.explorerTxUrl);
+  if (payment?.status === 'FAILED') return challengeAnswer(facilitatorErrorCode(payment.failure_reason ?? undefined), offer);
+  return inProgressAnswer(offer);
+}
+
+/** The claim was lost: a duplicate of this proof, another payment in progress, or a session that closed or changed. */
+async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { kind: 'claimed' }>): Promise<Answer> {
+  const { flow, offer, session } = attempt;
+  const settled = () => firstSuccessfulPayment(flow.context.db, session.id);
+  switch (claim.kind) {
+    case 'duplicate':
+      return answerDuplicate(attempt, claim.first);
+    case 'session_busy': {
+      const payment = session.order_type === 'TRANSIENT' ? await settled() : undefined;
+      return payment ? paidAnswer(payment, flow.context.config.explorerTxUrl) : inProgressAnswer(offer);
+    }
+    case 'session_closed': {
+      const payment = claim.session?.status === 'SUCCESS' ? await settled() : undefined;
+      if (payment) return paidAnswer(payment, flow.context.config.explorerTxUrl);
+      if (!claim.session || isExpired(claim.session, flow.context.now())) throw new TillError('not_found', { what: `Payment session ${session.id}` });
+      return refuseProof(flow, offer, 'session_changed');
+    }
+  }
+}
+
+/** Settles the claimed payment; only the facilitator's answer moves it on, else the reconciler resolves it from the chain. */
+async function settle(attempt: Attempt, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<Answer> {
+  const { flow, offer } = attempt;
+  const outcome = await settleClaimed(flow.context, flow.services.facilitator, claimed, request);
+  if (outcome.kind === 'settled') {
+    flow.services.metrics.paymentsSettled.inc();
+    return paidAnswer(outcome.payment, flow.context.config.explorerTxUrl);
+  }
+  if (outcome.kind === 'refused') {
+    attempt.request.log.warn({ reason: outcome.reason, paymentId: claimed.id }, 'settlement refused; the reconciler resolves the payment from the chain');
+    return challengeAnswer(facilitatorErrorCode(outcome.reason), offer, { message: `${outcome.message} (${outcome.reason})`, headers: { 'retry-after': RETRY_AFTER_S } });
+  }
+  return inProgressAnswer(offer);
+}

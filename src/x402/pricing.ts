@@ -1,0 +1,54 @@
+import { TillError, invalidField } from '../common/errors.ts';
+import { parseDecimalAmount } from '../money/decimal.ts';
+import { currencyExponent, decimalNumber } from '../money/iso4217.ts';
+import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
+import { challengeAnswer, type Answer } from './answers.ts';
+import { sessionResourceUrl, type Offer } from './challenge.ts';
+import { quoteFor, type Quote, type SessionToQuote } from './quotes.ts';
+import type { PayFlow } from './services.ts';
+
+/** The payout address a session is quoted to; without one nobody can pay it (the merchant's to fix). */
+export function payeeOf(session: SessionToQuote): string {
+  const payTo = session.pay_to ?? session.merchant_wallet_address;
+  if (!payTo) throw new TillError('no_pay_to');
+  return payTo;
+}
+
+/**
+ * The amount asked for: the session's own, or for an editable session the buyer's `?amount=`, at or
+ * above the floor (a 402 asks for it or names the floor). `?amount=` on a fixed session is a 400.
+ */
+export function chosenAmount(session: SessionToQuote, amount: string | undefined): { minor: bigint } | { answer: Answer } {
+  if (session.editable !== 1) {
+    if (amount !== undefined) throw invalidField('amount', 'is only accepted for sessions with an editable amount');
+    return { minor: session.amount_minor };
+  }
+  const floor = { minAmount: session.min_amount_minor === null ? null : decimalNumber(session.min_amount_minor, session.currency), currency: session.currency };
+  if (amount === undefined) return { answer: challengeAnswer('amount_required', undefined, { extra: floor }) };
+  const parsed = parseDecimalAmount(amount, currencyExponent(session.currency) ?? 2);
+  if (!parsed.ok) throw invalidField('amount', parsed.reason);
+  if (session.min_amount_minor !== null && parsed.minor < session.min_amount_minor) return { answer: challengeAnswer('amount_below_minimum', undefined, { extra: floor }) };
+  return { minor: parsed.minor };
+}
+
+/** The stored quote of this amount (reused or new) and the offer the challenge makes from it. */
+export async function quoteOffer(flow: PayFlow, found: { session: SessionToQuote; reusable: Quote | undefined }, amountMinor: bigint, payTo: string, now: number): Promise<{ quote: Quote; offer: Offer }> {
+  const { context, services } = flow;
+  const { session } = found;
+  let quote: Quote;
+  try {
+    quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable, beforeNewQuote: () => services.limitNewQuotes(session.id) });
+  } catch (error) {
+    // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
+    if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new TillError('rate_unavailable', { currency: session.currency });
+    throw error;
+  }
+  const offer: Offer = {
+    resourceUrl: sessionResourceUrl(context.config.baseUrl, session.id),
+    description: `${session.merchant_name}: ${session.concept ?? `payment session ${session.id}`}`,
+    payTo,
+    asset: services.usdcAddress,
+    usdcAmount: quote.usdc_amount,
+  };
+  return { quote, offer };
+}
