@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
-import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import type { Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { checkTerms, parseMoneyField, parseQuotableCurrency } from './terms.ts';
-import { BODY_LIMIT, CreateSessionBody, SessionCreated } from './schemas.ts';
+import { BODY_LIMIT, SESSION_WRITE_REFUSALS, CreateSessionBody, SessionCreated } from './schemas.ts';
 import { insertSession } from './sessions.ts';
 import { payabilityWarnings, sessionCreatedBody } from './views.ts';
 import { checkIdempotencyKey, runIdempotently } from './idempotency.ts';
@@ -21,12 +21,9 @@ const doc: RouteDoc = {
   security: 'apiKey',
   body: CreateSessionBody,
   responses: {
+    ...SESSION_WRITE_REFUSALS,
     201: { description: 'Session created', schema: SessionCreated },
-    400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
-    401: UNAUTHORIZED_RESPONSE,
     409: { description: '`orderId` already used by this merchant, or the Idempotency-Key is in flight', schema: ErrorResponse },
-    413: { description: 'Body over 16 KiB', schema: ErrorResponse },
-    415: { description: 'Content-Type is not application/json', schema: ErrorResponse },
     422: { description: 'Idempotency-Key reused with a different body', schema: ErrorResponse },
     503: { description: 'The currency has no fresh exchange rate right now', schema: ErrorResponse },
   },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 
 /** The zod schemas of the payment-session resource (E1, E2, GET): validation, types and OpenAPI in one. Null means "not given". */
 export const MAX_ORDER_ID = 255;
@@ -65,6 +66,14 @@ export const UpdateSessionBody = z
 
 /** Bodies of E1 and E2 are small; anything larger is refused before it is parsed. */
 export const BODY_LIMIT = 16 * 1024;
+
+/** The refusals E1 and E2 share, for their route docs. */
+export const SESSION_WRITE_REFUSALS = {
+  400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
+  401: UNAUTHORIZED_RESPONSE,
+  413: { description: 'Body over 16 KiB', schema: ErrorResponse },
+  415: { description: 'Content-Type is not application/json', schema: ErrorResponse },
+};
 
 export const SessionParams = z.strictObject({ sessionId: z.string().min(1).max(64) });
 

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { TillError, invalidField } from '../common/errors.ts';
-import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency } from './terms.ts';
-import { BODY_LIMIT, SessionCreated, UpdateSessionBody } from './schemas.ts';
+import { BODY_LIMIT, SESSION_WRITE_REFUSALS, SessionCreated, UpdateSessionBody } from './schemas.ts';
 import { assertChangeable, findMerchantSession, updateSession } from './sessions.ts';
 import { payabilityWarnings, sessionCreatedBody } from './views.ts';
 
@@ -19,13 +19,10 @@ const doc: RouteDoc = {
   security: 'apiKey',
   body: UpdateSessionBody,
   responses: {
+    ...SESSION_WRITE_REFUSALS,
     200: { description: 'Session updated', schema: SessionCreated },
-    400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
-    401: UNAUTHORIZED_RESPONSE,
     404: { description: 'No such session for this merchant', schema: ErrorResponse },
     409: { description: 'TRANSIENT session settled, expired or with a payment in progress; or orderId already used', schema: ErrorResponse },
-    413: { description: 'Body over 16 KiB', schema: ErrorResponse },
-    415: { description: 'Content-Type is not application/json', schema: ErrorResponse },
     503: { description: 'The new currency has no fresh exchange rate right now', schema: ErrorResponse },
   },
 };
