@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { ERROR_CATALOGUE } from '../src/common/errors.ts';
 import { startTestService, type TestService } from './helpers/harness.ts';
 
 // Every route registered, x402 and sandbox ones included; nothing is called, so the URLs lead nowhere.
@@ -58,6 +59,16 @@ describe('the OpenAPI document', () => {
       assert.ok(schemas[target.slice('#/components/schemas/'.length)], `${target} resolves`);
     }
     for (const name of ['NewPaymentSession', 'UpdatePaymentSession', 'PaymentSessionResponse', 'PaymentSessionDetails', 'Error', 'X402Challenge', 'X402Paid', 'OrderReceipt']) assert.ok(schemas[name], name);
+  });
+
+  test('lists every code of the error catalogue, as the enum of Error.error.code and with its status', () => {
+    const codes = Object.keys(ERROR_CATALOGUE);
+    const schemas = (document.components as { schemas: Record<string, { properties: Record<string, { properties: Record<string, { enum?: string[] }> }> }> }).schemas;
+    assert.deepEqual(schemas.Error!.properties.error!.properties.code!.enum, codes);
+    assert.deepEqual(
+      document['x-error-codes'],
+      Object.entries(ERROR_CATALOGUE).map(([code, { status, meaning }]) => ({ code, status, meaning })),
+    );
   });
 
   test('generates a typed client whose E1 call type-checks, and a wrong call does not', async () => {

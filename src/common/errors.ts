@@ -19,7 +19,7 @@ type Field = { field: string };
 
 export const ERROR_CATALOGUE = {
   invalid_field: entry(400, 'A field, parameter or header is missing, malformed or out of bounds; `field` names it', (p: Field & { problem: string }) => `${p.field} ${p.problem}`),
-  unknown_field: entry(400, 'The body has a field this endpoint does not take; `field` names it', (p: Field) => `Unknown field "${p.field}" is not accepted`),
+  unknown_field: entry(400, 'The body or query has a field this endpoint does not take; `field` names it', (p: Field) => `Unknown field "${p.field}" is not accepted`),
   invalid_json: entry(400, 'The body is empty or is not valid JSON', (p: { problem: string }) => `The request body ${p.problem}`),
   invalid_request: entry(400, 'The request is malformed at the HTTP level (e.g. a Content-Length that does not match the body)', (p: { problem: string }) => p.problem),
   unauthorized: entry(401, 'The API key is missing, unknown, revoked or for the other mode', (p: { presented: boolean }) =>
@@ -34,7 +34,7 @@ export const ERROR_CATALOGUE = {
   order_id_in_use: entry(409, 'Another session of this merchant already has this orderId', (p: Field & { orderId: string }) => `orderId "${p.orderId}" is already used by another session of this merchant`),
   idempotency_key_in_use: entry(409, 'A request with this Idempotency-Key is still being processed', () => 'A request with this Idempotency-Key is still being processed; retry shortly'),
   no_webhook_endpoint: entry(409, 'The merchant has no webhook URL set', () => 'No webhook URL is set for this merchant'),
-  body_too_large: entry(413, 'The body is over 1 MiB (64 KiB on the session endpoints)', () => 'The request body is too large'),
+  body_too_large: entry(413, 'The body is over 1 MiB (16 KiB on the session endpoints)', () => 'The request body is too large'),
   unsupported_media_type: entry(415, 'The body is not JSON: Content-Type must be application/json (or a +json type), charset utf-8', (p: { mediaType?: string; charset?: string }) =>
     p.charset !== undefined ? `Content-Type charset must be utf-8, not ${p.charset}` : `Content-Type must be application/json${p.mediaType ? `, not ${p.mediaType}` : ''}`),
   idempotency_key_reused: entry(422, 'This Idempotency-Key was used before with a different body', () => 'This Idempotency-Key was already used with a different request body'),

@@ -2,12 +2,15 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { TillError } from '../common/errors.ts';
-import { errorBody, sendError } from './errors.ts';
+import { sendError } from './errors.ts';
 import { registerJsonParser } from './json.ts';
-import { buildOpenApi } from './openapi.ts';
-import { renderApiReference } from './docs-page.ts';
+import { PAGE_CSP } from './html.ts';
+import { decorateRouteDocs, type RouteRegistrar } from './routes.ts';
 import { registerLanding } from './landing.route.ts';
-import { PAGE_CSP, STYLESHEET, STYLESHEET_PATH } from './html.ts';
+import { registerHealth } from './health.route.ts';
+import { registerMetrics } from './metrics.route.ts';
+import { registerStylesheet } from './stylesheet.route.ts';
+import { registerApiReference } from './api-reference.route.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -27,7 +30,8 @@ function frameworkError(error: FastifyError): TillError | undefined {
   return undefined;
 }
 
-export type RouteRegistrar = (app: FastifyInstance, context: AppContext) => void;
+/** The service's own pages and endpoints, beside the capabilities' routes. */
+const OPERATIONAL_ROUTES: RouteRegistrar[] = [registerLanding, registerHealth, registerMetrics, registerStylesheet, registerApiReference];
 
 export async function buildApp(context: AppContext, registrars: RouteRegistrar[]): Promise<FastifyInstance> {
   const app = Fastify({
@@ -41,6 +45,7 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     return503OnClosing: true,
   });
   registerJsonParser(app);
+  decorateRouteDocs(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -75,34 +80,6 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     sendError(reply, new TillError('not_found', { what: `Route ${request.method} ${request.url.split('?')[0]}` }));
   });
 
-  registerLanding(app, context);
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    try {
-      await context.db.selectFrom('merchants').select('id').limit(1).execute();
-      return { status: 'ready' };
-    } catch {
-      return reply.code(503).send({ status: 'unavailable', ...errorBody(new TillError('database_unreachable')) });
-    }
-  });
-  app.get('/metrics', async (_request, reply) => {
-    reply.type(context.metrics.registry.contentType);
-    return context.metrics.registry.metrics();
-  });
-  app.get(STYLESHEET_PATH, async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(STYLESHEET));
-
-  for (const register of registrars) register(app, context);
-
-  // Built on first use: routes registered in plugins are known only once the app is ready.
-  let documents: { openapi: ReturnType<typeof buildOpenApi>; reference: string } | undefined;
-  const docs = () => {
-    if (!documents) {
-      const openapi = buildOpenApi(context.config.baseUrl);
-      documents = { openapi, reference: renderApiReference(openapi) };
-    }
-    return documents;
-  };
-  app.get('/openapi.json', async () => docs().openapi);
-  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(docs().reference));
+  for (const register of [...OPERATIONAL_ROUTES, ...registrars]) register(app, context);
   return app;
 }

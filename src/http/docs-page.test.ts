@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { renderInlineMarkdown } from './docs-page.ts';
+import { ERROR_CODES } from './errors.ts';
 
 describe('the API reference page', () => {
   test('renders the Markdown of descriptions and nothing else as markup', () => {
@@ -29,6 +30,11 @@ describe('the API reference page', () => {
       assert.match(html, /Send <code>Idempotency-Key<\/code> to make retries safe/);
       assert.doesNotMatch(html, /`/, 'no raw Markdown back-ticks are left');
       assert.doesNotMatch(html, /"\$ref"|"\$defs"/, 'no raw JSON Schema dumps');
+    });
+
+    test('lists every error code with its status', () => {
+      assert.match(html, /<a href="#error-codes">Error codes<\/a>/);
+      for (const { code, status } of ERROR_CODES) assert.match(html, new RegExp(`<tr><td><code>${status}</code></td><td><code>${code}</code></td>`), code);
     });
 
     test('links every named schema to its own section', () => {

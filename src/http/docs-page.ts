@@ -118,11 +118,15 @@ export function renderApiReference(openapi: OpenApiDocument): string {
     .map(([name, schema]) => `<section class="schema" id="schema-${escapeHtml(name)}"><h3><code>${escapeHtml(name)}</code></h3>${schema.description ? `<p>${renderInlineMarkdown(schema.description)}</p>` : ''}${fieldsTable(schema)}</section>`)
     .join('\n');
   const contents = tags.map((tag) => `<li><a href="#tag-${escapeHtml(tag.replace(/\W+/g, '-'))}">${escapeHtml(tag)}</a></li>`).join('');
+  const errorCodes = openapi['x-error-codes']
+    .map(({ code, status, meaning }) => `<tr><td><code>${status}</code></td><td><code>${escapeHtml(code)}</code></td><td>${renderInlineMarkdown(meaning)}</td></tr>`)
+    .join('');
   return page(
     'Till API reference',
     `<header><h1>Till API reference <small>v${escapeHtml(openapi.info.version)}</small></h1>
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1). Base URL: <code>${escapeHtml(openapi.servers[0]?.url ?? '')}</code>. Every error has the shape <code>{"error":{"code","message","field"}}</code>.</p>
-<nav aria-label="Contents"><ul>${contents}<li><a href="#schemas">Schemas</a></li></ul></nav></header>
-<main>${byTag.join('\n')}<h2 id="schemas">Schemas</h2>${schemas}</main>`,
+<nav aria-label="Contents"><ul>${contents}<li><a href="#error-codes">Error codes</a></li><li><a href="#schemas">Schemas</a></li></ul></nav></header>
+<main>${byTag.join('\n')}<h2 id="error-codes">Error codes</h2><table><thead><tr><th>Status</th><th><code>code</code></th><th>When</th></tr></thead><tbody>${errorCodes}</tbody></table>
+<h2 id="schemas">Schemas</h2>${schemas}</main>`,
   );
 }

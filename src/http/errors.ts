@@ -1,10 +1,19 @@
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { TillError } from '../common/errors.ts';
+import { ERROR_CATALOGUE, TillError, type ErrorCode } from '../common/errors.ts';
 
-/** The error body's schema, for the route docs (OpenAPI `Error`). */
+/** Every code of the closed catalogue, in the catalogue's order, with its status and what the docs say of it. */
+export const ERROR_CODES = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).map((code) => ({ code, status: ERROR_CATALOGUE[code].status, meaning: ERROR_CATALOGUE[code].meaning }));
+
+/** The error body's schema, for the route docs (OpenAPI `Error`); `code` is one of the catalogue's. */
 export const ErrorResponse = z
-  .object({ error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }) })
+  .object({
+    error: z.object({
+      code: z.enum(ERROR_CODES.map((entry) => entry.code)).meta({ description: "One of the closed catalogue of codes; each code's status and meaning are listed under `x-error-codes` at the document's root" }),
+      message: z.string(),
+      field: z.string().optional(),
+    }),
+  })
   .meta({ id: 'Error' });
 
 /** The 401 of every route that takes an API key. */

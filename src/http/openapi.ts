@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
-import { documentedRoutes } from './routes.ts';
+import { ERROR_CODES } from './errors.ts';
+import type { RouteDoc } from './routes.ts';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -38,11 +39,11 @@ function retarget(value: unknown): unknown {
   );
 }
 
-/** OpenAPI 3.1, generated from the same zod schemas that validate requests. */
-export function buildOpenApi(baseUrl: string) {
+/** OpenAPI 3.1 of these routes, generated from the same zod schemas that validate requests. */
+export function buildOpenApi(baseUrl: string, routes: readonly RouteDoc[]) {
   const components = new Components();
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of documentedRoutes()) {
+  for (const route of routes) {
     const parameters = [
       ...Object.entries(route.params?.shape ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema: components.add(schema as z.ZodType, 'input') })),
       ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({ name, in: 'query', required: !(schema as z.ZodType).safeParse(undefined).success, schema: components.add(schema as z.ZodType, 'input') })),
@@ -69,6 +70,8 @@ export function buildOpenApi(baseUrl: string) {
     servers: [{ url: baseUrl }],
     components: { schemas: components.schemas, securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-SC-ApiKey' } } },
     paths,
+    /** The closed catalogue of `error.code` values, each with its one HTTP status. */
+    'x-error-codes': ERROR_CODES,
   };
 }
 

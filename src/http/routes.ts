@@ -17,12 +17,20 @@ export type RouteDoc = {
   responses: Record<number, { description: string; schema?: z.ZodType }>;
 };
 
-export type RouteModule = {
-  doc: RouteDoc;
-  register(app: FastifyInstance, context: AppContext): void;
-};
+/** Registers a group of routes on an app; buildApp calls one per capability. */
+export type RouteRegistrar = (app: FastifyInstance, context: AppContext) => void;
 
-const documented: RouteDoc[] = [];
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The docs of the routes added with addRoute to this app (and its plugins), for its own /openapi.json. */
+    readonly routeDocs: RouteDoc[];
+  }
+}
+
+/** Gives a new app its own, empty list of route docs; plugins registered on it share the list. */
+export function decorateRouteDocs(app: FastifyInstance): void {
+  app.decorate('routeDocs', []);
+}
 
 /** A route that takes a body refuses a non-JSON one before anything else runs, even an empty one. */
 async function requireJsonBody(request: FastifyRequest): Promise<void> {
@@ -30,14 +38,13 @@ async function requireJsonBody(request: FastifyRequest): Promise<void> {
   if (problem) throw problem;
 }
 
-/** Registers a route's handler and remembers its doc for /openapi.json. */
+/** Registers a route's handler and remembers its doc for the app's /openapi.json. */
 export function addRoute(
   app: FastifyInstance,
   doc: RouteDoc,
   options: { bodyLimit?: number; preHandler?: (request: FastifyRequest, reply: FastifyReply) => Promise<void> },
   handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
 ): void {
-  if (!documented.some((d) => d.method === doc.method && d.url === doc.url)) documented.push(doc);
   app.route({
     ...(doc.body ? { onRequest: requireJsonBody } : {}),
     method: doc.method,
@@ -46,8 +53,5 @@ export function addRoute(
     ...(options.preHandler ? { preHandler: options.preHandler } : {}),
     handler,
   });
-}
-
-export function documentedRoutes(): readonly RouteDoc[] {
-  return documented;
+  app.routeDocs.push(doc);
 }

@@ -9,10 +9,6 @@ import { createSandboxFacilitator } from "./facilitator.ts";
 import { createFaultState, type SandboxFacilitatorStats, type SandboxFaults, type SandboxFaultsUpdate } from "./faults.ts";
 import { createSandboxRequestHandler, fundFromFaucet, type FaucetResult } from "./server.ts";
 
-export * from "./constants.ts";
-export type { SandboxFaults, SandboxFaultsUpdate, SandboxFacilitatorStats, FaucetResult };
-export { sandboxUsdcAbi } from "./contracts/artifacts.ts";
-
 export type SandboxOptions = {
   /** 0 (the default) picks a free port. */
   port?: number;

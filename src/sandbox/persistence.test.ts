@@ -10,7 +10,9 @@ import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { createPublicClient, http, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { authorization, exactPayload, signAuthorization } from '../../test/helpers/x402-payer.ts';
-import { fundViaHttp, SANDBOX_JOURNAL_FILE, SANDBOX_USDC_ADDRESS, sandboxUsdcAbi, startSandbox, type Sandbox } from './index.ts';
+import { SANDBOX_USDC_ADDRESS } from './constants.ts';
+import { sandboxUsdcAbi } from './contracts/artifacts.ts';
+import { fundViaHttp, SANDBOX_JOURNAL_FILE, startSandbox, type Sandbox } from './index.ts';
 import { spawnSandbox } from './spawn.ts';
 
 const dirs: string[] = [];

@@ -17,16 +17,9 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "viem/accounts";
 import { startSandboxChain } from "./chain.ts";
-import {
-  fundViaHttp,
-  SANDBOX_CHAIN_ID,
-  SANDBOX_MINTER_PRIVATE_KEY,
-  SANDBOX_USDC_ADDRESS,
-  sandboxControlsViaHttp,
-  sandboxUsdcAbi,
-  startSandbox,
-  type Sandbox,
-} from "./index.ts";
+import { SANDBOX_CHAIN_ID, SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_USDC_ADDRESS } from "./constants.ts";
+import { sandboxUsdcAbi } from "./contracts/artifacts.ts";
+import { fundViaHttp, sandboxControlsViaHttp, startSandbox, type Sandbox } from "./index.ts";
 import { escapeHtml } from "./explorer.ts";
 import { spawnSandbox } from "./spawn.ts";
 import { TRANSFER_WITH_AUTHORIZATION } from "../../test/helpers/x402-payer.ts";

@@ -1,0 +1,17 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.ts';
+import { TillError } from '../common/errors.ts';
+import { errorBody } from './errors.ts';
+
+/** `GET /healthz`: the process answers. `GET /readyz`: and so does the database. */
+export function registerHealth(app: FastifyInstance, context: AppContext): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    try {
+      await context.db.selectFrom('merchants').select('id').limit(1).execute();
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable', ...errorBody(new TillError('database_unreachable')) });
+    }
+  });
+}
