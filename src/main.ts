@@ -17,7 +17,8 @@ import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
 import { purgeOldQuotes } from './x402/quotes.ts';
-import { registerWebhookRoutes, startWebhookWorker } from './webhooks/index.ts';
+import { registerWebhookRoutes } from './webhooks/routes.ts';
+import { startWebhookWorker } from './webhooks/worker.ts';
 
 export type Service = {
   app: FastifyInstance;

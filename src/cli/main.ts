@@ -3,7 +3,7 @@ import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
 import { UsageError } from './output.ts';
 import { sandboxCommand } from './sandbox.ts';
 import { serveCommand } from './serve.ts';
-import { webhooksCommand } from '../webhooks/cli.ts';
+import { webhooksCommand } from './webhooks.ts';
 
 const USAGE = `till — self-hostable payment sessions
 

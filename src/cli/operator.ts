@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import { setWebhookCommand } from '../webhooks/cli.ts';
+import { setWebhookCommand } from './webhooks.ts';
 import { withDatabase } from './with-database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';

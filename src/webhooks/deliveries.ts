@@ -1,6 +1,10 @@
 import type { Db } from '../db/index.ts';
+import { TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
-import { CHAIN, TEST_EVENT_TYPE, TOKEN, insertDelivery, writeEvent, type WebhookBody } from './events.ts';
+import { subscribedEvents } from './endpoints.ts';
+import { TEST_EVENT_TYPE } from './event-types.ts';
+import { buildTestBody } from './events.ts';
+import { queueDelivery, writeEvent } from './outbox.ts';
 
 export type DeliveryView = {
   deliveryId: string;
@@ -51,41 +55,25 @@ export async function listDeliveries(db: Db, filter: { merchantId?: string; even
   }));
 }
 
-export type RedeliveryRefusal = 'unknown_event' | 'no_endpoint';
-
-/** Sends an event again, with the same id and frozen body, as a new delivery. */
-export async function redeliverEvent(db: Db, eventId: string, merchantId?: string): Promise<{ deliveryId: string } | { refused: RedeliveryRefusal }> {
+/** Sends an event again, with the same id and frozen body, as a new delivery; `merchantId` scopes the lookup. */
+export async function redeliverEvent(db: Db, eventId: string, merchantId?: string): Promise<{ deliveryId: string }> {
   let query = db.selectFrom('webhook_events').select(['id', 'merchant_id']).where('id', '=', eventId);
   if (merchantId) query = query.where('merchant_id', '=', merchantId);
   const event = await query.executeTakeFirst();
-  if (!event) return { refused: 'unknown_event' };
-  const endpoint = await db.selectFrom('webhook_endpoints').select('merchant_id').where('merchant_id', '=', event.merchant_id).executeTakeFirst();
-  if (!endpoint) return { refused: 'no_endpoint' };
-  return { deliveryId: await insertDelivery(db, event.id, event.merchant_id, Date.now()) };
+  if (!event) throw new TillError('not_found', { what: `Webhook event ${eventId}` });
+  await requireEndpoint(db, event.merchant_id);
+  return { deliveryId: await queueDelivery(db, event.id, event.merchant_id, Date.now()) };
 }
 
 /** A `webhook.test` event with sample values in the shape of every other event, delivered whatever the subscription. */
-export async function sendTestEvent(db: Db, merchantId: string, now = Date.now()): Promise<{ eventId: string; deliveryId: string } | { refused: 'no_endpoint' }> {
-  const endpoint = await db.selectFrom('webhook_endpoints').select('merchant_id').where('merchant_id', '=', merchantId).executeTakeFirst();
-  if (!endpoint) return { refused: 'no_endpoint' };
+export async function sendTestEvent(db: Db, merchantId: string, now = Date.now()): Promise<{ eventId: string; deliveryId: string }> {
+  await requireEndpoint(db, merchantId);
   const eventId = newId('evt_');
-  const body: WebhookBody = {
-    id: eventId,
-    event: TEST_EVENT_TYPE,
-    timestamp: now,
-    orderId: 'test-order',
-    amount: 1,
-    currency: 'USD',
-    token: TOKEN,
-    successUrl: null,
-    failUrl: null,
-    cancelUrl: null,
-    paymentSessionId: 'ps_test',
-    paymentId: null,
-    status: 'SUCCESS',
-    chain: CHAIN,
-    receipts: [],
-  };
-  const written = await db.transaction().execute((trx) => writeEvent(trx, { eventId, merchantId, type: TEST_EVENT_TYPE, sessionId: null, paymentId: null, body, occurredAt: now }, true));
+  const event = { eventId, merchantId, type: TEST_EVENT_TYPE, sessionId: null, paymentId: null, body: buildTestBody(eventId, now), occurredAt: now };
+  const written = await db.transaction().execute((trx) => writeEvent(trx, event, true));
   return { eventId, deliveryId: written.deliveryId! };
+}
+
+async function requireEndpoint(db: Db, merchantId: string): Promise<void> {
+  if (!(await subscribedEvents(db, merchantId))) throw new TillError('no_webhook_endpoint');
 }

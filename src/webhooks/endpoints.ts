@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/index.ts';
 import type { Config } from '../config.ts';
+import { TillError } from '../common/errors.ts';
 import { openSecret, sealSecret } from '../common/secrets.ts';
-import { DEFAULT_EVENTS, EVENT_TYPES, type WebhookEventType } from './events.ts';
+import { DEFAULT_EVENTS, EVENT_TYPES, type WebhookEventType } from './event-types.ts';
 
-export class WebhookSettingsError extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(message);
-    this.field = field;
+/** A refused webhook setting (URL or event list): an `invalid_field` naming the field. */
+export class WebhookSettingsError extends TillError<'invalid_field'> {
+  constructor(field: 'url' | 'events', problem: string) {
+    super('invalid_field', { field, problem });
   }
 }
 
@@ -27,21 +27,23 @@ export function checkWebhookUrl(url: string, mode: Config['mode']): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new WebhookSettingsError('url', `url ${JSON.stringify(url)} is not an absolute URL`);
+    throw new WebhookSettingsError('url', `${JSON.stringify(url)} is not an absolute URL`);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new WebhookSettingsError('url', 'url must be http or https');
-  if (mode === 'live' && parsed.protocol !== 'https:') throw new WebhookSettingsError('url', 'url must be https outside the sandbox');
-  if (parsed.username || parsed.password) throw new WebhookSettingsError('url', 'url must not carry credentials; the receiver checks X-Webhook-Api-Key and the signature instead');
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new WebhookSettingsError('url', 'must be http or https');
+  if (mode === 'live' && parsed.protocol !== 'https:') throw new WebhookSettingsError('url', 'must be https outside the sandbox');
+  if (parsed.username || parsed.password) throw new WebhookSettingsError('url', 'must not carry credentials; the receiver checks X-Webhook-Api-Key and the signature instead');
   return parsed.toString();
 }
 
 export function checkEvents(events: readonly string[] | undefined): WebhookEventType[] {
   if (events === undefined) return [...DEFAULT_EVENTS];
   const unknown = events.find((e) => !(EVENT_TYPES as readonly string[]).includes(e));
-  if (unknown !== undefined) throw new WebhookSettingsError('events', `unknown event type ${JSON.stringify(unknown)}; known: ${EVENT_TYPES.join(', ')}`);
-  if (events.length === 0) throw new WebhookSettingsError('events', 'events must name at least one event type');
+  if (unknown !== undefined) throw new WebhookSettingsError('events', `names an unknown event type ${JSON.stringify(unknown)}; known: ${EVENT_TYPES.join(', ')}`);
+  if (events.length === 0) throw new WebhookSettingsError('events', 'must name at least one event type');
   return [...new Set(events)] as WebhookEventType[];
 }
+
+const parseEvents = (column: string) => JSON.parse(column) as WebhookEventType[];
 
 const newWebhookKey = () => `whk_${randomBytes(24).toString('base64url')}`;
 const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
@@ -60,7 +62,7 @@ export async function setWebhook(
 ): Promise<{ webhookKey: string; signingSecret: string }> {
   const url = checkWebhookUrl(input.url, mode);
   const existing = await db.selectFrom('webhook_endpoints').select(['events', 'webhook_key_sealed', 'signing_secret_sealed']).where('merchant_id', '=', merchantId).executeTakeFirst();
-  const events = input.events === undefined && existing ? (JSON.parse(existing.events) as WebhookEventType[]) : checkEvents(input.events);
+  const events = input.events === undefined && existing ? parseEvents(existing.events) : checkEvents(input.events);
   const keep = existing && !input.rotate;
   const webhookKey = keep ? openSecret(existing.webhook_key_sealed, secretKey) : newWebhookKey();
   const signingSecret = keep ? openSecret(existing.signing_secret_sealed, secretKey) : newSigningSecret();
@@ -87,7 +89,7 @@ export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string):
   return {
     merchantId,
     url: row.url,
-    events: JSON.parse(row.events) as WebhookEventType[],
+    events: parseEvents(row.events),
     webhookKey: openSecret(row.webhook_key_sealed, secretKey),
     signingSecret: openSecret(row.signing_secret_sealed, secretKey),
     disabledAt: row.disabled_at,
@@ -97,4 +99,10 @@ export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string):
 
 export async function disableWebhook(db: Db, merchantId: string, reason: string, now: number): Promise<void> {
   await db.updateTable('webhook_endpoints').set({ disabled_at: now, disabled_reason: reason, updated_at: now }).where('merchant_id', '=', merchantId).where('disabled_at', 'is', null).execute();
+}
+
+/** The event types the merchant's endpoint is subscribed to, disabled or not; undefined without an endpoint. */
+export async function subscribedEvents(db: Db, merchantId: string): Promise<WebhookEventType[] | undefined> {
+  const row = await db.selectFrom('webhook_endpoints').select('events').where('merchant_id', '=', merchantId).executeTakeFirst();
+  return row && parseEvents(row.events);
 }

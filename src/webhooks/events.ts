@@ -3,18 +3,8 @@ import type { Db } from '../db/index.ts';
 import type { PaymentSessionsTable, PaymentsTable } from '../db/schema.ts';
 import { newId } from '../common/ids.ts';
 import { decimalNumber } from '../money/iso4217.ts';
-
-export const EVENT_TYPES = ['payment.succeeded', 'session.expired', 'payment.pending', 'payment.failed', 'payment.reversed'] as const;
-export type WebhookEventType = (typeof EVENT_TYPES)[number];
-
-/**
- * Receivers are told to deduplicate by paymentSessionId or orderId, so by default an endpoint gets
- * only the events that end a session's story; the intermediate ones are opt-in.
- */
-export const DEFAULT_EVENTS: readonly WebhookEventType[] = ['payment.succeeded', 'session.expired'];
-
-/** Sent only on request (CLI, API); never subscribed to. */
-export const TEST_EVENT_TYPE = 'webhook.test';
+import { TEST_EVENT_TYPE, type WebhookEventType } from './event-types.ts';
+import { writeEvent } from './outbox.ts';
 
 const STATUS_OF: Record<WebhookEventType, 'PENDING' | 'SUCCESS' | 'FAILED' | 'EXPIRED'> = {
   'payment.pending': 'PENDING',
@@ -25,8 +15,8 @@ const STATUS_OF: Record<WebhookEventType, 'PENDING' | 'SUCCESS' | 'FAILED' | 'EX
   'session.expired': 'EXPIRED',
 };
 
-export const TOKEN = 'USDC';
-export const CHAIN = 'base';
+const TOKEN = 'USDC';
+const CHAIN = 'base';
 
 export type WebhookSession = Pick<Selectable<PaymentSessionsTable>, 'id' | 'merchant_id' | 'order_id' | 'amount_minor' | 'currency' | 'success_url' | 'fail_url' | 'cancel_url'>;
 export type WebhookPayment = Pick<Selectable<PaymentsTable>, 'id' | 'amount_minor' | 'currency' | 'public_order_id' | 'tx_hash'>;
@@ -84,8 +74,25 @@ export function buildWebhookBody(id: string, input: WebhookEventInput): WebhookB
   };
 }
 
-export function subscribes(events: readonly string[], type: string): boolean {
-  return events.includes(type);
+/** A `webhook.test` body: sample values in the shape of every other event. */
+export function buildTestBody(id: string, now: number): WebhookBody {
+  return {
+    id,
+    event: TEST_EVENT_TYPE,
+    timestamp: now,
+    orderId: 'test-order',
+    amount: 1,
+    currency: 'USD',
+    token: TOKEN,
+    successUrl: null,
+    failUrl: null,
+    cancelUrl: null,
+    paymentSessionId: 'ps_test',
+    paymentId: null,
+    status: 'SUCCESS',
+    chain: CHAIN,
+    receipts: [],
+  };
 }
 
 /**
@@ -96,26 +103,4 @@ export async function enqueueWebhookEvent(trx: Db, input: WebhookEventInput): Pr
   const eventId = newId('evt_');
   const body = buildWebhookBody(eventId, input);
   return writeEvent(trx, { eventId, merchantId: input.session.merchant_id, type: input.type, sessionId: input.session.id, paymentId: input.payment?.id ?? null, body, occurredAt: input.occurredAt }, false);
-}
-
-export async function writeEvent(
-  trx: Db,
-  event: { eventId: string; merchantId: string; type: string; sessionId: string | null; paymentId: string | null; body: WebhookBody; occurredAt: number },
-  deliverAlways: boolean,
-): Promise<{ eventId: string; deliveryId: string | null }> {
-  const now = Date.now();
-  await trx
-    .insertInto('webhook_events')
-    .values({ id: event.eventId, merchant_id: event.merchantId, type: event.type, session_id: event.sessionId, payment_id: event.paymentId, body: JSON.stringify(event.body), occurred_at: event.occurredAt, created_at: now })
-    .execute();
-  const endpoint = await trx.selectFrom('webhook_endpoints').select('events').where('merchant_id', '=', event.merchantId).executeTakeFirst();
-  if (!endpoint || !(deliverAlways || subscribes(JSON.parse(endpoint.events) as string[], event.type))) return { eventId: event.eventId, deliveryId: null };
-  const deliveryId = await insertDelivery(trx, event.eventId, event.merchantId, now);
-  return { eventId: event.eventId, deliveryId };
-}
-
-export async function insertDelivery(db: Db, eventId: string, merchantId: string, now: number): Promise<string> {
-  const id = newId('whd_');
-  await db.insertInto('webhook_deliveries').values({ id, event_id: eventId, merchant_id: merchantId, status: 'PENDING', next_attempt_at: now, lease_until: null, last_status_code: null, last_error: null, created_at: now, updated_at: now, delivered_at: null }).execute();
-  return id;
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
-import { TillError } from '../common/errors.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
@@ -11,8 +10,6 @@ import { redeliverEvent } from './deliveries.ts';
 const Params = z.strictObject({ eventId: z.string().min(1).max(64) });
 
 export const DeliveryQueued = z.object({ eventId: z.string(), deliveryId: z.string() }).meta({ id: 'WebhookDeliveryQueued' });
-
-export const noEndpoint = () => new TillError('no_webhook_endpoint');
 
 const doc: RouteDoc = {
   method: 'POST',
@@ -34,9 +31,8 @@ export function registerRedeliver(app: FastifyInstance, context: AppContext): vo
   addRoute(app, doc, {}, async (request, reply) => {
     const { merchantId } = await requireMerchant(context, request);
     const { eventId } = validate(Params, request.params);
-    const result = await redeliverEvent(context.db, eventId, merchantId);
-    if ('refused' in result) throw result.refused === 'unknown_event' ? new TillError('not_found', { what: `Webhook event ${eventId}` }) : noEndpoint();
+    const { deliveryId } = await redeliverEvent(context.db, eventId, merchantId);
     context.webhookWake.notify();
-    return reply.code(202).send({ eventId, deliveryId: result.deliveryId });
+    return reply.code(202).send({ eventId, deliveryId });
   });
 }

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError } from '../config.ts';
+import { ConfigError, DEFAULT_RETRY_SCHEDULE, loadWebhookSettings, parseRetrySchedule } from '../config.ts';
 import { parseRetryAfter, type AttemptOutcome } from './deliver.ts';
 import { decideAfterAttempt } from './retry.ts';
-import { DEFAULT_RETRY_SCHEDULE, loadWebhookSettings, parseRetrySchedule } from './settings.ts';
 
 const outcome = (statusCode: number | null, retryAfterMs: number | null = null): AttemptOutcome => ({ startedAt: 0, latencyMs: 1, statusCode, error: statusCode === 200 ? null : 'x', responseExcerpt: '', retryAfterMs, refused: false });
 const schedule = [1000, 2000, 5000];

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { sendTestEvent } from './deliveries.ts';
-import { DeliveryQueued, noEndpoint } from './redeliver.route.ts';
+import { DeliveryQueued } from './redeliver.route.ts';
 
 const doc: RouteDoc = {
   method: 'POST',
@@ -23,9 +23,8 @@ const doc: RouteDoc = {
 export function registerSendTestEvent(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request, reply) => {
     const { merchantId } = await requireMerchant(context, request);
-    const result = await sendTestEvent(context.db, merchantId, context.now());
-    if ('refused' in result) throw noEndpoint();
+    const queued = await sendTestEvent(context.db, merchantId, context.now());
     context.webhookWake.notify();
-    return reply.code(202).send(result);
+    return reply.code(202).send(queued);
   });
 }

@@ -4,10 +4,10 @@ import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { openDatabase } from '../db/index.ts';
-import { findSession } from '../sessions/sessions.ts';
 import { webhookHeaders } from './deliver.ts';
 import { checkWebhookUrl, getWebhook, setWebhook, WebhookSettingsError } from './endpoints.ts';
-import { enqueueWebhookEvent, type WebhookEventType } from './events.ts';
+import type { WebhookEventType } from './event-types.ts';
+import { enqueueWebhookEvent } from './events.ts';
 import { startWebhookWorker, type WebhookWorker } from './worker.ts';
 import { startReceiver, type Reply } from './fixtures/receiver.ts';
 import { waitFor } from './fixtures/wait.ts';
@@ -46,7 +46,7 @@ for (const { engine, skip } of engines) {
       const { merchantId, apiKey } = await service.merchant();
       const secrets = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url, ...(events ? { events } : {}) }, 'sandbox');
       const created = await service.app.inject({ method: 'POST', url: '/api/checkout/v2/payment_session', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, payload: { amount: 19.99, currency: 'EUR', orderId: `o-${Math.random()}`, successUrl: 'https://shop.example/ok' } });
-      const session = (await findSession(service.context.db, created.json().sessionId))!;
+      const session = await service.context.db.selectFrom('payment_sessions').selectAll().where('id', '=', created.json().sessionId).executeTakeFirstOrThrow();
       return { merchantId, apiKey, session, ...secrets };
     };
     const enqueue = (session: Awaited<ReturnType<typeof merchantWithSession>>['session'], type: WebhookEventType = 'payment.succeeded') =>

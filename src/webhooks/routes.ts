@@ -9,8 +9,3 @@ export function registerWebhookRoutes(app: FastifyInstance, context: AppContext)
   registerRedeliver(app, context);
   registerSendTestEvent(app, context);
 }
-
-export { startWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from './worker.ts';
-export { enqueueWebhookEvent, buildWebhookBody, EVENT_TYPES, DEFAULT_EVENTS, type WebhookEventType, type WebhookBody } from './events.ts';
-export { setWebhook, getWebhook } from './endpoints.ts';
-export { loadWebhookSettings } from './settings.ts';

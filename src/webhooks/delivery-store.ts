@@ -1,0 +1,116 @@
+import { sql } from 'kysely';
+import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
+import { newId } from '../common/ids.ts';
+import { openSecret } from '../common/secrets.ts';
+import type { AttemptOutcome, WebhookMessage } from './deliver.ts';
+import { disableWebhook } from './endpoints.ts';
+import type { AttemptDecision } from './retry.ts';
+
+/** A delivery leased to one worker; its attempt number is the fencing token its result is recorded under. */
+export type ClaimedDelivery = { id: string; attempt: number; merchantId: string; message: WebhookMessage };
+export type FinishedAttempt = { claimed: ClaimedDelivery; outcome: AttemptOutcome; decision: AttemptDecision };
+
+export type DeliveryStore = {
+  /** Leases up to `limit` due deliveries of enabled endpoints, each under its next attempt number. */
+  claimDue(limit: number): Promise<ClaimedDelivery[]>;
+  /** Records finished attempts in one transaction; returns those whose lease still held. */
+  record(finished: FinishedAttempt[]): Promise<FinishedAttempt[]>;
+};
+
+/** The lease, attempt and retry state of `webhook_deliveries`, and every write of `webhook_attempts`. */
+export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 'config'>, leaseMs: number): DeliveryStore {
+  const { db, dbKind } = context;
+  const { secretKey } = context.config;
+  return {
+    async claimDue(limit) {
+      const leased = await leaseDue(db, dbKind === 'postgres', limit, leaseMs, Date.now());
+      return leased.size === 0 ? [] : loadMessages(db, secretKey, leased);
+    },
+    async record(finished) {
+      const now = Date.now();
+      return db.transaction().execute(async (trx) => {
+        const recorded: FinishedAttempt[] = [];
+        for (const attempt of finished) if (await recordAttempt(trx, attempt, now)) recorded.push(attempt);
+        return recorded;
+      });
+    },
+  };
+}
+
+/**
+ * One short statement that takes the next attempt number and a lease, so the POST happens after it
+ * has committed. The outer conditions repeat the inner ones: on SQLite they make the update a
+ * compare-and-set, on PostgreSQL SKIP LOCKED keeps concurrent workers off the same rows.
+ */
+async function leaseDue(db: Db, skipLocked: boolean, limit: number, leaseMs: number, now: number): Promise<Map<string, number>> {
+  const lock = skipLocked ? sql`FOR UPDATE OF d SKIP LOCKED` : sql``;
+  const leased = await sql<{ id: string; attempts: number }>`
+    UPDATE webhook_deliveries SET attempts = attempts + 1, lease_until = ${now + leaseMs}, updated_at = ${now}
+    WHERE id IN (
+      SELECT d.id FROM webhook_deliveries d
+      WHERE d.status = 'PENDING' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
+        AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.merchant_id = d.merchant_id AND e.disabled_at IS NULL)
+      ORDER BY d.next_attempt_at LIMIT ${limit} ${lock})
+    AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < ${now})
+    RETURNING id, attempts`.execute(db);
+  return new Map(leased.rows.map((row) => [row.id, Number(row.attempts)]));
+}
+
+/** The frozen body and the endpoint's current URL and secrets of each leased delivery. */
+async function loadMessages(db: Db, secretKey: Buffer, attemptOf: Map<string, number>): Promise<ClaimedDelivery[]> {
+  const rows = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
+    .innerJoin('webhook_endpoints as e', 'e.merchant_id', 'd.merchant_id')
+    .select(['d.id', 'd.merchant_id', 'ev.id as event_id', 'ev.body', 'e.url', 'e.webhook_key_sealed', 'e.signing_secret_sealed'])
+    .where('d.id', 'in', [...attemptOf.keys()])
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    attempt: attemptOf.get(row.id)!,
+    merchantId: row.merchant_id,
+    message: {
+      url: row.url,
+      eventId: row.event_id,
+      body: row.body,
+      webhookKey: openSecret(row.webhook_key_sealed, secretKey),
+      signingSecret: openSecret(row.signing_secret_sealed, secretKey),
+    },
+  }));
+}
+
+async function recordAttempt(trx: Db, finished: FinishedAttempt, now: number): Promise<boolean> {
+  if (!(await settleIfStillLeased(trx, finished, now))) return false;
+  const { claimed, outcome, decision } = finished;
+  await trx
+    .insertInto('webhook_attempts')
+    .values({ id: newId('wha_'), delivery_id: claimed.id, attempt: claimed.attempt, started_at: outcome.startedAt, status_code: outcome.statusCode, error: outcome.error, latency_ms: outcome.latencyMs, response_excerpt: outcome.responseExcerpt })
+    .execute();
+  if (decision.status === 'FAILED' && decision.disableEndpoint) await disableWebhook(trx, claimed.merchantId, `${claimed.message.url} answered 410 Gone`, now);
+  return true;
+}
+
+/**
+ * Ends the lease with the decision (delivered, due again later, or failed), but only while the
+ * delivery is still PENDING under this attempt number: a worker whose lease ran out and was claimed
+ * again by another changes nothing.
+ */
+async function settleIfStillLeased(trx: Db, { claimed, outcome, decision }: FinishedAttempt, now: number): Promise<boolean> {
+  const settled = await trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status: decision.status,
+      lease_until: null,
+      next_attempt_at: decision.status === 'PENDING' ? now + decision.retryInMs : now,
+      last_status_code: outcome.statusCode,
+      last_error: decision.status === 'FAILED' ? `${outcome.error}; ${decision.reason}` : outcome.error,
+      updated_at: now,
+      delivered_at: decision.status === 'SUCCEEDED' ? now : null,
+    })
+    .where('id', '=', claimed.id)
+    .where('attempts', '=', claimed.attempt)
+    .where('status', '=', 'PENDING')
+    .executeTakeFirst();
+  return settled.numUpdatedRows > 0n;
+}

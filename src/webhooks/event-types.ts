@@ -1,0 +1,11 @@
+export const EVENT_TYPES = ['payment.succeeded', 'session.expired', 'payment.pending', 'payment.failed', 'payment.reversed'] as const;
+export type WebhookEventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * Receivers are told to deduplicate by paymentSessionId or orderId, so by default an endpoint gets
+ * only the events that end a session's story; the intermediate ones are opt-in.
+ */
+export const DEFAULT_EVENTS: readonly WebhookEventType[] = ['payment.succeeded', 'session.expired'];
+
+/** Sent only on request (CLI, API); never subscribed to. */
+export const TEST_EVENT_TYPE = 'webhook.test';
