@@ -1,3 +1,4 @@
+import { NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import type { Selectable } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { PaymentSessionsTable, PaymentsTable } from '../db/schema.ts';
@@ -15,8 +16,6 @@ const STATUS_OF: Record<WebhookEventType, 'PENDING' | 'SUCCESS' | 'FAILED' | 'EX
   'session.expired': 'EXPIRED',
 };
 
-const TOKEN = 'USDC';
-const CHAIN = 'base';
 
 export type WebhookSession = Pick<Selectable<PaymentSessionsTable>, 'id' | 'merchant_id' | 'order_id' | 'amount_minor' | 'currency' | 'success_url' | 'fail_url' | 'cancel_url'>;
 export type WebhookPayment = Pick<Selectable<PaymentsTable>, 'id' | 'amount_minor' | 'currency' | 'public_order_id' | 'tx_hash'>;
@@ -62,14 +61,14 @@ export function buildWebhookBody(id: string, input: WebhookEventInput): WebhookB
     orderId: session.order_id,
     amount: decimalNumber(amountMinor, currency),
     currency,
-    token: TOKEN,
+    token: TOKEN_SYMBOL,
     successUrl: session.success_url,
     failUrl: session.fail_url,
     cancelUrl: session.cancel_url,
     paymentSessionId: session.id,
     paymentId: payment?.public_order_id ?? null,
     status: STATUS_OF[input.type],
-    chain: CHAIN,
+    chain: NETWORK_V1,
     receipts: payment?.tx_hash ? [input.explorerTxUrl.replace('{hash}', payment.tx_hash)] : [],
   };
 }
@@ -83,14 +82,14 @@ export function buildTestBody(id: string, now: number): WebhookBody {
     orderId: 'test-order',
     amount: 1,
     currency: 'USD',
-    token: TOKEN,
+    token: TOKEN_SYMBOL,
     successUrl: null,
     failUrl: null,
     cancelUrl: null,
     paymentSessionId: 'ps_test',
     paymentId: null,
     status: 'SUCCESS',
-    chain: CHAIN,
+    chain: NETWORK_V1,
     receipts: [],
   };
 }
