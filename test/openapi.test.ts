@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { startTestService, type TestService } from './helpers/harness.ts';
+import { startTestService, type TestService } from '../src/testing/harness.ts';
 
 // Every route registered, x402 and sandbox ones included; nothing is called, so the URLs lead nowhere.
 const EVERY_ROUTE = {
