@@ -1,17 +1,14 @@
 // POST /api/checkout/v2/payment_session under load, on SQLite and PostgreSQL, each beside its
 // ceiling: a bare node:http server doing the same INSERT through the same driver.
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { childEnv, createBenchDatabase, freePort, runLoad, runNode, startServer, type BenchOptions, type BenchReport, type Engine, type LoadResult } from './support.ts';
+import { freePort } from '../src/testing/environment.ts';
+import { apiHeaders, sessionRequest, SESSIONS_PATH } from '../src/testing/shop.ts';
+import { childEnv, createBenchDatabase, createBenchStorage, createMerchantWithCli, fmt, mean, runLoad, startServer, type BenchOptions, type BenchReport, type Engine, type LoadResult } from './support.ts';
 
 type Target = 'ceiling' | 'till';
 
 const ROUNDS = 2;
 const WARMUP_SECONDS = 2;
 const TARGET_RATIO = 0.6;
-const PATH = '/api/checkout/v2/payment_session';
 const BODY = JSON.stringify({
   amount: 12.5,
   currency: 'EUR',
@@ -27,24 +24,21 @@ const SERVERS: Record<Target, { args: string[]; readyPath: string }> = {
 
 /** One measured run: a fresh database, a merchant, the server in a child process, a warm-up, then the load. */
 async function measure(engine: Engine, target: Target, options: BenchOptions, log: (line: string) => void): Promise<LoadResult> {
-  const database = await createBenchDatabase(engine);
-  const dataDir = mkdtempSync(join(tmpdir(), 'till-bench-'));
+  const storage = await createBenchStorage(engine, 'till-bench-');
   const port = await freePort();
   const env = childEnv({
-    TILL_DATABASE_URL: database.url,
-    TILL_DATA_DIR: dataDir,
-    TILL_SECRET_KEY: randomBytes(32).toString('hex'),
+    ...storage.settings,
     PORT: String(port),
     TILL_LOG_LEVEL: 'warn',
     TILL_NO_SANDBOX: 'true',
   });
   try {
-    const { merchantId, apiKey } = JSON.parse(await runNode(['src/cli/main.ts', 'merchant', 'create', '--name', 'Bench', '--json'], env)) as { merchantId: string; apiKey: string };
+    const { merchantId, apiKey } = await createMerchantWithCli(env);
     const base = `http://127.0.0.1:${port}`;
     const server = await startServer(SERVERS[target].args, { ...env, BENCH_MERCHANT_ID: merchantId }, base + SERVERS[target].readyPath);
     try {
-      const request = { url: base + PATH, method: 'POST' as const, headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, body: BODY };
-      const probe = await fetch(request.url, { method: 'POST', headers: request.headers, body: BODY.replace('[<id>]', 'probe') });
+      const request = { url: base + SESSIONS_PATH, method: 'POST' as const, headers: apiHeaders(apiKey), body: BODY };
+      const probe = await sessionRequest(base, apiKey, 'POST', BODY.replace('[<id>]', 'probe'));
       if (probe.status !== 201) throw new Error(`${target} answered the probe with ${probe.status}: ${await probe.text()}`);
       await runLoad(request, { connections: options.connections, durationSeconds: WARMUP_SECONDS });
       const result = await runLoad(request, options);
@@ -56,15 +50,11 @@ async function measure(engine: Engine, target: Target, options: BenchOptions, lo
       await server.stop();
     }
   } finally {
-    await database.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await storage.drop();
   }
 }
 
 type EngineFigures = { engine: Engine; ceiling: LoadResult; till: LoadResult; ratio: number } | { engine: Engine; skipped: string };
-
-const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
-const fmt = (value: number, digits: number) => value.toFixed(digits);
 
 function average(results: LoadResult[]): LoadResult {
   return {

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { Engine } from '../test/helpers/harness.ts';
+import { createServiceStorage, createTestDatabase, type Engine } from '../src/testing/environment.ts';
 
 /** What every bench module's `run` returns: lines for the terminal and the figures for bench/README.md. */
 export type BenchReport = { name: string; summary: string; markdown: string };
@@ -17,20 +16,22 @@ export const POSTGRES_URL = process.env.TILL_TEST_POSTGRES_URL ?? 'postgres://po
 export type { Engine };
 
 /** A fresh SQLite file or PostgreSQL database, made and dropped the way the tests do it. */
-export async function createBenchDatabase(engine: Engine): Promise<{ url: string; drop(): Promise<void> }> {
-  process.env.TILL_TEST_POSTGRES_URL = POSTGRES_URL;
-  const { createTestDatabase } = await import('../test/helpers/harness.ts');
-  return createTestDatabase(engine);
+export function createBenchDatabase(engine: Engine): Promise<{ url: string; drop(): Promise<void> }> {
+  return createTestDatabase(engine, POSTGRES_URL);
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
+/** A fresh database, data folder and secret key for a service under load, made the way the tests do it. */
+export function createBenchStorage(engine: Engine, prefix: string) {
+  return createServiceStorage(engine, { postgresUrl: POSTGRES_URL, prefix });
 }
+
+/** `till merchant create` as an operator runs it, in the service's environment; the merchant and its key. */
+export async function createMerchantWithCli(env: Record<string, string>, walletAddress?: string): Promise<{ merchantId: string; apiKey: string }> {
+  return JSON.parse(await runNode(['src/cli/main.ts', 'merchant', 'create', '--name', 'Bench', ...(walletAddress ? ['--wallet', walletAddress] : []), '--json'], env));
+}
+
+export const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+export const fmt = (value: number, digits = 0) => value.toFixed(digits);
 
 /** The environment a child gets: only what it needs, so settings of the calling shell do not leak in. */
 export function childEnv(settings: Record<string, string>): Record<string, string> {
@@ -93,7 +94,7 @@ export type LoadResult = {
   latencyP50: number;
   latencyP99: number;
   total: number;
-  /** Responses outside 2xx plus connection errors and timeouts: a run with any is not a fair figure. */
+  /** Answers other than the expected (any 2xx unless named) plus connection errors and timeouts: a run with any is not a fair figure. */
   failures: number;
 };
 
@@ -101,9 +102,10 @@ const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
 
 /**
  * autocannon in a process of its own, so the load generator shares no event loop with the
- * orchestrator. `[<id>]` in the body becomes a fresh random id on every request.
+ * orchestrator. `[<id>]` in the body becomes a fresh random id on every request. Every answer
+ * should be a 2xx, or have `expectedStatus` when that is given.
  */
-export async function runLoad(request: LoadRequest, load: { connections: number; durationSeconds: number }): Promise<LoadResult> {
+export async function runLoad(request: LoadRequest, load: { connections: number; durationSeconds: number }, expectedStatus?: number): Promise<LoadResult> {
   const args = [AUTOCANNON, '--json', '--no-progress', '-c', String(load.connections), '-d', String(load.durationSeconds), '-m', request.method];
   for (const [name, value] of Object.entries(request.headers)) args.push('-H', `${name}=${value}`);
   if (request.body !== undefined) args.push('-b', request.body, '--idReplacement');
@@ -111,15 +113,17 @@ export async function runLoad(request: LoadRequest, load: { connections: number;
   const result = JSON.parse(await runNode(args, childEnv({}))) as {
     requests: { average: number; total: number };
     latency: { p50: number; p99: number };
+    statusCodeStats?: Record<string, { count: number }>;
     non2xx: number;
     errors: number;
     timeouts: number;
   };
+  const unexpected = expectedStatus === undefined ? result.non2xx : result.requests.total - (result.statusCodeStats?.[String(expectedStatus)]?.count ?? 0);
   return {
     requestsPerSecond: result.requests.average,
     latencyP50: result.latency.p50,
     latencyP99: result.latency.p99,
     total: result.requests.total,
-    failures: result.non2xx + result.errors + result.timeouts,
+    failures: unexpected + result.errors + result.timeouts,
   };
 }

@@ -4,21 +4,16 @@
 // (b) the latency a paid request adds on top of the facilitator's verify + settle, read from
 //     Till's /metrics over 500 paid requests.
 // `npx node bench/x402.ts` runs it on its own; `npm run bench -- x402` runs it with the others.
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Address } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { spawnSandbox, type SpawnedSandbox } from '../src/sandbox/spawn.ts';
-import { fundViaHttp } from '../src/sandbox/index.ts';
-import { nowSeconds, signedXPayment } from '../test/helpers/x402-payer.ts';
-import { childEnv, createBenchDatabase, freePort, runNode, startServer, type BenchOptions, type BenchReport, type ChildServer } from './support.ts';
+import { freePort, sandboxOverHttp, sandboxSettings } from '../src/testing/environment.ts';
+import { newAccount, nowSeconds } from '../src/testing/payer.ts';
+import { challenge, createSession, fundedPayer, pay, signedPayment, x402Url } from '../src/testing/shop.ts';
+import { childEnv, createBenchStorage, createMerchantWithCli, fmt, mean, runLoad, startServer, type BenchOptions, type BenchReport, type ChildServer, type LoadResult } from './support.ts';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const SERVE_EXPRESS = '--serve-express';
-const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
 
 const ROUNDS = 2;
 const WARMUP_SECONDS = 2;
@@ -32,72 +27,39 @@ const PRICE_UNITS = 10_000n;
 const VALIDITY_S = 590n;
 const X402_ROUTE = '/x402/session/:sessionId';
 
-/** Throughput figures of one autocannon run; `expected` counts answers with the expected status (402). */
-type LoadFigures = { requestsPerSecond: number; latencyP50: number; latencyP99: number; total: number; expected: number; unexpected: number };
-
-async function challengeLoad(url: string, options: BenchOptions): Promise<LoadFigures> {
-  const result = JSON.parse(await runNode([AUTOCANNON, '--json', '--no-progress', '-c', String(options.connections), '-d', String(options.durationSeconds), url], childEnv({}))) as {
-    requests: { average: number; total: number };
-    latency: { p50: number; p99: number };
-    statusCodeStats?: Record<string, { count: number }>;
-    errors: number;
-    timeouts: number;
-  };
-  const expected = result.statusCodeStats?.['402']?.count ?? 0;
-  return {
-    requestsPerSecond: result.requests.average,
-    latencyP50: result.latency.p50,
-    latencyP99: result.latency.p99,
-    total: result.requests.total,
-    expected,
-    unexpected: result.requests.total - expected + result.errors + result.timeouts,
-  };
-}
+/** A run of challenges, every answer of which should be a 402. */
+const challengeLoad = (url: string, options: BenchOptions) => runLoad({ url, method: 'GET', headers: {} }, options, 402);
 
 type Till = { server: ChildServer; base: string; apiKey: string; sessionId: string; stop(): Promise<void> };
 
 /** `till serve` on a fresh SQLite database, paying through the spawned sandbox; a STATIC session of PRICE_USD. */
 async function startTill(sandbox: SpawnedSandbox, merchantWallet: Address): Promise<Till> {
-  const database = await createBenchDatabase('sqlite');
-  const dataDir = mkdtempSync(join(tmpdir(), 'till-bench-x402-'));
+  const storage = await createBenchStorage('sqlite', 'till-bench-x402-');
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const env = childEnv({
-    TILL_DATABASE_URL: database.url,
-    TILL_DATA_DIR: dataDir,
-    TILL_SECRET_KEY: randomBytes(32).toString('hex'),
+    ...storage.settings,
     TILL_BASE_URL: base,
     PORT: String(port),
     TILL_LOG_LEVEL: 'warn',
     TILL_NO_SANDBOX: 'true',
-    TILL_SANDBOX: 'true',
-    TILL_FACILITATOR_URL: sandbox.facilitatorUrl,
-    TILL_BASE_RPC_URL: sandbox.rpcUrl,
-    TILL_USDC_ADDRESS: sandbox.usdcAddress,
-    TILL_SANDBOX_URL: sandbox.url,
+    ...sandboxSettings(sandbox),
     TILL_X402_PROOFS_PER_MINUTE_PER_IP: '100000',
     TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '100000',
   });
-  const cleanup = async () => {
-    await database.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  };
   try {
-    const { apiKey } = JSON.parse(await runNode(['src/cli/main.ts', 'merchant', 'create', '--name', 'Bench', '--wallet', merchantWallet, '--json'], env)) as { apiKey: string };
+    const { apiKey } = await createMerchantWithCli(env, merchantWallet);
     const server = await startServer(['src/cli/main.ts', 'serve'], env, `${base}/healthz`);
-    const created = await fetch(`${base}/api/checkout/v2/payment_session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey },
-      body: JSON.stringify({ amount: Number(PRICE_USD), currency: 'USD', orderType: 'STATIC', concept: 'Benchmark item' }),
-    });
-    if (created.status !== 201) {
+    let sessionId: string;
+    try {
+      sessionId = await createSession(base, apiKey, { amount: Number(PRICE_USD), currency: 'USD', orderType: 'STATIC', concept: 'Benchmark item' });
+    } catch (error) {
       await server.stop();
-      throw new Error(`session creation answered ${created.status}: ${await created.text()}\n${server.output()}`);
+      throw new Error(`${(error as Error).message}\n${server.output()}`);
     }
-    const { sessionId } = (await created.json()) as { sessionId: string };
-    return { server, base, apiKey, sessionId, stop: async () => { await server.stop(); await cleanup(); } };
+    return { server, base, apiKey, sessionId, stop: async () => { await server.stop(); await storage.drop(); } };
   } catch (error) {
-    await cleanup();
+    await storage.drop();
     throw error;
   }
 }
@@ -133,17 +95,15 @@ async function startExpress(sandbox: SpawnedSandbox, merchantWallet: Address): P
   return { server: await startServer([THIS_FILE, SERVE_EXPRESS], env, url), url };
 }
 
-const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 };
-const fmt = (value: number, digits = 0) => value.toFixed(digits);
 
 async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWallet: Address, options: BenchOptions, log: (line: string) => void) {
   const express = await startExpress(sandbox, merchantWallet);
-  const targets = { till: `${till.base}/x402/session/${till.sessionId}`, express: express.url };
-  const results: Record<'till' | 'express', LoadFigures[]> = { till: [], express: [] };
+  const targets = { till: x402Url(till.base, till.sessionId), express: express.url };
+  const results: Record<'till' | 'express', LoadResult[]> = { till: [], express: [] };
   try {
     for (const [name, url] of Object.entries(targets)) {
       const probe = await fetch(url);
@@ -153,18 +113,18 @@ async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWa
       for (const name of ['till', 'express'] as const) {
         await challengeLoad(targets[name], { ...options, durationSeconds: WARMUP_SECONDS });
         const result = await challengeLoad(targets[name], options);
-        log(`  402 challenge  ${name.padEnd(7)} ${fmt(result.requestsPerSecond).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.unexpected ? `  ${result.unexpected} NOT 402` : ''}`);
+        log(`  402 challenge  ${name.padEnd(7)} ${fmt(result.requestsPerSecond).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.failures ? `  ${result.failures} NOT 402` : ''}`);
         results[name].push(result);
       }
     }
   } finally {
     await express.server.stop();
   }
-  const summary = (runs: LoadFigures[]) => ({
+  const summary = (runs: LoadResult[]) => ({
     requestsPerSecond: mean(runs.map((r) => r.requestsPerSecond)),
     latencyP50: mean(runs.map((r) => r.latencyP50)),
     latencyP99: mean(runs.map((r) => r.latencyP99)),
-    unexpected: runs.reduce((sum, r) => sum + r.unexpected, 0),
+    failures: runs.reduce((sum, r) => sum + r.failures, 0),
   });
   const tillFigures = summary(results.till);
   const expressFigures = summary(results.express);
@@ -184,10 +144,10 @@ async function metricSums(base: string): Promise<{ request: number; requests: nu
 }
 
 async function measureAddedLatency(sandbox: SpawnedSandbox, till: Till, log: (line: string) => void) {
-  const payers = Array.from({ length: PAYERS }, () => privateKeyToAccount(generatePrivateKey()));
   const perPayerUsdc = ((Number(PRICE_UNITS) * Math.ceil(PAID_REQUESTS / PAYERS)) / 1e6 + 1).toString();
-  for (const payer of payers) await fundViaHttp(sandbox.url, payer.address, perPayerUsdc);
-  const url = `${till.base}/x402/session/${till.sessionId}`;
+  const faucet = sandboxOverHttp(sandbox);
+  const payers = [];
+  for (let i = 0; i < PAYERS; i++) payers.push(await fundedPayer(faucet, perPayerUsdc));
   const added: number[] = [];
   const serverSide: number[] = [];
   const facilitatorSide: number[] = [];
@@ -196,11 +156,10 @@ async function measureAddedLatency(sandbox: SpawnedSandbox, till: Till, log: (li
   let previous = await metricSums(till.base);
   for (let i = 0; i < PAID_REQUESTS; i++) {
     // The challenge keeps a quote current; it is a 402 and stays out of the status-200 series.
-    const challenge = await fetch(url);
-    const [offer] = ((await challenge.json()) as { accepts: { maxAmountRequired: string; payTo: Address }[] }).accepts;
-    const { header } = await signedXPayment(payers[i % PAYERS]!, sandbox.usdcAddress as Address, offer!.payTo, BigInt(offer!.maxAmountRequired), { validBefore: nowSeconds() + VALIDITY_S });
+    const offer = await challenge(till.base, till.sessionId);
+    const { header } = await signedPayment(payers[i % PAYERS]!, faucet.usdcAddress, offer, { validBefore: nowSeconds() + VALIDITY_S });
     const started = performance.now();
-    const response = await fetch(url, { headers: { 'x-payment': header } });
+    const response = await pay(till.base, till.sessionId, header);
     await response.arrayBuffer();
     const elapsed = performance.now() - started;
     const current = await metricSums(till.base);
@@ -234,7 +193,7 @@ async function measureAddedLatency(sandbox: SpawnedSandbox, till: Till, log: (li
 
 export async function run(options: BenchOptions = { durationSeconds: 10, connections: 10 }, log: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): Promise<BenchReport & Record<string, unknown>> {
   const sandbox = await spawnSandbox();
-  const merchantWallet = privateKeyToAccount(generatePrivateKey()).address;
+  const merchantWallet = newAccount().address;
   try {
     const till = await startTill(sandbox, merchantWallet);
     try {
@@ -252,7 +211,7 @@ export async function run(options: BenchOptions = { durationSeconds: 10, connect
         `| Till \`GET /x402/session/{id}\` (SQLite) | ${fmt(throughput.till.requestsPerSecond)} | ${fmt(throughput.till.latencyP50, 1)} ms | ${fmt(throughput.till.latencyP99, 1)} ms |`,
         `| \`@x402/express\` static-price route | ${fmt(throughput.express.requestsPerSecond)} | ${fmt(throughput.express.latencyP50, 1)} ms | ${fmt(throughput.express.latencyP99, 1)} ms |`,
         '',
-        `Ratio Till / @x402/express: **${fmt(throughput.ratio, 2)}×** (target ≥ ${THROUGHPUT_TARGET}×)${throughput.till.unexpected + throughput.express.unexpected ? `; ${throughput.till.unexpected + throughput.express.unexpected} answers were not 402` : ''}.`,
+        `Ratio Till / @x402/express: **${fmt(throughput.ratio, 2)}×** (target ≥ ${THROUGHPUT_TARGET}×)${throughput.till.failures + throughput.express.failures ? `; ${throughput.till.failures + throughput.express.failures} answers were not 402` : ''}.`,
         '',
         `| ${latency.paid} paid requests${latency.failed ? ` (${latency.failed} failed)` : ''} | p50 | p90 | p99 |`,
         '|---|---:|---:|---:|',

@@ -1,22 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { temporaryDirectories } from '../src/testing/environment.ts';
 
 const CLI = resolve(import.meta.dirname, '../src/cli/main.ts');
-const dirs: string[] = [];
-after(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 /** A data directory of its own, as an operator's fresh install would have. */
-function freshDataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'till-cli-'));
-  dirs.push(dir);
-  return dir;
-}
+const freshDataDir = temporaryDirectories('till-cli-');
 
 /** Runs `till …` as an operator does, with only the settings given (no inherited TILL_*). */
 function till(args: string[], env: Record<string, string>, cwd?: string) {

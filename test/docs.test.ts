@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startTestService, type TestService } from './helpers/harness.ts';
+import { startTestService, type TestService } from '../src/testing/harness.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const doc = (name: string) => readFileSync(resolve(ROOT, name), 'utf8');

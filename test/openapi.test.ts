@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { ERROR_CATALOGUE } from '../src/common/errors.ts';
-import { startTestService, type TestService } from './helpers/harness.ts';
+import { startTestService, type TestService } from '../src/testing/harness.ts';
 
 // Every route registered, x402 and sandbox ones included; nothing is called, so the URLs lead nowhere.
 const EVERY_ROUTE = {

@@ -4,12 +4,12 @@ import { promisify } from 'node:util';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createWalletClient, http, publicActions } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { base } from 'viem/chains';
 import { wrapFetchWithPayment as wrapFetchV1 } from 'x402-fetch';
 import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { readSession } from '../src/testing/shop.ts';
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`x402 with the real client libraries on ${engine}`, skip, () => {
@@ -19,16 +19,13 @@ for (const { engine, skip } of engines) {
     });
     after(() => env?.stop());
 
-    async function fundedBuyer(usdc: string) {
-      const account = privateKeyToAccount(generatePrivateKey());
-      await env.sandbox.fund(account.address, usdc);
-      return account;
-    }
+    const fundedBuyer = (usdc: string) => env.fundedPayer(usdc);
+    const walletOf = (buyer: Awaited<ReturnType<typeof fundedBuyer>>) => createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) });
 
     test('x402-fetch (v1, X-PAYMENT) pays a session; the merchant receives exactly the quote; the receipt shows the transaction', async () => {
       const sessionId = await env.createSession({ amount: 0.1, currency: 'USD', orderId: 'v1-order' });
       const buyer = await fundedBuyer('1');
-      const wallet = createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) }).extend(publicActions);
+      const wallet = walletOf(buyer).extend(publicActions);
       const before = await env.sandbox.balanceOf(env.merchantWallet);
       const pay = wrapFetchV1(fetch, wallet as never, 100_000n);
       const response = await pay(`${env.baseUrl}/x402/session/${sessionId}`);
@@ -76,7 +73,7 @@ for (const { engine, skip } of engines) {
       assert.equal(await env.sandbox.balanceOf(buyer.address), 900_000n);
 
       // The merchant's view of the session lists the order.
-      const session = await (await fetch(`${env.baseUrl}/api/checkout/v2/payment_session/${sessionId}`, { headers: { 'x-sc-apikey': env.apiKey } })).json();
+      const session = await (await readSession(env.baseUrl, env.apiKey, sessionId)).json();
       assert.equal(session.status, 'SUCCESS');
       assert.equal(session.payments.length, 1);
       assert.deepEqual(
@@ -102,7 +99,7 @@ for (const { engine, skip } of engines) {
     test("x402-fetch's default 0.1 USDC cap refuses a 0.5 USD session unless its third argument raises it", async () => {
       const sessionId = await env.createSession({ amount: 0.5, currency: 'USD' });
       const buyer = await fundedBuyer('1');
-      const wallet = createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) });
+      const wallet = walletOf(buyer);
       await assert.rejects(wrapFetchV1(fetch, wallet as never)(`${env.baseUrl}/x402/session/${sessionId}`), /exceeds maximum/);
       assert.equal(await env.sandbox.balanceOf(buyer.address), 1_000_000n);
       const response = await wrapFetchV1(fetch, wallet as never, 500_000n)(`${env.baseUrl}/x402/session/${sessionId}`);
@@ -136,7 +133,7 @@ for (const { engine, skip } of engines) {
       assert.deepEqual(challenge.accepts, []);
       assert.equal(challenge.minAmount, 0.02);
       const buyer = await fundedBuyer('1');
-      const wallet = createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) });
+      const wallet = walletOf(buyer);
       const response = await wrapFetchV1(fetch, wallet as never)(`${env.baseUrl}/checkout/v2/x402/session/${sessionId}?amount=0.03`);
       assert.equal(response.status, 200);
       assert.equal(await env.sandbox.balanceOf(buyer.address), 970_000n);

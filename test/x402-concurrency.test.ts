@@ -1,56 +1,31 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { describeOnEngine, engines, startPayingService } from './helpers/harness.ts';
-import { nowSeconds, signedXPayment } from './helpers/x402-payer.ts';
-
-type Paying = Awaited<ReturnType<typeof startPayingService>>;
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { nowSeconds, signedXPayment } from '../src/testing/payer.ts';
 
 const RACE_ROUNDS = 5;
 
-const newAccount = () => privateKeyToAccount(generatePrivateKey());
-
 for (const { engine, skip } of engines) {
   describeOnEngine(`x402 settlement under concurrency on ${engine}`, skip, () => {
-    let env: Paying;
-    let apiKey: string;
+    let env: PayingShop;
     let usdc: Address;
-    const merchantWallet = newAccount().address;
+    let merchantWallet: Address;
 
     before(async () => {
-      env = await startPayingService(engine, { TILL_DATABASE_POOL_SIZE: '12' });
+      env = await startPayingShop(engine, { TILL_DATABASE_POOL_SIZE: '12' });
       usdc = env.sandbox.usdcAddress;
-      apiKey = (await env.service.merchant({ walletAddress: merchantWallet })).apiKey;
+      merchantWallet = env.merchantWallet;
     });
     after(() => env?.stop());
 
-    async function createSession(orderType: 'STATIC' | 'TRANSIENT'): Promise<string> {
-      const response = await fetch(`${env.baseUrl}/api/checkout/v2/payment_session`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey },
-        body: JSON.stringify({ amount: 0.25, currency: 'USD', orderType }),
-      });
-      assert.equal(response.status, 201, await response.clone().text());
-      return (await response.json()).sessionId;
-    }
-
-    async function quote(sessionId: string) {
-      const response = await fetch(`${env.baseUrl}/x402/session/${sessionId}`);
-      assert.equal(response.status, 402);
-      const [offer] = (await response.json()).accepts;
-      return { value: BigInt(offer.maxAmountRequired), payTo: offer.payTo as Address };
-    }
-
-    async function fundedPayer() {
-      const payer = newAccount();
-      await env.sandbox.fund(payer.address, '1');
-      return payer;
-    }
+    const createSession = (orderType: 'STATIC' | 'TRANSIENT') => env.createSession({ amount: 0.25, currency: 'USD', orderType });
+    const quote = (sessionId: string) => env.challenge(sessionId);
+    const fundedPayer = () => env.fundedPayer();
 
     type Answer = { status: number; error?: string; paymentId?: string };
     async function pay(sessionId: string, header: string): Promise<Answer> {
-      const response = await fetch(`${env.baseUrl}/x402/session/${sessionId}`, { headers: { 'x-payment': header } });
+      const response = await env.pay(sessionId, header);
       const body = await response.json();
       return { status: response.status, error: typeof body.error === 'string' ? (body.error === 'payment_failed' ? `${body.error}: ${body.message}` : body.error) : JSON.stringify(body.error), paymentId: body.paymentId };
     }

@@ -1,53 +1,41 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { describeOnEngine, engines, startPayingService } from './helpers/harness.ts';
-import { base64Json, exactPayload, nowSeconds, paymentSignatureHeader, signAuthorization, signedXPayment, authorization, xPaymentHeader } from './helpers/x402-payer.ts';
-
-type Paying = Awaited<ReturnType<typeof startPayingService>>;
-
-const newAccount = () => privateKeyToAccount(generatePrivateKey());
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { base64Json, exactPayload, exactRequirements, newAccount, nowSeconds, paymentPayload, paymentSignatureHeader, signAuthorization, signedXPayment, authorization, xPaymentHeader } from '../src/testing/payer.ts';
+import { createSession as createSessionWith, sessionRequest, x402Url } from '../src/testing/shop.ts';
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`x402 refusals and edge cases on ${engine}`, skip, () => {
-    let env: Paying;
+    let env: PayingShop;
     let apiKey: string;
     let usdc: Address;
-    const merchantWallet = newAccount().address;
+    let merchantWallet: Address;
 
     before(async () => {
-      env = await startPayingService(engine);
+      env = await startPayingShop(engine, {}, { name: 'Refusal shop' });
+      ({ apiKey, merchantWallet } = env);
       usdc = env.sandbox.usdcAddress;
-      apiKey = (await env.service.merchant({ name: 'Refusal shop', walletAddress: merchantWallet })).apiKey;
     });
     after(() => env?.stop());
 
-    async function api(method: 'POST' | 'PUT', body: Record<string, unknown>, key = apiKey) {
-      return fetch(`${env.baseUrl}/api/checkout/v2/payment_session`, { method, headers: { 'content-type': 'application/json', 'x-sc-apikey': key }, body: JSON.stringify(body) });
-    }
+    const api = (method: 'POST' | 'PUT', body: Record<string, unknown>, key = apiKey) => sessionRequest(env.baseUrl, key, method, body);
 
-    async function createSession(body: Record<string, unknown> = {}, key = apiKey): Promise<string> {
-      const response = await api('POST', { amount: 0.05, currency: 'USD', ...body }, key);
-      assert.equal(response.status, 201, await response.clone().text());
-      return (await response.json()).sessionId;
-    }
+    /** A session of 0.05 USD unless `body` says otherwise. */
+    const createSession = (body: Record<string, unknown> = {}, key = apiKey) => createSessionWith(env.baseUrl, key, { amount: 0.05, currency: 'USD', ...body });
 
-    const payUrl = (sessionId: string, query = '') => `${env.baseUrl}/x402/session/${sessionId}${query}`;
+    const payUrl = (sessionId: string, query = '') => x402Url(env.baseUrl, sessionId, query);
     const get = (sessionId: string, headers: Record<string, string> = {}, query = '') => fetch(payUrl(sessionId, query), { headers });
 
-    /** Asks for the challenge (which stores the quote) and returns the offer's value and payTo. */
-    async function quote(sessionId: string, query = '') {
-      const response = await get(sessionId, {}, query);
-      assert.equal(response.status, 402);
-      const [offer] = (await response.json()).accepts;
-      return { value: BigInt(offer.maxAmountRequired), payTo: offer.payTo as Address };
-    }
+    /** Asks for the challenge (which stores the quote) and returns its offer. */
+    const quote = (sessionId: string, query = '') => env.challenge(sessionId, query);
 
-    async function fundedPayer(usdcAmount = '1') {
-      const payer = newAccount();
-      await env.sandbox.fund(payer.address, usdcAmount);
-      return payer;
+    const fundedPayer = () => env.fundedPayer();
+
+    /** A session of 0.05 USD, a payer holding 1 USDC, and the session's quote. */
+    async function readyToPay() {
+      const { sessionId, payer, offer } = await env.readyToPay({ amount: 0.05, currency: 'USD' });
+      return { sessionId, payer, value: offer.value, payTo: offer.payTo };
     }
 
     const paymentRows = async (sessionId: string) => env.service.context.db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).execute();
@@ -128,9 +116,7 @@ for (const { engine, skip } of engines) {
     });
 
     test('invalid_payload: not base64, not JSON, fields missing', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
       const withoutNonce = exactPayload(signature, auth) as { authorization: Partial<ReturnType<typeof exactPayload>['authorization']> };
       delete withoutNonce.authorization.nonce;
@@ -140,53 +126,41 @@ for (const { engine, skip } of engines) {
     });
 
     test('conflicting_payment_headers: X-PAYMENT and PAYMENT-SIGNATURE together', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature, header } = await signedXPayment(payer, usdc, payTo, value);
       await assertRefused(sessionId, value, { 'x-payment': header, 'payment-signature': paymentSignatureHeader(signature, auth, usdc) }, 'conflicting_payment_headers', payer.address);
     });
 
     test('unsupported_scheme and wrong_network', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
       await assertRefused(sessionId, value, { 'x-payment': xPaymentHeader(signature, auth, { scheme: 'upto' }) }, 'unsupported_scheme', payer.address);
       await assertRefused(sessionId, value, { 'x-payment': xPaymentHeader(signature, auth, { network: 'base-sepolia' }) }, 'wrong_network', payer.address);
     });
 
     test('wrong_pay_to: the authorization pays someone else', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value } = await quote(sessionId);
+      const { sessionId, payer, value } = await readyToPay();
       const { header } = await signedXPayment(payer, usdc, newAccount().address, value);
       await assertRefused(sessionId, value, { 'x-payment': header }, 'wrong_pay_to', payer.address);
     });
 
     test('wrong_asset: a v2 proof whose accepted asset is another token', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
       await assertRefused(sessionId, value, { 'payment-signature': paymentSignatureHeader(signature, auth, newAccount().address) }, 'wrong_asset', payer.address);
     });
 
     test('wrong_resource: a v2 proof naming another session as its resource; the offered resource is accepted', async () => {
-      const sessionId = await createSession();
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const other = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
       await assertRefused(sessionId, value, { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.baseUrl}/x402/session/${other}`) }, 'wrong_resource', payer.address);
-      const paid = await fetch(`${env.baseUrl}/x402/session/${sessionId}`, { headers: { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.service.config.baseUrl}/x402/session/${sessionId}`) } });
+      const paid = await get(sessionId, { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.service.config.baseUrl}/x402/session/${sessionId}`) });
       assert.equal(paid.status, 200, await paid.clone().text());
     });
 
     test('amount_mismatch: the authorized value is not the quoted one', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       for (const wrong of [value - 1n, value + 1n]) {
         const { header } = await signedXPayment(payer, usdc, payTo, wrong);
         await assertRefused(sessionId, value, { 'x-payment': header }, 'amount_mismatch', payer.address);
@@ -194,9 +168,7 @@ for (const { engine, skip } of engines) {
     });
 
     test('authorization_expired, authorization_too_long, authorization_not_yet_valid: the validity window', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const cases: [Partial<Parameters<typeof authorization>[3]>, string][] = [
         [{ validBefore: nowSeconds() - 1n }, 'authorization_expired'],
         [{ validBefore: nowSeconds() + 5n }, 'authorization_expired'],
@@ -210,9 +182,7 @@ for (const { engine, skip } of engines) {
     });
 
     test('invalid_signature: signed by another key, or a signed field tampered with', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const auth = authorization(payer.address, payTo, value);
       const forged = await signAuthorization(newAccount(), usdc, auth);
       await assertRefused(sessionId, value, { 'x-payment': xPaymentHeader(forged, auth) }, 'invalid_signature', payer.address);
@@ -228,19 +198,13 @@ for (const { engine, skip } of engines) {
     });
 
     test('nonce_used: an authorization already settled on chain outside Till', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature, header } = await signedXPayment(payer, usdc, payTo, value);
-      const requirements = { scheme: 'exact', network: 'eip155:8453', asset: usdc, amount: value.toString(), payTo, maxTimeoutSeconds: 60, extra: { name: 'USD Coin', version: '2' } };
+      const requirements = exactRequirements(usdc, payTo, value);
       const settled = await fetch(`${env.sandbox.facilitatorUrl}/settle`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          x402Version: 2,
-          paymentPayload: { x402Version: 2, resource: { url: 'http://elsewhere.test/item', description: 'elsewhere', mimeType: 'application/json' }, accepted: requirements, payload: exactPayload(signature, auth) },
-          paymentRequirements: requirements,
-        }),
+        body: JSON.stringify({ x402Version: 2, paymentPayload: paymentPayload(requirements, signature, auth, { url: 'http://elsewhere.test/item', description: 'elsewhere' }), paymentRequirements: requirements }),
       });
       assert.equal((await settled.json()).success, true);
       assert.equal(await env.sandbox.balanceOf(payer.address), 1_000_000n - value);
@@ -267,9 +231,7 @@ for (const { engine, skip } of engines) {
     });
 
     test('session_changed: a proof for a quote made before the session was updated', async () => {
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const updated = await api('PUT', { sessionId, amount: 0.06 });
       assert.equal(updated.status, 200, await updated.clone().text());
       const { header } = await signedXPayment(payer, usdc, payTo, value);
@@ -284,9 +246,7 @@ for (const { engine, skip } of engines) {
         ['amount 0.05 → 0.06 → 0.05', [{ amount: 0.06 }, { amount: 0.05 }]],
       ];
       for (const [name, updates] of changes) {
-        const sessionId = await createSession();
-        const payer = await fundedPayer();
-        const { value, payTo } = await quote(sessionId);
+        const { sessionId, payer, value, payTo } = await readyToPay();
         for (const update of updates) {
           const updated = await api('PUT', { sessionId, ...update });
           assert.equal(updated.status, 200, `${name}: ${await updated.clone().text()}`);
@@ -417,9 +377,7 @@ for (const { engine, skip } of engines) {
     // Last: it moves the sandbox chain on by many blocks.
     test('a 60 s authorization (the clients\' default) settles after a burst of sandbox blocks: chain time follows the wall clock', async () => {
       for (let i = 0; i < 70; i++) await env.sandbox.fund(newAccount().address, '0.01');
-      const sessionId = await createSession();
-      const payer = await fundedPayer();
-      const { value, payTo } = await quote(sessionId);
+      const { sessionId, payer, value, payTo } = await readyToPay();
       const response = await get(sessionId, { 'x-payment': (await signedXPayment(payer, usdc, payTo, value)).header });
       assert.equal(response.status, 200, JSON.stringify(await response.json()));
       assert.equal(await env.sandbox.balanceOf(payer.address), 1_000_000n - value);

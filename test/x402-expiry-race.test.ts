@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import type { Address } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { expireDueSessions } from '../src/sessions/expiry.ts';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
-import { signedXPayment } from './helpers/x402-payer.ts';
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
 
 const SESSIONS = 12;
 
@@ -21,11 +18,8 @@ for (const { engine, skip } of engines) {
       const { db } = env.service.context;
       const prepared = [];
       for (let i = 0; i < SESSIONS; i++) {
-        const sessionId = await env.createSession({ amount: 0.03, currency: 'USD' });
-        const [offer] = (await (await fetch(`${env.baseUrl}/x402/session/${sessionId}`)).json()).accepts;
-        const payer = privateKeyToAccount(generatePrivateKey());
-        await env.sandbox.fund(payer.address, '1');
-        const proof = await signedXPayment(payer, env.sandbox.usdcAddress, offer.payTo as Address, BigInt(offer.maxAmountRequired));
+        const { sessionId, payer, offer } = await env.readyToPay({ amount: 0.03, currency: 'USD' });
+        const proof = await env.signedPayment(payer, offer);
         prepared.push({ sessionId, payer, proof });
       }
 
@@ -42,7 +36,7 @@ for (const { engine, skip } of engines) {
       const answers = await Promise.all(
         prepared.map(async ({ sessionId, proof }, i) => {
           await db.updateTable('payment_sessions').set({ expires_at: start + 20 + i * 60 }).where('id', '=', sessionId).execute();
-          const response = await fetch(`${env.baseUrl}/x402/session/${sessionId}`, { headers: { 'x-payment': proof.header } });
+          const response = await env.pay(sessionId, proof.header);
           return response.status;
         }),
       );

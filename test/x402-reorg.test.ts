@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Address } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { nowSeconds } from '../src/testing/payer.ts';
 import { createFacilitator } from '../src/x402/facilitator.ts';
 import { createChainReader } from '../src/x402/chain.ts';
 import { confirmSettled } from '../src/x402/reconciler.ts';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from './helpers/harness.ts';
-import { nowSeconds, signedXPayment } from './helpers/x402-payer.ts';
 
 /**
  * A reorganisation is played on the sandbox chain by reverting to a snapshot taken before the
@@ -25,13 +23,10 @@ for (const { engine, skip } of engines) {
     after(() => env?.stop());
 
     async function paySession(validForSeconds: bigint) {
-      const sessionId = await env.createSession({ amount: 0.04, currency: 'USD' });
-      const [offer] = (await (await fetch(`${env.baseUrl}/x402/session/${sessionId}`)).json()).accepts;
-      const payer = privateKeyToAccount(generatePrivateKey());
-      await env.sandbox.fund(payer.address, '1');
+      const { sessionId, payer, offer } = await env.readyToPay({ amount: 0.04, currency: 'USD' });
       const snapshot = await env.sandbox.chain.snapshot();
-      const proof = await signedXPayment(payer, env.sandbox.usdcAddress, offer.payTo as Address, BigInt(offer.maxAmountRequired), { validBefore: nowSeconds() + validForSeconds });
-      const paid = await fetch(`${env.baseUrl}/x402/session/${sessionId}`, { headers: { 'x-payment': proof.header } });
+      const proof = await env.signedPayment(payer, offer, { validBefore: nowSeconds() + validForSeconds });
+      const paid = await env.pay(sessionId, proof.header);
       assert.equal(paid.status, 200);
       const payment = await env.service.context.db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).executeTakeFirstOrThrow();
       return { sessionId, payer, snapshot, payment };

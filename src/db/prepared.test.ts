@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import type { Db } from './index.ts';
 import { prepareQuery } from './prepared.ts';
 

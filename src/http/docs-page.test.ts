@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { startTestService, type TestService } from '../testing/harness.ts';
 import { renderInlineMarkdown } from './docs-page.ts';
 import { ERROR_CODES } from './errors.ts';
 

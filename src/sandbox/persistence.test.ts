@@ -1,48 +1,25 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { HTTPFacilitatorClient } from '@x402/core/http';
-import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { createPublicClient, http, type Address, type Hex } from 'viem';
-import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
-import { authorization, exactPayload, signAuthorization } from '../../test/helpers/x402-payer.ts';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { freePort, temporaryDirectories } from '../testing/environment.ts';
+import { authorization, exactRequirements, newAccount, paymentPayload, signAuthorization } from '../testing/payer.ts';
 import { SANDBOX_USDC_ADDRESS } from './constants.ts';
 import { sandboxUsdcAbi } from './contracts/artifacts.ts';
 import { fundViaHttp, SANDBOX_JOURNAL_FILE, startSandbox, type Sandbox } from './index.ts';
 import { spawnSandbox } from './spawn.ts';
 
-const dirs: string[] = [];
-after(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-function dataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'till-sandbox-data-'));
-  dirs.push(dir);
-  return dir;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await new Promise((ready) => server.once('listening', ready));
-  const { port } = server.address() as { port: number };
-  await new Promise((closed) => server.close(closed));
-  return port;
-}
+const dataDir = temporaryDirectories('till-sandbox-data-');
 
 /** Settles an EIP-3009 payment through the sandbox's own facilitator, as Till does. */
-async function settle(sandbox: Pick<Sandbox, 'facilitatorUrl'>, payer: ReturnType<typeof privateKeyToAccount>, payTo: Address, value: bigint, nonce?: Hex) {
+async function settle(sandbox: Pick<Sandbox, 'facilitatorUrl'>, payer: ReturnType<typeof newAccount>, payTo: Address, value: bigint, nonce?: Hex) {
   const auth = authorization(payer.address, payTo, value, nonce ? { nonce } : {});
-  const requirements: PaymentRequirements = { scheme: 'exact', network: 'eip155:8453', amount: value.toString(), payTo, asset: SANDBOX_USDC_ADDRESS, maxTimeoutSeconds: 60, extra: { name: 'USD Coin', version: '2' } };
-  const payload: PaymentPayload = {
-    x402Version: 2,
-    resource: { url: 'http://127.0.0.1/x402/session/ps_persist', description: 'persistence', mimeType: 'application/json' },
-    accepted: requirements,
-    payload: exactPayload(await signAuthorization(payer, SANDBOX_USDC_ADDRESS, auth), auth),
-  };
+  const requirements = exactRequirements(SANDBOX_USDC_ADDRESS, payTo, value);
+  const payload = paymentPayload(requirements, await signAuthorization(payer, SANDBOX_USDC_ADDRESS, auth), auth, { url: 'http://127.0.0.1/x402/session/ps_persist', description: 'persistence' });
   return { settled: await new HTTPFacilitatorClient({ url: sandbox.facilitatorUrl }).settle(payload, requirements), nonce: auth.nonce };
 }
 
@@ -52,7 +29,7 @@ const balanceOver = (rpcUrl: string, address: Address) =>
 describe('the sandbox chain kept in a data folder', () => {
   test('a restart finds old transactions, balances and used authorizations, and goes on from there', async () => {
     const dir = dataDir();
-    const payer = privateKeyToAccount(generatePrivateKey());
+    const payer = newAccount();
     const merchant = privateKeyToAddress(generatePrivateKey());
     const first = await startSandbox({ dataDir: dir });
     assert.equal(first.restored, undefined, 'a new folder starts empty');

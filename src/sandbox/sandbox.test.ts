@@ -10,23 +10,20 @@ import {
   getContractAddress,
   http,
   parseEventLogs,
-  toHex,
   type Address,
   type Hex,
   type PrivateKeyAccount,
 } from "viem";
-import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
+import { authorization, exactRequirements, newAccount, nowSeconds, paymentPayload, randomNonce, signAuthorization } from "../testing/payer.ts";
 import { startSandboxChain } from "./chain.ts";
 import { SANDBOX_CHAIN_ID, SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_USDC_ADDRESS } from "./constants.ts";
 import { sandboxUsdcAbi } from "./contracts/artifacts.ts";
 import { fundViaHttp, sandboxControlsViaHttp, startSandbox, type Sandbox } from "./index.ts";
 import { escapeHtml } from "./explorer.ts";
 import { spawnSandbox } from "./spawn.ts";
-import { TRANSFER_WITH_AUTHORIZATION } from "../../test/helpers/x402-payer.ts";
 
 const BASE_MAINNET_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-
-const authorizationTypes = TRANSFER_WITH_AUTHORIZATION;
 
 const domain = {
   name: "USD Coin",
@@ -35,17 +32,7 @@ const domain = {
   verifyingContract: SANDBOX_USDC_ADDRESS,
 } as const;
 
-function requirementsFor(payTo: Address, amount: bigint): PaymentRequirements {
-  return {
-    scheme: "exact",
-    network: "eip155:8453",
-    amount: amount.toString(),
-    payTo,
-    asset: SANDBOX_USDC_ADDRESS,
-    maxTimeoutSeconds: 60,
-    extra: { name: "USD Coin", version: "2" },
-  };
-}
+const requirementsFor = (payTo: Address, amount: bigint): PaymentRequirements => exactRequirements(SANDBOX_USDC_ADDRESS, payTo, amount);
 
 /** A v2 payment payload signed with `signer` on behalf of `from` (they differ only for forgeries). */
 async function signPayment(
@@ -53,32 +40,9 @@ async function signPayment(
   requirements: PaymentRequirements,
   from: Address = signer.address,
 ): Promise<PaymentPayload> {
-  const now = Math.floor(Date.now() / 1000);
-  const authorization = {
-    from,
-    to: requirements.payTo as Address,
-    value: requirements.amount,
-    validAfter: String(now - 600),
-    validBefore: String(now + 60),
-    nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
-  };
-  const signature = await signer.signTypedData({
-    domain,
-    types: authorizationTypes,
-    primaryType: "TransferWithAuthorization",
-    message: {
-      ...authorization,
-      value: BigInt(authorization.value),
-      validAfter: BigInt(authorization.validAfter),
-      validBefore: BigInt(authorization.validBefore),
-    },
-  });
-  return {
-    x402Version: 2,
-    resource: { url: "http://127.0.0.1/x402/session/ps_test", description: "test", mimeType: "application/json" },
-    accepted: requirements,
-    payload: { authorization, signature },
-  };
+  const auth = authorization(from, requirements.payTo as Address, BigInt(requirements.amount), { validAfter: nowSeconds() - 600n });
+  const signature = await signAuthorization(signer, SANDBOX_USDC_ADDRESS, auth);
+  return paymentPayload(requirements, signature, auth, { url: "http://127.0.0.1/x402/session/ps_test", description: "test" });
 }
 
 function nonceOf(payload: PaymentPayload): Hex {
@@ -101,7 +65,7 @@ describe("sandbox", () => {
   });
 
   async function fundedPayer(usdc: string): Promise<PrivateKeyAccount> {
-    const payer = privateKeyToAccount(generatePrivateKey());
+    const payer = newAccount();
     const funded = await fundViaHttp(sandbox.url, payer.address, usdc);
     assert.equal(funded.balance, usdc);
     return payer;
@@ -216,7 +180,7 @@ describe("sandbox", () => {
 
   test("a forged signature fails verify and settle", async () => {
     const payer = await fundedPayer("2");
-    const forger = privateKeyToAccount(generatePrivateKey());
+    const forger = newAccount();
     const merchant = privateKeyToAddress(generatePrivateKey());
     const requirements = requirementsFor(merchant, 1_000_000n);
     const forged = await signPayment(forger, requirements, payer.address);
@@ -393,20 +357,12 @@ describe("sandbox chain time", () => {
 describe("sandbox token contract", () => {
   test("accepts the bytes-signature form and cancelAuthorization, with Circle's events", async () => {
     const chain = await startSandboxChain();
-    const payer = privateKeyToAccount(generatePrivateKey());
+    const payer = newAccount();
     const merchant = privateKeyToAddress(generatePrivateKey());
     await chain.mintUsdc(payer.address, 1_000_000n);
     const wallet = chain.facilitatorWallet;
-    const now = BigInt(Math.floor(Date.now() / 1000));
-    const message = {
-      from: payer.address,
-      to: merchant,
-      value: 250_000n,
-      validAfter: now - 600n,
-      validBefore: now + 60n,
-      nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
-    };
-    const signature = await payer.signTypedData({ domain, types: authorizationTypes, primaryType: "TransferWithAuthorization", message });
+    const message = authorization(payer.address, merchant, 250_000n, { validAfter: nowSeconds() - 600n });
+    const signature = await signAuthorization(payer, SANDBOX_USDC_ADDRESS, message);
     const hash = await wallet.writeContract({
       address: SANDBOX_USDC_ADDRESS,
       abi: sandboxUsdcAbi,
@@ -416,7 +372,7 @@ describe("sandbox token contract", () => {
     assert.equal((await wallet.waitForTransactionReceipt({ hash })).status, "success");
     assert.equal(await chain.balanceOf(merchant), 250_000n);
 
-    const cancelNonce = toHex(crypto.getRandomValues(new Uint8Array(32)));
+    const cancelNonce = randomNonce();
     const cancelSignature = await payer.signTypedData({
       domain,
       types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
@@ -433,12 +389,7 @@ describe("sandbox token contract", () => {
     const canceled = parseEventLogs({ abi: sandboxUsdcAbi, logs: cancelReceipt.logs, eventName: "AuthorizationCanceled" });
     assert.deepEqual(canceled[0]?.args, { authorizer: payer.address, nonce: cancelNonce });
 
-    const reuse = await payer.signTypedData({
-      domain,
-      types: authorizationTypes,
-      primaryType: "TransferWithAuthorization",
-      message: { ...message, nonce: cancelNonce },
-    });
+    const reuse = await signAuthorization(payer, SANDBOX_USDC_ADDRESS, { ...message, nonce: cancelNonce });
     await assert.rejects(
       wallet.simulateContract({
         address: SANDBOX_USDC_ADDRESS,

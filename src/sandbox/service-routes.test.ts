@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { startPayingService } from '../../test/helpers/harness.ts';
+import { startPayingService, type PayingService } from '../testing/harness.ts';
 
 describe('the sandbox seen through the service', () => {
-  let paying: Awaited<ReturnType<typeof startPayingService>>;
+  let paying: PayingService;
   before(async () => {
     paying = await startPayingService('sqlite');
   });

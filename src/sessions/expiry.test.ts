@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
 import { openDatabase } from '../db/index.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { createSession } from '../testing/shop.ts';
 import { setWebhook } from '../webhooks/endpoints.ts';
 import { expireDueSessions, startExpirySweeper } from './expiry.ts';
 
@@ -17,10 +18,7 @@ for (const { engine, skip } of engines) {
     });
     after(() => service?.stop());
 
-    const create = async (body: Record<string, unknown>) => {
-      const response = await service.app.inject({ method: 'POST', url: '/api/checkout/v2/payment_session', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, payload: { amount: 5, currency: 'USD', ...body } });
-      return response.json().sessionId as string;
-    };
+    const create = (body: Record<string, unknown>) => createSession(service, apiKey, { amount: 5, currency: 'USD', ...body });
     const set = (id: string, values: { expires_at?: number; payments_in_progress?: number; status?: 'OPEN' | 'SUCCESS' }) => service.context.db.updateTable('payment_sessions').set(values).where('id', '=', id).execute();
     const statusOf = async (id: string) => (await service.context.db.selectFrom('payment_sessions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
     const expiredEvents = (id: string) => service.context.db.selectFrom('webhook_events').selectAll().where('session_id', '=', id).where('type', '=', 'session.expired').execute();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { sessionRequest } from '../testing/shop.ts';
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`Idempotency-Key under concurrency on ${engine}`, skip, () => {
@@ -16,13 +17,7 @@ for (const { engine, skip } of engines) {
       const { apiKey, merchantId } = await service.merchant();
       const body = JSON.stringify({ amount: 12.34, currency: 'USD', orderId: 'concurrent-1' });
       const responses = await Promise.all(
-        Array.from({ length: 50 }, () =>
-          fetch(`${baseUrl}/api/checkout/v2/payment_session`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey, 'idempotency-key': 'same-key' },
-            body,
-          }).then(async (r) => ({ status: r.status, body: await r.json() })),
-        ),
+        Array.from({ length: 50 }, () => sessionRequest(baseUrl, apiKey, 'POST', body, { 'idempotency-key': 'same-key' }).then(async (r) => ({ status: r.status, body: await r.json() }))),
       );
       const rows = await service.context.db.selectFrom('payment_sessions').select('id').where('merchant_id', '=', merchantId).execute();
       assert.equal(rows.length, 1);

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
-
-const PATH = '/api/checkout/v2/payment_session';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { readSession, sessionRequest } from '../testing/shop.ts';
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`payment sessions E1/E2 on ${engine}`, skip, () => {
@@ -17,16 +16,10 @@ for (const { engine, skip } of engines) {
     });
     after(() => service?.stop());
 
-    const send = (method: 'POST' | 'PUT', body: unknown, apiKey: string | undefined = key, headers: Record<string, string> = {}) =>
-      service.app.inject({
-        method,
-        url: PATH,
-        headers: { 'content-type': 'application/json', ...(apiKey ? { 'x-sc-apikey': apiKey } : {}), ...headers },
-        payload: typeof body === 'string' ? body : JSON.stringify(body),
-      });
+    const send = (method: 'POST' | 'PUT', body: unknown, apiKey: string | undefined = key, headers: Record<string, string> = {}) => sessionRequest(service, apiKey, method, body, headers);
     const create = (body: unknown, apiKey?: string) => send('POST', body, apiKey);
     const update = (body: unknown, apiKey?: string) => send('PUT', body, apiKey);
-    const read = (sessionId: string, apiKey = key) => service.app.inject({ method: 'GET', url: `${PATH}/${sessionId}`, headers: { 'x-sc-apikey': apiKey } });
+    const read = (sessionId: string, apiKey = key) => readSession(service, apiKey, sessionId);
 
     describe('happy path', () => {
       test('create returns 201 with the session id and a redirect URL carrying uid', async () => {
@@ -201,9 +194,9 @@ for (const { engine, skip } of engines) {
         assert.equal(notObject.statusCode, 400);
         const empty = await create('');
         assert.equal(empty.statusCode, 400);
-        const text = await service.app.inject({ method: 'POST', url: PATH, headers: { 'content-type': 'text/plain', 'x-sc-apikey': key }, payload: 'amount=1' });
+        const text = await send('POST', 'amount=1', key, { 'content-type': 'text/plain' });
         assert.equal(text.statusCode, 415);
-        const form = await service.app.inject({ method: 'POST', url: PATH, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-sc-apikey': key }, payload: 'amount=1' });
+        const form = await send('POST', 'amount=1', key, { 'content-type': 'application/x-www-form-urlencoded' });
         assert.equal(form.statusCode, 415);
         const big = await create(JSON.stringify({ ...base, concept: long(17 * 1024) }));
         assert.equal(big.statusCode, 413);

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
-import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { createSession, sessionRequest } from '../testing/shop.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { openDatabase } from '../db/index.ts';
 import { webhookHeaders } from './deliver.ts';
 import { checkWebhookUrl, getWebhook, setWebhook, WebhookSettingsError } from './endpoints.ts';
@@ -45,8 +46,8 @@ for (const { engine, skip } of engines) {
     const merchantWithSession = async (url: string, events?: string[]) => {
       const { merchantId, apiKey } = await service.merchant();
       const secrets = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url, ...(events ? { events } : {}) }, 'sandbox');
-      const created = await service.app.inject({ method: 'POST', url: '/api/checkout/v2/payment_session', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, payload: { amount: 19.99, currency: 'EUR', orderId: `o-${Math.random()}`, successUrl: 'https://shop.example/ok' } });
-      const session = await service.context.db.selectFrom('payment_sessions').selectAll().where('id', '=', created.json().sessionId).executeTakeFirstOrThrow();
+      const sessionId = await createSession(service, apiKey, { amount: 19.99, currency: 'EUR', orderId: `o-${Math.random()}`, successUrl: 'https://shop.example/ok' });
+      const session = await service.context.db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow();
       return { merchantId, apiKey, session, ...secrets };
     };
     const enqueue = (session: Awaited<ReturnType<typeof merchantWithSession>>['session'], type: WebhookEventType = 'payment.succeeded') =>
@@ -211,7 +212,7 @@ for (const { engine, skip } of engines) {
       const hook = await receiver();
       const { session, apiKey } = await merchantWithSession(hook.url);
       const { eventId } = await enqueue(session, 'session.expired');
-      const changed = await service.app.inject({ method: 'PUT', url: '/api/checkout/v2/payment_session', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, payload: { sessionId: session.id, amount: 50 } });
+      const changed = await sessionRequest(service, apiKey, 'PUT', { sessionId: session.id, amount: 50 });
       assert.equal(changed.statusCode, 200);
       worker();
       await settled(eventId);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { describeOnEngine, engines, startTestService, type TestService } from '../../test/helpers/harness.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { createSession } from '../testing/shop.ts';
 import { purgeOldQuotes } from './quotes.ts';
 
 const WALLET = '0x1111111111111111111111111111111111111111';
@@ -17,16 +18,12 @@ for (const { engine, skip } of engines) {
     });
     after(() => service?.stop());
 
-    const createSession = async (body: Record<string, unknown>) => {
-      const response = await service.app.inject({ method: 'POST', url: '/api/checkout/v2/payment_session', headers: { 'content-type': 'application/json', 'x-sc-apikey': apiKey }, payload: body });
-      assert.equal(response.statusCode, 201, response.body);
-      return response.json().sessionId as string;
-    };
+    const newSession = (body: Record<string, unknown>) => createSession(service, apiKey, body);
     const challenge = (sessionId: string, amount?: string) => service.app.inject({ method: 'GET', url: `/x402/session/${sessionId}${amount ? `?amount=${amount}` : ''}` });
     const quoteCount = async (sessionId: string) => (await service.context.db.selectFrom('payment_quotes').select('id').where('session_id', '=', sessionId).execute()).length;
 
     test('new quotes per session are limited; a reused quote is not counted', async () => {
-      const sessionId = await createSession({ amount: 1, currency: 'USD', editable: true, minAmount: 0.5, orderType: 'STATIC' });
+      const sessionId = await newSession({ amount: 1, currency: 'USD', editable: true, minAmount: 0.5, orderType: 'STATIC' });
       for (const amount of ['1.01', '1.02', '1.03']) assert.equal((await challenge(sessionId, amount)).statusCode, 402);
       // The same amounts again reuse their quotes.
       for (const amount of ['1.01', '1.02', '1.03']) assert.equal((await challenge(sessionId, amount)).statusCode, 402);
@@ -37,12 +34,12 @@ for (const { engine, skip } of engines) {
       assert.ok(Number(refused.headers['retry-after']) > 0);
       assert.equal(await quoteCount(sessionId), 3);
       // Another session has its own allowance.
-      const other = await createSession({ amount: 2, currency: 'USD' });
+      const other = await newSession({ amount: 2, currency: 'USD' });
       assert.equal((await challenge(other)).statusCode, 402);
     });
 
     test('the sweep purges quotes an hour past their end unless a payment points at them', async () => {
-      const sessionId = await createSession({ amount: 3, currency: 'USD' });
+      const sessionId = await newSession({ amount: 3, currency: 'USD' });
       assert.equal((await challenge(sessionId)).statusCode, 402);
       const [quote] = await service.context.db.selectFrom('payment_quotes').selectAll().where('session_id', '=', sessionId).execute();
       assert.ok(quote);

@@ -1,5 +1,8 @@
+// EIP-3009 authorizations and x402 proofs, signed and encoded as buyers' clients do it.
 import { randomBytes } from 'node:crypto';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { Address, Hex, LocalAccount } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 
 /** An EIP-3009 TransferWithAuthorization, as the buyer signs it. */
 export type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
@@ -17,6 +20,9 @@ export const TRANSFER_WITH_AUTHORIZATION = {
 
 export const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
 export const randomNonce = (): Hex => `0x${randomBytes(32).toString('hex')}`;
+
+/** A new account with a random key and nothing on it. */
+export const newAccount = () => privateKeyToAccount(generatePrivateKey());
 
 /** An authorization for `from` paying `value` to `to`, valid from now for 60 s unless overridden. */
 export function authorization(from: Address, to: Address, value: bigint, overrides: Partial<Authorization> = {}): Authorization {
@@ -48,6 +54,16 @@ export function exactPayload(signature: Hex, auth: Authorization) {
   };
 }
 
+/** What a seller asks for in the exact scheme on Base (v2): `amount` base units of `asset` paid to `payTo`. */
+export function exactRequirements(asset: Address, payTo: Address, amount: bigint): PaymentRequirements {
+  return { scheme: 'exact', network: 'eip155:8453', asset, amount: amount.toString(), payTo, maxTimeoutSeconds: 60, extra: { name: 'USD Coin', version: '2' } };
+}
+
+/** A v2 payment payload for `requirements`, as an x402 client hands it to a facilitator. */
+export function paymentPayload(requirements: PaymentRequirements, signature: Hex, auth: Authorization, resource: { url: string; description: string }): PaymentPayload {
+  return { x402Version: 2, resource: { ...resource, mimeType: 'application/json' }, accepted: requirements, payload: exactPayload(signature, auth) };
+}
+
 export const base64Json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
 
 /** X-PAYMENT as `x402-fetch` sends it (v1 shape); scheme and network can be overridden to test refusals. */
@@ -60,7 +76,7 @@ export function paymentSignatureHeader(signature: Hex, auth: Authorization, asse
   return base64Json({
     x402Version: 2,
     ...(resourceUrl ? { resource: { url: resourceUrl, description: 'x', mimeType: 'application/json' } } : {}),
-    accepted: { scheme: 'exact', network: 'eip155:8453', asset, amount: auth.value.toString(), payTo: auth.to, maxTimeoutSeconds: 60, extra: { name: 'USD Coin', version: '2' } },
+    accepted: exactRequirements(asset, auth.to, auth.value),
     payload: exactPayload(signature, auth),
   });
 }
