@@ -2,7 +2,20 @@
 // ceiling: a bare node:http server doing the same INSERT through the same driver.
 import { freePort } from '../src/testing/environment.ts';
 import { apiHeaders, sessionRequest, SESSIONS_PATH } from '../src/testing/shop.ts';
-import { childEnv, createBenchDatabase, createBenchStorage, createMerchantWithCli, fmt, mean, runLoad, startServer, type BenchOptions, type BenchReport, type Engine, type LoadResult } from './support.ts';
+import {
+  childEnv,
+  createBenchDatabase,
+  createBenchStorage,
+  createMerchantWithCli,
+  fmt,
+  mean,
+  runLoad,
+  startServer,
+  type BenchOptions,
+  type BenchReport,
+  type Engine,
+  type LoadResult,
+} from './support.ts';
 
 type Target = 'ceiling' | 'till';
 
@@ -42,7 +55,9 @@ async function measure(engine: Engine, target: Target, options: BenchOptions, lo
       if (probe.status !== 201) throw new Error(`${target} answered the probe with ${probe.status}: ${await probe.text()}`);
       await runLoad(request, { connections: options.connections, durationSeconds: WARMUP_SECONDS });
       const result = await runLoad(request, options);
-      log(`  ${engine.padEnd(8)} ${target.padEnd(7)} ${fmt(result.requestsPerSecond, 0).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.failures ? `  ${result.failures} FAILED` : ''}`);
+      log(
+        `  ${engine.padEnd(8)} ${target.padEnd(7)} ${fmt(result.requestsPerSecond, 0).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.failures ? `  ${result.failures} FAILED` : ''}`,
+      );
       return result;
     } catch (error) {
       throw new Error(`${(error as Error).message}\n${server.output()}`);
@@ -108,7 +123,9 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
     }
     const verdict = figure.ratio >= TARGET_RATIO ? `meets the ${TARGET_RATIO} target` : `BELOW the ${TARGET_RATIO} target`;
     lines.push(row(figure.engine, 'ceiling (node:http + INSERT)', figure.ceiling, ''), row(figure.engine, 'Till', figure.till, `**${fmt(figure.ratio, 2)}**`));
-    summary.push(`${figure.engine}: Till ${fmt(figure.till.requestsPerSecond, 0)} req/s, ceiling ${fmt(figure.ceiling.requestsPerSecond, 0)} req/s → ${fmt(figure.ratio, 2)} (${verdict})`);
+    summary.push(
+      `${figure.engine}: Till ${fmt(figure.till.requestsPerSecond, 0)} req/s, ceiling ${fmt(figure.ceiling.requestsPerSecond, 0)} req/s → ${fmt(figure.ratio, 2)} (${verdict})`,
+    );
   }
   return { name: 'sessions', summary: summary.join('\n'), markdown: lines.join('\n') };
 }

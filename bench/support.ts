@@ -27,7 +27,9 @@ export function createBenchStorage(engine: Engine, prefix: string) {
 
 /** `till merchant create` as an operator runs it, in the service's environment; the merchant and its key. */
 export async function createMerchantWithCli(env: Record<string, string>, walletAddress?: string): Promise<{ merchantId: string; apiKey: string }> {
-  return JSON.parse(await runNode(['src/cli/main.ts', 'merchant', 'create', '--name', 'Bench', ...(walletAddress ? ['--wallet', walletAddress] : []), '--json'], env));
+  return JSON.parse(
+    await runNode(['src/cli/main.ts', 'merchant', 'create', '--name', 'Bench', ...(walletAddress ? ['--wallet', walletAddress] : []), '--json'], env),
+  );
 }
 
 export const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;

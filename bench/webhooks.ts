@@ -34,11 +34,25 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
     await migrateToLatest(db);
     const merchant = await createMerchant(db, { name: 'Bench' });
     await setWebhook(db, config.secretKey, merchant.id, { url: receiver.url }, 'sandbox');
-    const session: WebhookSession = { id: 'ps_bench', merchant_id: merchant.id, order_id: 'bench', amount_minor: 1000n, currency: 'USD', success_url: null, fail_url: null, cancel_url: null };
-    const enqueue = (trx: typeof db) => enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: config.explorerTxUrl });
+    const session: WebhookSession = {
+      id: 'ps_bench',
+      merchant_id: merchant.id,
+      order_id: 'bench',
+      amount_minor: 1000n,
+      currency: 'USD',
+      success_url: null,
+      fail_url: null,
+      cancel_url: null,
+    };
+    const enqueue = (trx: typeof db) =>
+      enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: config.explorerTxUrl });
     const drained = async () => {
       for (;;) {
-        const row = await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'PENDING').executeTakeFirstOrThrow();
+        const row = await db
+          .selectFrom('webhook_deliveries')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('status', '=', 'PENDING')
+          .executeTakeFirstOrThrow();
         if (Number(row.n) === 0) return;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
@@ -53,7 +67,10 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
     log(`draining a backlog of ${BACKLOG} events…`);
     const started = performance.now();
     const webhookWake = createWakeSignal();
-    const worker = startWebhookWorker({ config, db, dbKind: handle.kind, log: pino({ level: 'silent' }), metrics: createMetrics(), webhookWake }, { settings: { retrySchedule: [1000], allowLoopbackTargets: true, allowPrivateTargets: true } });
+    const worker = startWebhookWorker(
+      { config, db, dbKind: handle.kind, log: pino({ level: 'silent' }), metrics: createMetrics(), webhookWake },
+      { settings: { retrySchedule: [1000], allowLoopbackTargets: true, allowPrivateTargets: true } },
+    );
     await drained();
     const perSecond = BACKLOG / ((performance.now() - started) / 1000);
 

@@ -10,7 +10,19 @@ import { spawnSandbox, type SpawnedSandbox } from '../src/sandbox/spawn.ts';
 import { freePort, sandboxOverHttp, sandboxSettings } from '../src/testing/environment.ts';
 import { newAccount, nowSeconds } from '../src/testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment, x402Url } from '../src/testing/shop.ts';
-import { childEnv, createBenchStorage, createMerchantWithCli, fmt, mean, runLoad, startServer, type BenchOptions, type BenchReport, type ChildServer, type LoadResult } from './support.ts';
+import {
+  childEnv,
+  createBenchStorage,
+  createMerchantWithCli,
+  fmt,
+  mean,
+  runLoad,
+  startServer,
+  type BenchOptions,
+  type BenchReport,
+  type ChildServer,
+  type LoadResult,
+} from './support.ts';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const SERVE_EXPRESS = '--serve-express';
@@ -57,7 +69,16 @@ async function startTill(sandbox: SpawnedSandbox, merchantWallet: Address): Prom
       await server.stop();
       throw new Error(`${(error as Error).message}\n${server.output()}`);
     }
-    return { server, base, apiKey, sessionId, stop: async () => { await server.stop(); await storage.drop(); } };
+    return {
+      server,
+      base,
+      apiKey,
+      sessionId,
+      stop: async () => {
+        await server.stop();
+        await storage.drop();
+      },
+    };
   } catch (error) {
     await storage.drop();
     throw error;
@@ -76,7 +97,13 @@ async function serveExpress(): Promise<void> {
     paymentMiddleware(
       {
         'GET /item': {
-          accepts: { scheme: 'exact', network: 'eip155:8453', payTo: process.env.PAY_TO!, price: { amount: PRICE_UNITS.toString(), asset: process.env.USDC_ADDRESS!, extra: { name: 'USD Coin', version: '2' } }, maxTimeoutSeconds: 60 },
+          accepts: {
+            scheme: 'exact',
+            network: 'eip155:8453',
+            payTo: process.env.PAY_TO!,
+            price: { amount: PRICE_UNITS.toString(), asset: process.env.USDC_ADDRESS!, extra: { name: 'USD Coin', version: '2' } },
+            maxTimeoutSeconds: 60,
+          },
           description: 'Benchmark item',
           mimeType: 'application/json',
         },
@@ -113,7 +140,9 @@ async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWa
       for (const name of ['till', 'express'] as const) {
         await challengeLoad(targets[name], { ...options, durationSeconds: WARMUP_SECONDS });
         const result = await challengeLoad(targets[name], options);
-        log(`  402 challenge  ${name.padEnd(7)} ${fmt(result.requestsPerSecond).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.failures ? `  ${result.failures} NOT 402` : ''}`);
+        log(
+          `  402 challenge  ${name.padEnd(7)} ${fmt(result.requestsPerSecond).padStart(6)} req/s  p50 ${result.latencyP50} ms  p99 ${result.latencyP99} ms${result.failures ? `  ${result.failures} NOT 402` : ''}`,
+        );
         results[name].push(result);
       }
     }
@@ -134,7 +163,11 @@ async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWa
 /** Sums of the histogram series Till exports: the x402 route answered 200, and every facilitator call. */
 async function metricSums(base: string): Promise<{ request: number; requests: number; facilitator: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
-  const sum = (pattern: RegExp) => text.split('\n').filter((line) => pattern.test(line)).reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  const sum = (pattern: RegExp) =>
+    text
+      .split('\n')
+      .filter((line) => pattern.test(line))
+      .reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
   const requestSeries = `route="${X402_ROUTE}",status="200"`;
   return {
     request: sum(new RegExp(`^till_http_request_duration_seconds_sum\\{[^}]*${requestSeries.replace(/[/:]/g, '\\$&')}`)),
@@ -187,11 +220,16 @@ async function measureAddedLatency(sandbox: SpawnedSandbox, till: Till, log: (li
     clientP50Ms: percentile(clientSide, 50),
   };
   log(`  paid requests  ${figures.paid} settled${failed ? `, ${failed} FAILED` : ''}`);
-  log(`  added by Till  p50 ${fmt(figures.addedP50Ms, 2)} ms  p90 ${fmt(figures.addedP90Ms, 2)} ms  p99 ${fmt(figures.addedP99Ms, 2)} ms  (request p50 ${fmt(figures.requestP50Ms, 1)} ms, facilitator verify+settle p50 ${fmt(figures.facilitatorP50Ms, 1)} ms, client p50 ${fmt(figures.clientP50Ms, 1)} ms)`);
+  log(
+    `  added by Till  p50 ${fmt(figures.addedP50Ms, 2)} ms  p90 ${fmt(figures.addedP90Ms, 2)} ms  p99 ${fmt(figures.addedP99Ms, 2)} ms  (request p50 ${fmt(figures.requestP50Ms, 1)} ms, facilitator verify+settle p50 ${fmt(figures.facilitatorP50Ms, 1)} ms, client p50 ${fmt(figures.clientP50Ms, 1)} ms)`,
+  );
   return figures;
 }
 
-export async function run(options: BenchOptions = { durationSeconds: 10, connections: 10 }, log: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): Promise<BenchReport & Record<string, unknown>> {
+export async function run(
+  options: BenchOptions = { durationSeconds: 10, connections: 10 },
+  log: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): Promise<BenchReport & Record<string, unknown>> {
   const sandbox = await spawnSandbox();
   const merchantWallet = newAccount().address;
   try {

@@ -112,7 +112,11 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_00
 export function parseRetrySchedule(text: string): number[] {
   return text.split(',').map((part) => {
     const match = /^\s*(\d+(?:\.\d+)?)(ms|s|m|h|d)\s*$/.exec(part);
-    if (!match) throw new ConfigError('TILL_WEBHOOK_RETRY_SCHEDULE', `${JSON.stringify(part.trim())} is not a duration; write a comma-separated list such as 1s,2s,5s (units ms, s, m, h, d)`);
+    if (!match)
+      throw new ConfigError(
+        'TILL_WEBHOOK_RETRY_SCHEDULE',
+        `${JSON.stringify(part.trim())} is not a duration; write a comma-separated list such as 1s,2s,5s (units ms, s, m, h, d)`,
+      );
     return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
   });
 }
@@ -190,8 +194,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     facilitatorUrl,
     facilitatorHeaders: parseHeaders(env.TILL_FACILITATOR_HEADERS),
     baseRpcUrl: read(env, 'TILL_BASE_RPC_URL', httpUrl, undefined),
-    usdcAddress: read(env, 'TILL_USDC_ADDRESS', z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x address'), mode === 'live' ? BASE_USDC_ADDRESS : undefined),
-    explorerTxUrl: required(read(env, 'TILL_EXPLORER_TX_URL', z.string().includes('{hash}', { message: 'must contain {hash}' }), mode === 'live' ? 'https://basescan.org/tx/{hash}' : `${baseUrl}/sandbox/tx/{hash}`)),
+    usdcAddress: read(
+      env,
+      'TILL_USDC_ADDRESS',
+      z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x address'),
+      mode === 'live' ? BASE_USDC_ADDRESS : undefined,
+    ),
+    explorerTxUrl: required(
+      read(
+        env,
+        'TILL_EXPLORER_TX_URL',
+        z.string().includes('{hash}', { message: 'must contain {hash}' }),
+        mode === 'live' ? 'https://basescan.org/tx/{hash}' : `${baseUrl}/sandbox/tx/{hash}`,
+      ),
+    ),
     sandboxPort: required(read(env, 'TILL_SANDBOX_PORT', port, '8545')),
     sandboxUrl: mode === 'sandbox' ? read(env, 'TILL_SANDBOX_URL', httpUrl, undefined) : undefined,
     logLevel: required(read(env, 'TILL_LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info')),

@@ -32,7 +32,10 @@ export type Worker = { stop(): Promise<void> };
 export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({
     level: config.logLevel,
-    redact: { paths: ['req.headers["x-sc-apikey"]', 'req.headers.authorization', 'req.headers["x-payment"]', 'req.headers["payment-signature"]'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers["x-sc-apikey"]', 'req.headers.authorization', 'req.headers["x-payment"]', 'req.headers["payment-signature"]'],
+      censor: '[redacted]',
+    },
   });
 }
 

@@ -23,8 +23,18 @@ export function createMetrics() {
       buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
-    x402ProofsRefused: new Counter({ name: 'till_x402_proofs_refused_total', help: 'Payment proofs refused, by reason', labelNames: ['reason'], registers: [registry] }),
+    x402ProofsRefused: new Counter({
+      name: 'till_x402_proofs_refused_total',
+      help: 'Payment proofs refused, by reason',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
     x402PaymentsSettled: new Counter({ name: 'till_x402_payments_settled_total', help: 'Payments settled through x402', registers: [registry] }),
-    webhookAttempts: new Counter({ name: 'till_webhook_attempts_total', help: 'Webhook delivery attempts by outcome', labelNames: ['outcome'], registers: [registry] }),
+    webhookAttempts: new Counter({
+      name: 'till_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
   };
 }

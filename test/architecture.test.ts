@@ -24,7 +24,9 @@ const production = sourceFiles(SRC).filter((file) => !isTestCode(file));
 /** Relative imports of a file, resolved to absolute paths. */
 function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s+'(\.{1,2}\/[^']+)'/g), ...text.matchAll(/import\('(\.{1,2}\/[^']+)'\)/g)].map((m) => resolve(dirname(file), m[1]!));
+  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s+'(\.{1,2}\/[^']+)'/g), ...text.matchAll(/import\('(\.{1,2}\/[^']+)'\)/g)].map((m) =>
+    resolve(dirname(file), m[1]!),
+  );
 }
 
 /** A file's node in the folder graph: its top folder under src/, or the root file itself (config.ts, main.ts …). */
@@ -51,7 +53,13 @@ test('no folder of src/ imports a folder that imports it back, directly or throu
     while (stack.length) {
       const [node, path] = stack.pop()!;
       for (const next of edges.get(node) ?? []) {
-        if (next === start) cycles.push(path.concat(start).map((n, i, all) => (i ? `${via.get(`${all[i - 1]}->${n}`)}` : n)).join('\n    '));
+        if (next === start)
+          cycles.push(
+            path
+              .concat(start)
+              .map((n, i, all) => (i ? `${via.get(`${all[i - 1]}->${n}`)}` : n))
+              .join('\n    '),
+          );
         else if (!seen.has(next)) {
           seen.add(next);
           stack.push([next, path.concat(next)]);
@@ -63,13 +71,20 @@ test('no folder of src/ imports a folder that imports it back, directly or throu
 });
 
 test('src/ never imports test/ (test code shared with src lives in src/testing/)', () => {
-  const offending = sourceFiles(SRC).flatMap((file) => importsOf(file).filter((target) => target.startsWith(join(ROOT, 'test'))).map((target) => `${relative(ROOT, file)} → ${relative(ROOT, target)}`));
+  const offending = sourceFiles(SRC).flatMap((file) =>
+    importsOf(file)
+      .filter((target) => target.startsWith(join(ROOT, 'test')))
+      .map((target) => `${relative(ROOT, file)} → ${relative(ROOT, target)}`),
+  );
   assert.deepEqual(offending, []);
 });
 
 test('no folder has a barrel: index.ts files that only re-export are not used', () => {
   const barrels = production.filter((file) => /\/index\.ts$/.test(file) && /^export (\*|\{)[^;]*from /m.test(readFileSync(file, 'utf8')));
-  assert.deepEqual(barrels.map((file) => relative(ROOT, file)), []);
+  assert.deepEqual(
+    barrels.map((file) => relative(ROOT, file)),
+    [],
+  );
 });
 
 /** Each table's one writer: every insert, update and delete of it happens in this module. */
@@ -88,14 +103,15 @@ const TABLE_OWNERS: Record<string, string> = {
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };
 
-test('every write to a table happens in that table\'s own module', () => {
+test("every write to a table happens in that table's own module", () => {
   const strays: string[] = [];
   for (const file of production) {
     const text = readFileSync(file, 'utf8');
     for (const match of text.matchAll(/\b(insertInto|updateTable|deleteFrom)\(\s*'(\w+)/g)) {
       const [, verb, table] = match as unknown as [string, string, string];
       const allowed = [TABLE_OWNERS[table], ...(ALSO_WRITES[table] ?? [])];
-      if (!allowed.includes(relative(ROOT, file))) strays.push(`${relative(ROOT, file)}: ${verb}('${table}') — owner is ${TABLE_OWNERS[table] ?? 'not declared'}`);
+      if (!allowed.includes(relative(ROOT, file)))
+        strays.push(`${relative(ROOT, file)}: ${verb}('${table}') — owner is ${TABLE_OWNERS[table] ?? 'not declared'}`);
     }
   }
   assert.deepEqual(strays, []);
@@ -110,7 +126,11 @@ test('npm run lint refuses an import cycle, and passes the same files without it
     writeFileSync(join(dir, 'biome.json'), JSON.stringify({ ...config, vcs: { enabled: false }, files: { includes: ['**'] } }));
     writeFileSync(join(dir, 'a.ts'), "import { b } from './b.ts';\n\nexport const a = (): number => b() + 1;\n");
     writeFileSync(join(dir, 'b.ts'), "import { a } from './a.ts';\n\nexport const b = (): number => a();\n");
-    const lint = () => promisify(execFile)(join(ROOT, 'node_modules/.bin/biome'), ['lint', '.'], { cwd: dir }).then(() => ({ ok: true, output: '' }), (error: { stdout: string; stderr: string }) => ({ ok: false, output: error.stdout + error.stderr }));
+    const lint = () =>
+      promisify(execFile)(join(ROOT, 'node_modules/.bin/biome'), ['lint', '.'], { cwd: dir }).then(
+        () => ({ ok: true, output: '' }),
+        (error: { stdout: string; stderr: string }) => ({ ok: false, output: error.stdout + error.stderr }),
+      );
     const cyclic = await lint();
     assert.equal(cyclic.ok, false);
     assert.match(cyclic.output, /noImportCycles/);

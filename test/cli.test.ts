@@ -13,7 +13,11 @@ const freshDataDir = temporaryDirectories('till-cli-');
 /** Runs `till …` as an operator does, with only the settings given (no inherited TILL_*). */
 function till(args: string[], env: Record<string, string>, cwd?: string) {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TILL_') && name !== 'PORT'));
-  const result = spawnSync(process.execPath, [CLI, ...args], { env: { ...clean, TILL_LOG_LEVEL: 'silent', ...env }, encoding: 'utf8', ...(cwd ? { cwd } : {}) });
+  const result = spawnSync(process.execPath, [CLI, ...args], {
+    env: { ...clean, TILL_LOG_LEVEL: 'silent', ...env },
+    encoding: 'utf8',
+    ...(cwd ? { cwd } : {}),
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -40,14 +44,20 @@ describe('till merchant and keys', () => {
     assert.ok(!listed.stdout.includes(json.apiKey));
     const { merchants } = JSON.parse(till(['merchant', 'list', '--json'], env).stdout);
     const entry = merchants.find((m: { id: string }) => m.id === json.merchantId);
-    assert.deepEqual(entry.keys.map((k: { keyId: string; lastFour: string }) => [k.keyId, k.lastFour]), [[json.keyId, json.apiKey.slice(-4)]]);
+    assert.deepEqual(
+      entry.keys.map((k: { keyId: string; lastFour: string }) => [k.keyId, k.lastFour]),
+      [[json.keyId, json.apiKey.slice(-4)]],
+    );
     assert.equal(entry.walletAddress, null);
     assert.ok(!JSON.stringify(merchants).includes(json.apiKey));
     // A lost key: a new one, then the old one revoked; the list follows.
     const replacement = JSON.parse(till(['keys', 'create', '--merchant', json.merchantId, '--json'], env).stdout);
     assert.equal(till(['keys', 'revoke', json.keyId], env).status, 0);
     const after = JSON.parse(till(['merchant', 'list', '--json'], env).stdout).merchants.find((m: { id: string }) => m.id === json.merchantId);
-    assert.deepEqual(after.keys.map((k: { keyId: string }) => k.keyId), [replacement.keyId]);
+    assert.deepEqual(
+      after.keys.map((k: { keyId: string }) => k.keyId),
+      [replacement.keyId],
+    );
   });
 });
 
@@ -66,7 +76,10 @@ describe('till merchant set-webhook', () => {
     const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Shop', '--json'], env).stdout);
     const loopback = till(['merchant', 'set-webhook', merchantId, '--url', 'http://localhost:3000/webhooks'], env);
     assert.equal(loopback.status, 0);
-    assert.match(loopback.stderr, /^Warning: deliveries to this URL will not be sent: refused by the SSRF guard: localhost is (127\.0\.0\.1|::1), a loopback address \(allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS/);
+    assert.match(
+      loopback.stderr,
+      /^Warning: deliveries to this URL will not be sent: refused by the SSRF guard: localhost is (127\.0\.0\.1|::1), a loopback address \(allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS/,
+    );
     const privateTarget = JSON.parse(till(['merchant', 'set-webhook', merchantId, '--url', 'http://10.0.0.8/hook', '--json'], env).stdout);
     assert.match(privateTarget.warning, /10\.0\.0\.8 is 10\.0\.0\.8, a private, link-local or otherwise non-public address/);
     // Live mode: https only, and loopback refused unless the operator allows it.
@@ -89,7 +102,10 @@ describe('settings from .env', () => {
     assert.equal(fromEnvironment.status, 0, fromEnvironment.stderr);
     assert.ok(existsSync(join(elsewhere, 'till.sqlite')), 'the environment wins');
     const listed = JSON.parse(till(['merchant', 'list', '--json'], {}, project).stdout);
-    assert.deepEqual(listed.merchants.map((m: { name: string }) => m.name), ['Dotenv']);
+    assert.deepEqual(
+      listed.merchants.map((m: { name: string }) => m.name),
+      ['Dotenv'],
+    );
   });
 
   test('a bad value in .env stops the command with a message naming the setting', () => {

@@ -24,7 +24,22 @@ function typeCheck(dir: string, name: string, source: string): { ok: boolean; ou
   writeFileSync(join(dir, name), source);
   writeFileSync(
     join(dir, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { target: 'es2024', lib: ['es2024', 'dom'], module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: true, types: [], typeRoots: [join(ROOT, 'node_modules/@types')], baseUrl: ROOT, paths: { 'openapi-fetch': [join(ROOT, 'node_modules/openapi-fetch')] } }, files: [name, 'api.d.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'es2024',
+        lib: ['es2024', 'dom'],
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: [],
+        typeRoots: [join(ROOT, 'node_modules/@types')],
+        baseUrl: ROOT,
+        paths: { 'openapi-fetch': [join(ROOT, 'node_modules/openapi-fetch')] },
+      },
+      files: [name, 'api.d.ts'],
+    }),
   );
   const result = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
   return { ok: result.status === 0, output: result.stdout + result.stderr };
@@ -58,12 +73,23 @@ describe('the OpenAPI document', () => {
       assert.match(target, /^#\/components\/schemas\//);
       assert.ok(schemas[target.slice('#/components/schemas/'.length)], `${target} resolves`);
     }
-    for (const name of ['NewPaymentSession', 'UpdatePaymentSession', 'PaymentSessionResponse', 'PaymentSessionDetails', 'Error', 'X402Challenge', 'X402Paid', 'OrderReceipt']) assert.ok(schemas[name], name);
+    for (const name of [
+      'NewPaymentSession',
+      'UpdatePaymentSession',
+      'PaymentSessionResponse',
+      'PaymentSessionDetails',
+      'Error',
+      'X402Challenge',
+      'X402Paid',
+      'OrderReceipt',
+    ])
+      assert.ok(schemas[name], name);
   });
 
   test('lists every code of the error catalogue, as the enum of Error.error.code and with its status', () => {
     const codes = Object.keys(ERROR_CATALOGUE);
-    const schemas = (document.components as { schemas: Record<string, { properties: Record<string, { properties: Record<string, { enum?: string[] }> }> }> }).schemas;
+    const schemas = (document.components as { schemas: Record<string, { properties: Record<string, { properties: Record<string, { enum?: string[] }> }> }> })
+      .schemas;
     assert.deepEqual(schemas.Error!.properties.error!.properties.code!.enum, codes);
     assert.deepEqual(
       document['x-error-codes'],

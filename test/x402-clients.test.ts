@@ -20,7 +20,8 @@ for (const { engine, skip } of engines) {
     after(() => env?.stop());
 
     const fundedBuyer = (usdc: string) => env.fundedPayer(usdc);
-    const walletOf = (buyer: Awaited<ReturnType<typeof fundedBuyer>>) => createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) });
+    const walletOf = (buyer: Awaited<ReturnType<typeof fundedBuyer>>) =>
+      createWalletClient({ account: buyer, chain: base, transport: http(env.sandbox.rpcUrl) });
 
     test('x402-fetch (v1, X-PAYMENT) pays a session; the merchant receives exactly the quote; the receipt shows the transaction', async () => {
       const sessionId = await env.createSession({ amount: 0.1, currency: 'USD', orderId: 'v1-order' });
@@ -56,7 +57,7 @@ for (const { engine, skip } of engines) {
       const html = await page.text();
       assert.match(html, new RegExp(settle.transaction));
       assert.match(html, /<strong>Sandbox:<\/strong> test money, not a real payment/);
-      assert.match(html, /<th>Amount<\/th><td><code>0\.10 USD<\/code>/, 'money is written with the currency\'s decimals');
+      assert.match(html, /<th>Amount<\/th><td><code>0\.10 USD<\/code>/, "money is written with the currency's decimals");
       const missing = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/TX-${'0'.repeat(32)}`, { headers: { accept: 'text/html' } });
       assert.equal(missing.status, 404);
       assert.match(missing.headers.get('content-type')!, /text\/html/);
@@ -143,7 +144,10 @@ for (const { engine, skip } of engines) {
       for (const script of ['pay-v1.mjs', 'pay-v2.mjs']) {
         const sessionId = await env.createSession({ amount: 0.25, currency: 'USD', orderId: `example-${script}` });
         // Asynchronously: the service answering the script runs in this very process.
-        const run = await promisify(execFile)(process.execPath, [resolve(import.meta.dirname, '../docs/examples', script), sessionId], { env: { ...process.env, TILL: env.baseUrl, BUYER_KEY: '' }, encoding: 'utf8' });
+        const run = await promisify(execFile)(process.execPath, [resolve(import.meta.dirname, '../docs/examples', script), sessionId], {
+          env: { ...process.env, TILL: env.baseUrl, BUYER_KEY: '' },
+          encoding: 'utf8',
+        });
         assert.match(run.stdout, new RegExp(`^200 \\{"status":"SUCCESS","paymentSessionId":"${sessionId}"`), script);
         assert.match(run.stdout, /settlement: .*"success":true/, script);
       }

@@ -27,10 +27,18 @@ for (const { engine, skip } of engines) {
     async function pay(sessionId: string, header: string): Promise<Answer> {
       const response = await env.pay(sessionId, header);
       const body = await response.json();
-      return { status: response.status, error: typeof body.error === 'string' ? (body.error === 'payment_failed' ? `${body.error}: ${body.message}` : body.error) : JSON.stringify(body.error), paymentId: body.paymentId };
+      return {
+        status: response.status,
+        error: typeof body.error === 'string' ? (body.error === 'payment_failed' ? `${body.error}: ${body.message}` : body.error) : JSON.stringify(body.error),
+        paymentId: body.paymentId,
+      };
     }
 
-    const tally = (answers: Answer[]) => answers.reduce<Record<string, number>>((counts, a) => ({ ...counts, [`${a.status}${a.error ? ` ${a.error}` : ''}`]: (counts[`${a.status}${a.error ? ` ${a.error}` : ''}`] ?? 0) + 1 }), {});
+    const tally = (answers: Answer[]) =>
+      answers.reduce<Record<string, number>>(
+        (counts, a) => ({ ...counts, [`${a.status}${a.error ? ` ${a.error}` : ''}`]: (counts[`${a.status}${a.error ? ` ${a.error}` : ''}`] ?? 0) + 1 }),
+        {},
+      );
 
     test('50 concurrent requests with the same proof: settled once, one transfer, every answer 200 or payment_in_progress', async (t) => {
       // STATIC: a settled session does not short-circuit, so only the proof's own claim prevents a second settle.
@@ -45,15 +53,24 @@ for (const { engine, skip } of engines) {
 
       const after = (await env.sandbox.faults.get()).stats;
       const counts = tally(answers);
-      assert.ok(answers.every((a) => a.status === 200 || (a.status === 402 && a.error === 'payment_in_progress')), JSON.stringify(counts));
-      assert.ok(answers.some((a) => a.status === 200), JSON.stringify(counts));
+      assert.ok(
+        answers.every((a) => a.status === 200 || (a.status === 402 && a.error === 'payment_in_progress')),
+        JSON.stringify(counts),
+      );
+      assert.ok(
+        answers.some((a) => a.status === 200),
+        JSON.stringify(counts),
+      );
       assert.equal(new Set(answers.filter((a) => a.status === 200).map((a) => a.paymentId)).size, 1);
       assert.equal(after.settleRequests - before.settleRequests, 1);
       assert.equal(after.settledTransactions.length - before.settledTransactions.length, 1);
       assert.equal((await env.sandbox.balanceOf(merchantWallet)) - merchantBefore, value);
       assert.equal(await env.sandbox.balanceOf(payer.address), 1_000_000n - value);
       const rows = await env.service.context.db.selectFrom('payments').select('status').where('session_id', '=', sessionId).execute();
-      assert.deepEqual(rows.map((row) => row.status), ['SUCCESS']);
+      assert.deepEqual(
+        rows.map((row) => row.status),
+        ['SUCCESS'],
+      );
       t.diagnostic(JSON.stringify(counts));
     });
 
@@ -63,7 +80,9 @@ for (const { engine, skip } of engines) {
         const sessionId = await createSession('TRANSIENT');
         const payers = await Promise.all(Array.from({ length: 20 }, fundedPayer));
         const { value, payTo } = await quote(sessionId);
-        const headers = await Promise.all(payers.map(async (payer) => (await signedXPayment(payer, usdc, payTo, value, { validBefore: nowSeconds() + 300n })).header));
+        const headers = await Promise.all(
+          payers.map(async (payer) => (await signedXPayment(payer, usdc, payTo, value, { validBefore: nowSeconds() + 300n })).header),
+        );
         const before = (await env.sandbox.faults.get()).stats;
         const merchantBefore = await env.sandbox.balanceOf(merchantWallet);
 
@@ -71,8 +90,14 @@ for (const { engine, skip } of engines) {
 
         const after = (await env.sandbox.faults.get()).stats;
         const counts = JSON.stringify({ round, ...tally(answers) });
-        assert.ok(answers.every((a) => a.status === 200 || a.status === 402), counts);
-        assert.ok(answers.some((a) => a.status === 200), counts);
+        assert.ok(
+          answers.every((a) => a.status === 200 || a.status === 402),
+          counts,
+        );
+        assert.ok(
+          answers.some((a) => a.status === 200),
+          counts,
+        );
         assert.equal(new Set(answers.filter((a) => a.status === 200).map((a) => a.paymentId)).size, 1);
         assert.equal(after.settledTransactions.length - before.settledTransactions.length, 1);
         assert.equal((await env.sandbox.balanceOf(merchantWallet)) - merchantBefore, value);
@@ -80,7 +105,10 @@ for (const { engine, skip } of engines) {
         assert.equal(balances.filter((balance) => balance === 1_000_000n - value).length, 1);
         assert.equal(balances.filter((balance) => balance === 1_000_000n).length, 19);
         const rows = await env.service.context.db.selectFrom('payments').select('status').where('session_id', '=', sessionId).execute();
-        assert.deepEqual(rows.map((row) => row.status), ['SUCCESS']);
+        assert.deepEqual(
+          rows.map((row) => row.status),
+          ['SUCCESS'],
+        );
         t.diagnostic(counts);
       }
     });

@@ -84,7 +84,8 @@ for (const { engine, skip } of engines) {
     }
 
     const paymentOf = (sessionId: string) => handle.db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).execute();
-    const eventTypes = async (sessionId: string) => (await handle.db.selectFrom('webhook_events').select('type').where('session_id', '=', sessionId).execute()).map((e) => e.type).sort();
+    const eventTypes = async (sessionId: string) =>
+      (await handle.db.selectFrom('webhook_events').select('type').where('session_id', '=', sessionId).execute()).map((e) => e.type).sort();
 
     test('killed after the facilitator settled but before the result was recorded: SUCCESS with the tx hash after restart, never a second transfer', async () => {
       const first = await startService('x402:after-settle');
@@ -114,7 +115,11 @@ for (const { engine, skip } of engines) {
         assert.equal((await retry.json()).paymentId, settled.public_order_id);
         assert.equal((await sandbox.faults.get()).stats.settledTransactions.length, settledBefore + 1);
         assert.deepEqual(await eventTypes(sessionId), ['payment.pending', 'payment.succeeded']);
-        const session = await handle.db.selectFrom('payment_sessions').select(['status', 'payments_in_progress']).where('id', '=', sessionId).executeTakeFirstOrThrow();
+        const session = await handle.db
+          .selectFrom('payment_sessions')
+          .select(['status', 'payments_in_progress'])
+          .where('id', '=', sessionId)
+          .executeTakeFirstOrThrow();
         assert.deepEqual({ ...session }, { status: 'SUCCESS', payments_in_progress: 0 });
       } finally {
         await stopService(second);
@@ -141,7 +146,11 @@ for (const { engine, skip } of engines) {
         assert.ok(error === 'payment_in_progress' || error === 'authorization_expired', error);
         if (error === 'authorization_expired') assert.equal((await paymentOf(sessionId))[0]!.status, 'FAILED', 'an expiry is told only once the chain says so');
 
-        const failed = await waitFor(async () => (await paymentOf(sessionId)).find((p) => p.status === 'FAILED'), 'the reconciler to fail the expired authorization', 40_000);
+        const failed = await waitFor(
+          async () => (await paymentOf(sessionId)).find((p) => p.status === 'FAILED'),
+          'the reconciler to fail the expired authorization',
+          40_000,
+        );
         assert.equal(failed.failure_reason, 'authorization_expired');
         assert.equal(await sandbox.balanceOf(payer.address), 1_000_000n, 'nothing was taken');
         assert.deepEqual(await eventTypes(sessionId), ['payment.failed', 'payment.pending']);
@@ -179,7 +188,10 @@ for (const { engine, skip } of engines) {
       assert.ok(lost.headers.get('retry-after'));
 
       const db = paying.service.context.db;
-      const settled = await waitFor(async () => db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).where('status', '=', 'SUCCESS').executeTakeFirst(), 'the reconciler');
+      const settled = await waitFor(
+        async () => db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).where('status', '=', 'SUCCESS').executeTakeFirst(),
+        'the reconciler',
+      );
       const { stats } = await paying.sandbox.faults.get();
       assert.equal(stats.droppedSettleResponses, 1);
       assert.equal(settled.tx_hash, stats.settledTransactions.at(-1));

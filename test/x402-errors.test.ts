@@ -2,7 +2,19 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
 import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
-import { base64Json, exactPayload, exactRequirements, newAccount, nowSeconds, paymentPayload, paymentSignatureHeader, signAuthorization, signedXPayment, authorization, xPaymentHeader } from '../src/testing/payer.ts';
+import {
+  base64Json,
+  exactPayload,
+  exactRequirements,
+  newAccount,
+  nowSeconds,
+  paymentPayload,
+  paymentSignatureHeader,
+  signAuthorization,
+  signedXPayment,
+  authorization,
+  xPaymentHeader,
+} from '../src/testing/payer.ts';
 import { createSession as createSessionWith, sessionRequest, x402Url } from '../src/testing/shop.ts';
 
 for (const { engine, skip } of engines) {
@@ -39,7 +51,15 @@ for (const { engine, skip } of engines) {
     }
 
     const paymentRows = async (sessionId: string) => env.service.context.db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).execute();
-    const eventCount = async () => Number((await env.service.context.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const eventCount = async () =>
+      Number(
+        (
+          await env.service.context.db
+            .selectFrom('webhook_events')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
 
     /** Every 402 of spec E3: body, one `accepts` entry with every field, and the v2 PAYMENT-REQUIRED header. */
     async function assertChallenge(response: Response, error: string, sessionId: string, value: bigint) {
@@ -50,7 +70,18 @@ for (const { engine, skip } of engines) {
       assert.equal(typeof body.message, 'string');
       assert.equal(body.accepts.length, 1);
       const [offer] = body.accepts;
-      assert.deepEqual(Object.keys(offer).sort(), ['asset', 'description', 'extra', 'maxAmountRequired', 'maxTimeoutSeconds', 'mimeType', 'network', 'payTo', 'resource', 'scheme']);
+      assert.deepEqual(Object.keys(offer).sort(), [
+        'asset',
+        'description',
+        'extra',
+        'maxAmountRequired',
+        'maxTimeoutSeconds',
+        'mimeType',
+        'network',
+        'payTo',
+        'resource',
+        'scheme',
+      ]);
       assert.equal(offer.scheme, 'exact');
       assert.equal(offer.network, 'base');
       assert.equal(offer.asset.toLowerCase(), usdc.toLowerCase());
@@ -102,7 +133,10 @@ for (const { engine, skip } of engines) {
 
     test('amount_required and amount_below_minimum on an editable session: no offer, minAmount echoed', async () => {
       const sessionId = await createSession({ amount: 1, editable: true, minAmount: 0.02 });
-      for (const [query, error] of [['', 'amount_required'], ['?amount=0.01', 'amount_below_minimum']] as const) {
+      for (const [query, error] of [
+        ['', 'amount_required'],
+        ['?amount=0.01', 'amount_below_minimum'],
+      ] as const) {
         const response = await get(sessionId, {}, query);
         const body = await response.json();
         assert.equal(response.status, 402);
@@ -120,7 +154,12 @@ for (const { engine, skip } of engines) {
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
       const withoutNonce = exactPayload(signature, auth) as { authorization: Partial<ReturnType<typeof exactPayload>['authorization']> };
       delete withoutNonce.authorization.nonce;
-      for (const header of ['%%% not base64 %%%', Buffer.from('{"x402Version":').toString('base64'), base64Json({ x402Version: 1, scheme: 'exact', network: 'base', payload: withoutNonce }), base64Json({ x402Version: 1, scheme: 'exact', network: 'base' })]) {
+      for (const header of [
+        '%%% not base64 %%%',
+        Buffer.from('{"x402Version":').toString('base64'),
+        base64Json({ x402Version: 1, scheme: 'exact', network: 'base', payload: withoutNonce }),
+        base64Json({ x402Version: 1, scheme: 'exact', network: 'base' }),
+      ]) {
         await assertRefused(sessionId, value, { 'x-payment': header }, 'invalid_payload', payer.address);
       }
     });
@@ -128,7 +167,13 @@ for (const { engine, skip } of engines) {
     test('conflicting_payment_headers: X-PAYMENT and PAYMENT-SIGNATURE together', async () => {
       const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature, header } = await signedXPayment(payer, usdc, payTo, value);
-      await assertRefused(sessionId, value, { 'x-payment': header, 'payment-signature': paymentSignatureHeader(signature, auth, usdc) }, 'conflicting_payment_headers', payer.address);
+      await assertRefused(
+        sessionId,
+        value,
+        { 'x-payment': header, 'payment-signature': paymentSignatureHeader(signature, auth, usdc) },
+        'conflicting_payment_headers',
+        payer.address,
+      );
     });
 
     test('unsupported_scheme and wrong_network', async () => {
@@ -147,15 +192,29 @@ for (const { engine, skip } of engines) {
     test('wrong_asset: a v2 proof whose accepted asset is another token', async () => {
       const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
-      await assertRefused(sessionId, value, { 'payment-signature': paymentSignatureHeader(signature, auth, newAccount().address) }, 'wrong_asset', payer.address);
+      await assertRefused(
+        sessionId,
+        value,
+        { 'payment-signature': paymentSignatureHeader(signature, auth, newAccount().address) },
+        'wrong_asset',
+        payer.address,
+      );
     });
 
     test('wrong_resource: a v2 proof naming another session as its resource; the offered resource is accepted', async () => {
       const { sessionId, payer, value, payTo } = await readyToPay();
       const other = await createSession();
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
-      await assertRefused(sessionId, value, { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.baseUrl}/x402/session/${other}`) }, 'wrong_resource', payer.address);
-      const paid = await get(sessionId, { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.service.config.baseUrl}/x402/session/${sessionId}`) });
+      await assertRefused(
+        sessionId,
+        value,
+        { 'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.baseUrl}/x402/session/${other}`) },
+        'wrong_resource',
+        payer.address,
+      );
+      const paid = await get(sessionId, {
+        'payment-signature': paymentSignatureHeader(signature, auth, usdc, `${env.service.config.baseUrl}/x402/session/${sessionId}`),
+      });
       assert.equal(paid.status, 200, await paid.clone().text());
     });
 
@@ -187,7 +246,13 @@ for (const { engine, skip } of engines) {
       const forged = await signAuthorization(newAccount(), usdc, auth);
       await assertRefused(sessionId, value, { 'x-payment': xPaymentHeader(forged, auth) }, 'invalid_signature', payer.address);
       const genuine = await signAuthorization(payer, usdc, auth);
-      await assertRefused(sessionId, value, { 'x-payment': xPaymentHeader(genuine, { ...auth, validBefore: auth.validBefore + 30n }) }, 'invalid_signature', payer.address);
+      await assertRefused(
+        sessionId,
+        value,
+        { 'x-payment': xPaymentHeader(genuine, { ...auth, validBefore: auth.validBefore + 30n }) },
+        'invalid_signature',
+        payer.address,
+      );
     });
 
     test('insufficient_funds: an unfunded payer', async () => {
@@ -204,7 +269,11 @@ for (const { engine, skip } of engines) {
       const settled = await fetch(`${env.sandbox.facilitatorUrl}/settle`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ x402Version: 2, paymentPayload: paymentPayload(requirements, signature, auth, { url: 'http://elsewhere.test/item', description: 'elsewhere' }), paymentRequirements: requirements }),
+        body: JSON.stringify({
+          x402Version: 2,
+          paymentPayload: paymentPayload(requirements, signature, auth, { url: 'http://elsewhere.test/item', description: 'elsewhere' }),
+          paymentRequirements: requirements,
+        }),
       });
       assert.equal((await settled.json()).success, true);
       assert.equal(await env.sandbox.balanceOf(payer.address), 1_000_000n - value);
@@ -224,7 +293,10 @@ for (const { engine, skip } of engines) {
       const replay = await signedXPayment(payer, usdc, other.payTo, other.value, { nonce: paid.auth.nonce });
       await assertRefused(otherSession, other.value, { 'x-payment': replay.header }, 'nonce_used', payer.address);
       // …and for the session it paid, with a different signature (another value): not its receipt.
-      const sameSessionReplay = await signedXPayment(payer, usdc, first.payTo, first.value, { nonce: paid.auth.nonce, validBefore: paid.auth.validBefore + 1n });
+      const sameSessionReplay = await signedXPayment(payer, usdc, first.payTo, first.value, {
+        nonce: paid.auth.nonce,
+        validBefore: paid.auth.validBefore + 1n,
+      });
       const response = await get(paidSession, { 'x-payment': sameSessionReplay.header });
       assert.equal(response.status, 200, 'a settled TRANSIENT session answers its stored result to anyone');
       assert.equal((await paymentRows(paidSession)).length, 1);
@@ -279,7 +351,10 @@ for (const { engine, skip } of engines) {
       }
       assert.equal(await env.sandbox.balanceOf(second.address), 1_000_000n);
       const rows = await paymentRows(sessionId);
-      assert.deepEqual(rows.map((row) => [row.payer, row.status]), [[first.address.toLowerCase(), 'SUCCESS']]);
+      assert.deepEqual(
+        rows.map((row) => [row.payer, row.status]),
+        [[first.address.toLowerCase(), 'SUCCESS']],
+      );
     });
 
     test('404 for an unknown session and for an expired one', async () => {
@@ -288,7 +363,11 @@ for (const { engine, skip } of engines) {
       assert.equal((await unknown.json()).error.code, 'not_found');
       const sessionId = await createSession();
       assert.equal((await get(sessionId)).status, 402);
-      await env.service.context.db.updateTable('payment_sessions').set({ expires_at: Date.now() - 1_000 }).where('id', '=', sessionId).execute();
+      await env.service.context.db
+        .updateTable('payment_sessions')
+        .set({ expires_at: Date.now() - 1_000 })
+        .where('id', '=', sessionId)
+        .execute();
       const expired = await get(sessionId);
       assert.equal(expired.status, 404);
       assert.equal(expired.headers.get('payment-required'), null);
@@ -343,7 +422,10 @@ for (const { engine, skip } of engines) {
       assert.notEqual(ids[0], ids[1]);
       assert.match(ids[0], /^TX-/);
       assert.equal((await env.sandbox.balanceOf(merchantWallet)) - merchantBefore, 100_000n);
-      assert.deepEqual((await paymentRows(sessionId)).map((row) => row.status), ['SUCCESS', 'SUCCESS']);
+      assert.deepEqual(
+        (await paymentRows(sessionId)).map((row) => row.status),
+        ['SUCCESS', 'SUCCESS'],
+      );
     });
 
     test('the alias path /checkout/v2/x402/session/{id} challenges and takes payment', async () => {
@@ -360,7 +442,10 @@ for (const { engine, skip } of engines) {
     test('CORS: the preflight is answered and the x402 headers are exposed', async () => {
       const sessionId = await createSession();
       for (const url of [payUrl(sessionId), `${env.baseUrl}/checkout/v2/x402/session/${sessionId}`]) {
-        const preflight = await fetch(url, { method: 'OPTIONS', headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-payment' } });
+        const preflight = await fetch(url, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-payment' },
+        });
         assert.ok(preflight.status === 204 || preflight.status === 200, `preflight ${preflight.status}`);
         assert.equal(preflight.headers.get('access-control-allow-origin'), '*');
         assert.match(preflight.headers.get('access-control-allow-methods') ?? '', /GET/);
@@ -375,7 +460,7 @@ for (const { engine, skip } of engines) {
     });
 
     // Last: it moves the sandbox chain on by many blocks.
-    test('a 60 s authorization (the clients\' default) settles after a burst of sandbox blocks: chain time follows the wall clock', async () => {
+    test("a 60 s authorization (the clients' default) settles after a burst of sandbox blocks: chain time follows the wall clock", async () => {
       for (let i = 0; i < 70; i++) await env.sandbox.fund(newAccount().address, '0.01');
       const { sessionId, payer, value, payTo } = await readyToPay();
       const response = await get(sessionId, { 'x-payment': (await signedXPayment(payer, usdc, payTo, value)).header });

@@ -35,7 +35,11 @@ for (const { engine, skip } of engines) {
       const start = Date.now();
       const answers = await Promise.all(
         prepared.map(async ({ sessionId, proof }, i) => {
-          await db.updateTable('payment_sessions').set({ expires_at: start + 20 + i * 60 }).where('id', '=', sessionId).execute();
+          await db
+            .updateTable('payment_sessions')
+            .set({ expires_at: start + 20 + i * 60 })
+            .where('id', '=', sessionId)
+            .execute();
           const response = await env.pay(sessionId, proof.header);
           return response.status;
         }),
@@ -48,7 +52,11 @@ for (const { engine, skip } of engines) {
       let paid = 0;
       let expired = 0;
       for (const [i, { sessionId, payer }] of prepared.entries()) {
-        const session = await db.selectFrom('payment_sessions').select(['status', 'payments_in_progress']).where('id', '=', sessionId).executeTakeFirstOrThrow();
+        const session = await db
+          .selectFrom('payment_sessions')
+          .select(['status', 'payments_in_progress'])
+          .where('id', '=', sessionId)
+          .executeTakeFirstOrThrow();
         const payments = await db.selectFrom('payments').select('status').where('session_id', '=', sessionId).execute();
         const events = (await db.selectFrom('webhook_events').select('type').where('session_id', '=', sessionId).execute()).map((e) => e.type).sort();
         const balance = await env.sandbox.balanceOf(payer.address);
@@ -57,7 +65,10 @@ for (const { engine, skip } of engines) {
         if (session.status === 'SUCCESS') {
           paid++;
           assert.equal(answers[i], 200);
-          assert.deepEqual(payments.map((p) => p.status), ['SUCCESS']);
+          assert.deepEqual(
+            payments.map((p) => p.status),
+            ['SUCCESS'],
+          );
           assert.deepEqual(events, ['payment.pending', 'payment.succeeded'], 'a paid session is never expired');
           assert.equal(balance, 1_000_000n - 30_000n);
         } else {

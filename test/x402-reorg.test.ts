@@ -17,7 +17,12 @@ for (const { engine, skip } of engines) {
     before(async () => {
       env = await startPayingShop(engine, { TILL_RECONCILE_GRACE_MS: '0' });
       const { context } = env.service;
-      const options = { chain: createChainReader(env.sandbox.rpcUrl), facilitator: createFacilitator({ url: env.sandbox.facilitatorUrl, headers: {}, callSeconds: context.metrics.facilitatorCallSeconds }), confirmations: 2n, graceMs: 0 };
+      const options = {
+        chain: createChainReader(env.sandbox.rpcUrl),
+        facilitator: createFacilitator({ url: env.sandbox.facilitatorUrl, headers: {}, callSeconds: context.metrics.facilitatorCallSeconds }),
+        confirmations: 2n,
+        graceMs: 0,
+      };
       reconcile = () => confirmSettled(context, options);
     });
     after(() => env?.stop());
@@ -54,11 +59,16 @@ for (const { engine, skip } of engines) {
       const again = await paymentById(payment.id);
       assert.equal(again.status, 'SUCCESS');
       // Re-submitted; the replacement may even have the same hash, the facilitator's account nonce being reorged too.
-      assert.ok((await createChainReader(env.sandbox.rpcUrl).transactionBlock(again.tx_hash!)) !== undefined, 'the recorded transaction is on the canonical chain');
+      assert.ok(
+        (await createChainReader(env.sandbox.rpcUrl).transactionBlock(again.tx_hash!)) !== undefined,
+        'the recorded transaction is on the canonical chain',
+      );
       assert.equal((await env.sandbox.faults.get()).stats.settleRequests, settleRequestsBefore + 1, 'submitted once more');
       assert.equal(await env.sandbox.balanceOf(payer.address), 1_000_000n - 40_000n);
       assert.equal(await env.sandbox.balanceOf(env.merchantWallet), merchantBefore, 'the merchant ends up paid exactly once');
-      const events = (await env.service.context.db.selectFrom('webhook_events').select('type').where('session_id', '=', sessionId).execute()).map((e) => e.type).sort();
+      const events = (await env.service.context.db.selectFrom('webhook_events').select('type').where('session_id', '=', sessionId).execute())
+        .map((e) => e.type)
+        .sort();
       assert.deepEqual(events, ['payment.pending', 'payment.succeeded']);
     });
 
@@ -72,8 +82,19 @@ for (const { engine, skip } of engines) {
       assert.equal(reversed.failure_reason, 'transfer_reorged_out');
       const session = await env.service.context.db.selectFrom('payment_sessions').select(['status']).where('id', '=', sessionId).executeTakeFirstOrThrow();
       assert.equal(session.status, 'OPEN', 'the merchant was not paid, so the session can be paid again');
-      const events = (await env.service.context.db.selectFrom('webhook_events').select(['type', 'body']).where('session_id', '=', sessionId).where('type', '!=', 'payment.pending').orderBy('created_at').execute()).map((e) => [e.type, JSON.parse(e.body).status]);
-      assert.deepEqual(events, [['payment.succeeded', 'SUCCESS'], ['payment.reversed', 'FAILED']]);
+      const events = (
+        await env.service.context.db
+          .selectFrom('webhook_events')
+          .select(['type', 'body'])
+          .where('session_id', '=', sessionId)
+          .where('type', '!=', 'payment.pending')
+          .orderBy('created_at')
+          .execute()
+      ).map((e) => [e.type, JSON.parse(e.body).status]);
+      assert.deepEqual(events, [
+        ['payment.succeeded', 'SUCCESS'],
+        ['payment.reversed', 'FAILED'],
+      ]);
       const receipt = await (await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${payment.public_order_id}`)).json();
       assert.equal(receipt.status, 'REVERSED');
     });

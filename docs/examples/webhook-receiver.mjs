@@ -28,7 +28,9 @@ createServer((request, response) => {
     }
     const event = JSON.parse(body);
     // Deliveries can repeat: deduplicate by event.id (or paymentSessionId / orderId) before acting.
-    console.log(`received ${event.event} for ${event.paymentSessionId} (order ${event.orderId}, status ${event.status})${verifier ? ', signature verified' : ''}`);
+    console.log(
+      `received ${event.event} for ${event.paymentSessionId} (order ${event.orderId}, status ${event.status})${verifier ? ', signature verified' : ''}`,
+    );
     response.writeHead(200).end();
   });
 }).listen(port, () => console.log(`webhook receiver listening on http://localhost:${port}`));

@@ -9,7 +9,8 @@ import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './outpu
 const keyModeFor = (config: Config) => (config.mode === 'sandbox' ? 'test' : 'live');
 
 function wallet(value: string | undefined): string | undefined {
-  if (value !== undefined && !WALLET_ADDRESS.test(value)) throw new UsageError(`--wallet must be a 0x address of 40 hex characters, got ${JSON.stringify(value)}`);
+  if (value !== undefined && !WALLET_ADDRESS.test(value))
+    throw new UsageError(`--wallet must be a 0x address of 40 hex characters, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -45,7 +46,13 @@ export async function merchantCommand(args: string[]): Promise<void> {
       const keys = m.keys.length ? m.keys.map((k) => `${k.keyId} (sk_${k.mode}_…${k.lastFour})`).join(', ') : 'no active key';
       return `${m.id}  ${m.name}\n  wallet: ${m.walletAddress ?? 'not set'}\n  keys: ${keys}`;
     });
-    printResult(json, { merchants }, lines.length ? `${lines.join('\n')}\n\nA lost key cannot be shown again: make a new one with till keys create --merchant MERCHANT_ID, then revoke the old one with till keys revoke KEY_ID.` : 'No merchants yet: create one with till merchant create --name NAME');
+    printResult(
+      json,
+      { merchants },
+      lines.length
+        ? `${lines.join('\n')}\n\nA lost key cannot be shown again: make a new one with till keys create --merchant MERCHANT_ID, then revoke the old one with till keys revoke KEY_ID.`
+        : 'No merchants yet: create one with till merchant create --name NAME',
+    );
     return;
   }
   if (sub === 'set-wallet') {
@@ -58,7 +65,9 @@ export async function merchantCommand(args: string[]): Promise<void> {
     printResult(json, { merchantId, walletAddress: address }, `Payout wallet of ${merchantId} set to ${address}.`);
     return;
   }
-  throw new UsageError('merchant commands: create --name NAME [--wallet 0x…] [--json] | list [--json] | set-wallet MERCHANT_ID 0x… [--json] | set-webhook MERCHANT_ID --url URL [--json]');
+  throw new UsageError(
+    'merchant commands: create --name NAME [--wallet 0x…] [--json] | list [--json] | set-wallet MERCHANT_ID 0x… [--json] | set-webhook MERCHANT_ID --url URL [--json]',
+  );
 }
 
 export async function keysCommand(args: string[]): Promise<void> {

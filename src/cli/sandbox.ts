@@ -27,11 +27,18 @@ export async function sandboxCommand(args: string[]): Promise<void> {
     noneLeft(args);
     const config = loadConfig();
     const url = localSandboxUrl(config);
-    if (await answering(url)) throw new UsageError(`a sandbox is running at ${url}; stop it (stop npm start, or the till sandbox process) and run till sandbox reset again`);
+    if (await answering(url))
+      throw new UsageError(`a sandbox is running at ${url}; stop it (stop npm start, or the till sandbox process) and run till sandbox reset again`);
     const journal = join(config.dataDir, SANDBOX_JOURNAL_FILE);
     const existed = existsSync(journal);
     rmSync(journal, { force: true });
-    printResult(json, { reset: true, journal, existed }, existed ? `Sandbox chain reset: the next start begins with an empty chain (${journal} removed). Receipts of earlier sandbox payments now link to transactions that no longer exist.` : `The sandbox chain is already empty (no ${journal}).`);
+    printResult(
+      json,
+      { reset: true, journal, existed },
+      existed
+        ? `Sandbox chain reset: the next start begins with an empty chain (${journal} removed). Receipts of earlier sandbox payments now link to transactions that no longer exist.`
+        : `The sandbox chain is already empty (no ${journal}).`,
+    );
     return;
   }
   if (args[0] === 'fund') {
@@ -44,11 +51,18 @@ export async function sandboxCommand(args: string[]): Promise<void> {
     const config = loadConfig();
     if (config.mode !== 'sandbox') throw new UsageError('sandbox fund works only in the sandbox (no real facilitator configured)');
     const result = await fundViaHttp(localSandboxUrl(config), address, usdc);
-    printResult(json, result, `Minted ${result.usdc} test USDC (fake money) to ${result.address}; balance ${result.balance} USDC. Transaction ${result.txHash}`);
+    printResult(
+      json,
+      result,
+      `Minted ${result.usdc} test USDC (fake money) to ${result.address}; balance ${result.balance} USDC. Transaction ${result.txHash}`,
+    );
     return;
   }
   const config = loadConfig();
-  const defaults = [...(args.includes('--port') ? [] : ['--port', String(config.sandboxPort)]), ...(args.includes('--data-dir') ? [] : ['--data-dir', config.dataDir])];
+  const defaults = [
+    ...(args.includes('--port') ? [] : ['--port', String(config.sandboxPort)]),
+    ...(args.includes('--data-dir') ? [] : ['--data-dir', config.dataDir]),
+  ];
   await runSandboxProcess([...defaults, ...args]);
 }
 

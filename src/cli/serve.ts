@@ -11,7 +11,13 @@ async function withSandbox(config: Config): Promise<{ config: Config; sandbox: S
   if (config.mode !== 'sandbox' || config.facilitatorUrl || process.env.TILL_NO_SANDBOX === 'true') return { config, sandbox: undefined };
   const sandbox = await ensureSandbox(config);
   return {
-    config: { ...config, facilitatorUrl: sandbox.facilitatorUrl, baseRpcUrl: sandbox.rpcUrl, usdcAddress: config.usdcAddress ?? sandbox.usdcAddress, sandboxUrl: sandbox.url },
+    config: {
+      ...config,
+      facilitatorUrl: sandbox.facilitatorUrl,
+      baseRpcUrl: sandbox.rpcUrl,
+      usdcAddress: config.usdcAddress ?? sandbox.usdcAddress,
+      sandboxUrl: sandbox.url,
+    },
     sandbox,
   };
 }
@@ -46,6 +52,9 @@ export async function serveCommand(args: string[]): Promise<void> {
 
   await service.app.listen({ port: config.port, host: config.host });
   log.info({ baseUrl: config.baseUrl, mode: config.mode, database: config.databaseKind }, 'serving');
-  if (sandbox) process.stdout.write(`Sandbox chain (fake money): JSON-RPC ${config.baseUrl}/sandbox/rpc, faucet ${config.baseUrl}/sandbox/faucet, token ${config.usdcAddress}\n`);
+  if (sandbox)
+    process.stdout.write(
+      `Sandbox chain (fake money): JSON-RPC ${config.baseUrl}/sandbox/rpc, faucet ${config.baseUrl}/sandbox/faucet, token ${config.usdcAddress}\n`,
+    );
   process.stdout.write(`Till is serving on ${config.baseUrl} (${config.mode}, ${config.databaseKind}). API reference: ${config.baseUrl}/docs\n`);
 }

@@ -26,10 +26,14 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
   const json = takeFlag(args, '--json');
   const rotate = takeFlag(args, '--rotate');
   const url = takeOption(args, '--url');
-  const events = takeOption(args, '--events')?.split(',').map((e) => e.trim()).filter(Boolean);
+  const events = takeOption(args, '--events')
+    ?.split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   const [merchantId] = args.splice(0, 1);
   noneLeft(args);
-  if (!merchantId || !url) throw new UsageError('merchant set-webhook needs MERCHANT_ID --url URL [--events payment.succeeded,session.expired,…] [--rotate] [--json]');
+  if (!merchantId || !url)
+    throw new UsageError('merchant set-webhook needs MERCHANT_ID --url URL [--events payment.succeeded,session.expired,…] [--rotate] [--json]');
   const result = await withDatabase(async ({ db }, config) => {
     await requireMerchant(db, merchantId);
     const secrets = await setWebhook(db, config.secretKey, merchantId, { url, ...(events ? { events } : {}), rotate }, config.mode).catch((error: unknown) => {
@@ -40,7 +44,11 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
     return { ...secrets, ...(refusal ? { warning: `deliveries to this URL will not be sent: ${refusal}` } : {}) };
   });
   if (result.warning && !json) process.stderr.write(`Warning: ${result.warning}\n`);
-  printResult(json, result, `Webhook of ${merchantId} set to ${url}.\nWebhook key (sent as X-Webhook-Api-Key): ${result.webhookKey}\nSigning secret (Standard Webhooks): ${result.signingSecret}`);
+  printResult(
+    json,
+    result,
+    `Webhook of ${merchantId} set to ${url}.\nWebhook key (sent as X-Webhook-Api-Key): ${result.webhookKey}\nSigning secret (Standard Webhooks): ${result.signingSecret}`,
+  );
 }
 
 /** `till webhooks list [--merchant ID] [--json]`, `till webhooks redeliver EVENT_ID`, `till webhooks test --merchant ID` */

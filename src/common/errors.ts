@@ -13,39 +13,109 @@ type Entry<P> = {
   retryAfterSeconds?: number;
 };
 
-const entry = <P extends object = Record<never, never>>(status: number, meaning: string, message: (params: P) => string, options: { retryAfterSeconds?: number } = {}): Entry<P> => ({ status, meaning, message, ...options });
+const entry = <P extends object = Record<never, never>>(
+  status: number,
+  meaning: string,
+  message: (params: P) => string,
+  options: { retryAfterSeconds?: number } = {},
+): Entry<P> => ({ status, meaning, message, ...options });
 
 type Field = { field: string };
 
 export const ERROR_CATALOGUE = {
-  invalid_field: entry(400, 'A field, parameter or header is missing, malformed or out of bounds; `field` names it', (p: Field & { problem: string }) => `${p.field} ${p.problem}`),
-  unknown_field: entry(400, 'The body or query has a field this endpoint does not take; `field` names it', (p: Field) => `Unknown field "${p.field}" is not accepted`),
+  invalid_field: entry(
+    400,
+    'A field, parameter or header is missing, malformed or out of bounds; `field` names it',
+    (p: Field & { problem: string }) => `${p.field} ${p.problem}`,
+  ),
+  unknown_field: entry(
+    400,
+    'The body or query has a field this endpoint does not take; `field` names it',
+    (p: Field) => `Unknown field "${p.field}" is not accepted`,
+  ),
   invalid_json: entry(400, 'The body is empty or is not valid JSON', (p: { problem: string }) => `The request body ${p.problem}`),
-  invalid_request: entry(400, 'The request is malformed at the HTTP level (e.g. a Content-Length that does not match the body)', (p: { problem: string }) => p.problem),
+  invalid_request: entry(
+    400,
+    'The request is malformed at the HTTP level (e.g. a Content-Length that does not match the body)',
+    (p: { problem: string }) => p.problem,
+  ),
   unauthorized: entry(401, 'The API key is missing, unknown, revoked or for the other mode', (p: { presented: boolean }) =>
     p.presented
       ? 'The API key is not valid: it is unknown, revoked, or not for this mode (sk_test_ keys work only in the sandbox, sk_live_ keys only with a real facilitator)'
-      : 'A valid API key is required in the X-SC-ApiKey header'),
+      : 'A valid API key is required in the X-SC-ApiKey header',
+  ),
   not_found: entry(404, 'The object does not exist, belongs to another merchant, or the route is unknown', (p: { what: string }) => `${p.what} was not found`),
   session_settled: entry(409, 'The session has been paid and can no longer change', () => 'This session has been paid and can no longer change'),
   session_expired: entry(409, 'The session has expired and can no longer change', () => 'This session has expired and can no longer change'),
-  session_changed: entry(409, 'The session changed while it was being updated', () => 'The session changed while it was being updated; read it again and retry'),
-  payment_in_progress: entry(409, 'A payment of the session is being settled; retry once it is resolved', () => 'A payment of this session is being settled; try again once it is resolved'),
-  order_id_in_use: entry(409, 'Another session of this merchant already has this orderId', (p: Field & { orderId: string }) => `orderId "${p.orderId}" is already used by another session of this merchant`),
-  idempotency_key_in_use: entry(409, 'A request with this Idempotency-Key is still being processed', () => 'A request with this Idempotency-Key is still being processed; retry shortly'),
+  session_changed: entry(
+    409,
+    'The session changed while it was being updated',
+    () => 'The session changed while it was being updated; read it again and retry',
+  ),
+  payment_in_progress: entry(
+    409,
+    'A payment of the session is being settled; retry once it is resolved',
+    () => 'A payment of this session is being settled; try again once it is resolved',
+  ),
+  order_id_in_use: entry(
+    409,
+    'Another session of this merchant already has this orderId',
+    (p: Field & { orderId: string }) => `orderId "${p.orderId}" is already used by another session of this merchant`,
+  ),
+  idempotency_key_in_use: entry(
+    409,
+    'A request with this Idempotency-Key is still being processed',
+    () => 'A request with this Idempotency-Key is still being processed; retry shortly',
+  ),
   no_webhook_endpoint: entry(409, 'The merchant has no webhook URL set', () => 'No webhook URL is set for this merchant'),
   body_too_large: entry(413, 'The body is over 1 MiB (16 KiB on the session endpoints)', () => 'The request body is too large'),
-  unsupported_media_type: entry(415, 'The body is not JSON: Content-Type must be application/json (or a +json type), charset utf-8', (p: { mediaType?: string; charset?: string }) =>
-    p.charset !== undefined ? `Content-Type charset must be utf-8, not ${p.charset}` : `Content-Type must be application/json${p.mediaType ? `, not ${p.mediaType}` : ''}`),
-  idempotency_key_reused: entry(422, 'This Idempotency-Key was used before with a different body', () => 'This Idempotency-Key was already used with a different request body'),
-  no_pay_to: entry(422, 'The merchant has no payout wallet, so the session cannot be paid yet', () =>
-    "The merchant has no payout wallet configured, so no payTo can be quoted; the merchant's operator sets one with: till merchant set-wallet MERCHANT_ID 0x…"),
-  rate_limited: entry(429, 'Too many requests of one kind; Retry-After says when to try again', (p: { what: string; retryAfterSeconds: number }) => `Too many ${p.what}; retry after ${p.retryAfterSeconds} s`),
-  internal_error: entry(500, 'Something failed on our side; `requestId` identifies it in the logs', () => 'Something went wrong on our side; the request id identifies it in our logs'),
-  rate_unavailable: entry(503, 'No fresh exchange rate for the currency; nothing was charged', (p: { currency: string }) => `No fresh exchange rate for ${p.currency}; try again shortly`, { retryAfterSeconds: 30 }),
-  facilitator_unavailable: entry(503, 'The x402 facilitator does not answer; nothing was charged', () => 'The payment facilitator does not answer; nothing was charged, try again shortly', { retryAfterSeconds: 10 }),
+  unsupported_media_type: entry(
+    415,
+    'The body is not JSON: Content-Type must be application/json (or a +json type), charset utf-8',
+    (p: { mediaType?: string; charset?: string }) =>
+      p.charset !== undefined
+        ? `Content-Type charset must be utf-8, not ${p.charset}`
+        : `Content-Type must be application/json${p.mediaType ? `, not ${p.mediaType}` : ''}`,
+  ),
+  idempotency_key_reused: entry(
+    422,
+    'This Idempotency-Key was used before with a different body',
+    () => 'This Idempotency-Key was already used with a different request body',
+  ),
+  no_pay_to: entry(
+    422,
+    'The merchant has no payout wallet, so the session cannot be paid yet',
+    () =>
+      "The merchant has no payout wallet configured, so no payTo can be quoted; the merchant's operator sets one with: till merchant set-wallet MERCHANT_ID 0x…",
+  ),
+  rate_limited: entry(
+    429,
+    'Too many requests of one kind; Retry-After says when to try again',
+    (p: { what: string; retryAfterSeconds: number }) => `Too many ${p.what}; retry after ${p.retryAfterSeconds} s`,
+  ),
+  internal_error: entry(
+    500,
+    'Something failed on our side; `requestId` identifies it in the logs',
+    () => 'Something went wrong on our side; the request id identifies it in our logs',
+  ),
+  rate_unavailable: entry(
+    503,
+    'No fresh exchange rate for the currency; nothing was charged',
+    (p: { currency: string }) => `No fresh exchange rate for ${p.currency}; try again shortly`,
+    { retryAfterSeconds: 30 },
+  ),
+  facilitator_unavailable: entry(
+    503,
+    'The x402 facilitator does not answer; nothing was charged',
+    () => 'The payment facilitator does not answer; nothing was charged, try again shortly',
+    { retryAfterSeconds: 10 },
+  ),
   database_unreachable: entry(503, 'The database does not answer (readiness check)', () => 'The database does not answer'),
-  sandbox_unavailable: entry(503, 'The sandbox chain does not answer (sandbox routes only)', () => 'The sandbox chain does not answer; start it with `till sandbox` or `npm start`'),
+  sandbox_unavailable: entry(
+    503,
+    'The sandbox chain does not answer (sandbox routes only)',
+    () => 'The sandbox chain does not answer; start it with `till sandbox` or `npm start`',
+  ),
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

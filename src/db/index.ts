@@ -47,5 +47,10 @@ export function openDatabase(config: Pick<Config, 'databaseKind' | 'databaseUrl'
 /** True when the error is a unique-constraint violation on either engine. */
 export function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: string; errcode?: string; message?: string };
-  return e?.code === '23505' || e?.errcode === 'SQLITE_CONSTRAINT_UNIQUE' || e?.errcode === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(e?.message ?? '');
+  return (
+    e?.code === '23505' ||
+    e?.errcode === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    e?.errcode === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    /UNIQUE constraint failed/.test(e?.message ?? '')
+  );
 }

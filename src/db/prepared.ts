@@ -27,9 +27,7 @@ export function prepareQuery<DB, P extends Record<string, unknown>, R>(build: (d
     const standIns = new Proxy({} as P, { get: (_target, name) => `${MARK}${String(name)}` });
     const compiled = build(db, standIns).compile();
     if (compiled.sql.includes(MARK)) throw new Error('prepareQuery: a parameter was inlined into the SQL instead of bound as a value');
-    const slots = compiled.parameters.map((value) =>
-      typeof value === 'string' && value.startsWith(MARK) ? { name: value.slice(MARK.length) } : { value },
-    );
+    const slots = compiled.parameters.map((value) => (typeof value === 'string' && value.startsWith(MARK) ? { name: value.slice(MARK.length) } : { value }));
     template = { compiled, slots };
     templates.set(db, template);
     return template;

@@ -6,8 +6,14 @@ import { ERROR_CODES } from './errors.ts';
 
 describe('the API reference page', () => {
   test('renders the Markdown of descriptions and nothing else as markup', () => {
-    assert.equal(renderInlineMarkdown('Send `Idempotency-Key` to **retry** *safely*'), 'Send <code>Idempotency-Key</code> to <strong>retry</strong> <em>safely</em>');
-    assert.equal(renderInlineMarkdown('see [x402](/docs#x402) and [it](https://x402.org)'), 'see <a href="/docs#x402">x402</a> and <a href="https://x402.org">it</a>');
+    assert.equal(
+      renderInlineMarkdown('Send `Idempotency-Key` to **retry** *safely*'),
+      'Send <code>Idempotency-Key</code> to <strong>retry</strong> <em>safely</em>',
+    );
+    assert.equal(
+      renderInlineMarkdown('see [x402](/docs#x402) and [it](https://x402.org)'),
+      'see <a href="/docs#x402">x402</a> and <a href="https://x402.org">it</a>',
+    );
     assert.equal(renderInlineMarkdown('<script>alert(1)</script> `<b>`'), '&lt;script&gt;alert(1)&lt;/script&gt; <code>&lt;b&gt;</code>');
     assert.equal(renderInlineMarkdown('[click](javascript:alert(1))'), '[click](javascript:alert(1))');
   });
@@ -26,7 +32,10 @@ describe('the API reference page', () => {
 
     test('shows request bodies as tables of fields, and descriptions as Markdown', () => {
       assert.match(html, /<td><code>amount<\/code><\/td><td>number<\/td><td>yes<\/td>/);
-      assert.match(html, /<td><code>orderType<\/code><\/td><td><code>&quot;STATIC&quot;<\/code> \| <code>&quot;TRANSIENT&quot;<\/code> \| null<\/td><td>no<\/td>/);
+      assert.match(
+        html,
+        /<td><code>orderType<\/code><\/td><td><code>&quot;STATIC&quot;<\/code> \| <code>&quot;TRANSIENT&quot;<\/code> \| null<\/td><td>no<\/td>/,
+      );
       assert.match(html, /Send <code>Idempotency-Key<\/code> to make retries safe/);
       assert.doesNotMatch(html, /`/, 'no raw Markdown back-ticks are left');
       assert.doesNotMatch(html, /"\$ref"|"\$defs"/, 'no raw JSON Schema dumps');

@@ -87,15 +87,23 @@ function renderOperation(path: string, method: string, operation: Operation, sch
   const id = `${method}-${path}`.replace(/[^\w-]+/g, '-');
   const parameters = operation.parameters?.length
     ? `<h4>Parameters</h4><table><thead><tr><th>Name</th><th>In</th><th>Type</th><th>Required</th></tr></thead><tbody>${operation.parameters
-        .map((p) => `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${escapeHtml(p.in)}</td><td>${typeOf(p.schema)}${p.schema.description ? ` — ${renderInlineMarkdown(p.schema.description)}` : ''}</td><td>${p.required ? 'yes' : 'no'}</td></tr>`)
+        .map(
+          (p) =>
+            `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${escapeHtml(p.in)}</td><td>${typeOf(p.schema)}${p.schema.description ? ` — ${renderInlineMarkdown(p.schema.description)}` : ''}</td><td>${p.required ? 'yes' : 'no'}</td></tr>`,
+        )
         .join('')}</tbody></table>`
     : '';
   const requestSchema = operation.requestBody?.content['application/json']?.schema;
   // The request body's fields are what a caller reads most: shown in place, not only linked.
   const requestFields = requestSchema?.$ref ? schemas[componentName(requestSchema.$ref)] : requestSchema;
-  const request = requestSchema ? `<h4>Request body <small>application/json${requestSchema.$ref ? ` — ${componentLink(requestSchema.$ref)}` : ''}</small></h4>${requestFields ? fieldsTable(requestFields) : ''}` : '';
+  const request = requestSchema
+    ? `<h4>Request body <small>application/json${requestSchema.$ref ? ` — ${componentLink(requestSchema.$ref)}` : ''}</small></h4>${requestFields ? fieldsTable(requestFields) : ''}`
+    : '';
   const responses = Object.entries(operation.responses)
-    .map(([status, response]) => `<tr><td><code>${escapeHtml(status)}</code></td><td>${renderInlineMarkdown(response.description)}</td><td>${bodyOf(response.content)}</td></tr>`)
+    .map(
+      ([status, response]) =>
+        `<tr><td><code>${escapeHtml(status)}</code></td><td>${renderInlineMarkdown(response.description)}</td><td>${bodyOf(response.content)}</td></tr>`,
+    )
     .join('');
   return `<section class="operation" id="${escapeHtml(id)}">
 <h3><span class="method method-${escapeHtml(method)}">${escapeHtml(method.toUpperCase())}</span> <code>${escapeHtml(path)}</code></h3>
@@ -108,18 +116,26 @@ ${operation.description ? `<p>${renderInlineMarkdown(operation.description)}</p>
 /** A readable API reference rendered on the server from the OpenAPI document. */
 export function renderApiReference(openapi: OpenApiDocument): string {
   const components = openapi.components.schemas as Record<string, JsonSchema>;
-  const operations = Object.entries(openapi.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation: operation as Operation })));
+  const operations = Object.entries(openapi.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, operation]) => ({ path, method, operation: operation as Operation })),
+  );
   const tags = [...new Set(operations.map(({ operation }) => (operation as { tags?: string[] }).tags?.[0] ?? 'Other'))];
   const byTag = tags.map((tag) => {
     const inTag = operations.filter(({ operation }) => ((operation as { tags?: string[] }).tags?.[0] ?? 'Other') === tag);
     return `<h2 id="tag-${escapeHtml(tag.replace(/\W+/g, '-'))}">${escapeHtml(tag)}</h2>${inTag.map(({ path, method, operation }) => renderOperation(path, method, operation, components)).join('\n')}`;
   });
   const schemas = Object.entries(components)
-    .map(([name, schema]) => `<section class="schema" id="schema-${escapeHtml(name)}"><h3><code>${escapeHtml(name)}</code></h3>${schema.description ? `<p>${renderInlineMarkdown(schema.description)}</p>` : ''}${fieldsTable(schema)}</section>`)
+    .map(
+      ([name, schema]) =>
+        `<section class="schema" id="schema-${escapeHtml(name)}"><h3><code>${escapeHtml(name)}</code></h3>${schema.description ? `<p>${renderInlineMarkdown(schema.description)}</p>` : ''}${fieldsTable(schema)}</section>`,
+    )
     .join('\n');
   const contents = tags.map((tag) => `<li><a href="#tag-${escapeHtml(tag.replace(/\W+/g, '-'))}">${escapeHtml(tag)}</a></li>`).join('');
   const errorCodes = openapi['x-error-codes']
-    .map(({ code, status, meaning }) => `<tr><td><code>${status}</code></td><td><code>${escapeHtml(code)}</code></td><td>${renderInlineMarkdown(meaning)}</td></tr>`)
+    .map(
+      ({ code, status, meaning }) =>
+        `<tr><td><code>${status}</code></td><td><code>${escapeHtml(code)}</code></td><td>${renderInlineMarkdown(meaning)}</td></tr>`,
+    )
     .join('');
   return page(
     'Till API reference',

@@ -3,13 +3,19 @@ import { z } from 'zod';
 import { ERROR_CATALOGUE, TillError, type ErrorCode } from '../common/errors.ts';
 
 /** Every code of the closed catalogue, in the catalogue's order, with its status and what the docs say of it. */
-export const ERROR_CODES = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).map((code) => ({ code, status: ERROR_CATALOGUE[code].status, meaning: ERROR_CATALOGUE[code].meaning }));
+export const ERROR_CODES = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).map((code) => ({
+  code,
+  status: ERROR_CATALOGUE[code].status,
+  meaning: ERROR_CATALOGUE[code].meaning,
+}));
 
 /** The error body's schema, for the route docs (OpenAPI `Error`); `code` is one of the catalogue's. */
 export const ErrorResponse = z
   .object({
     error: z.object({
-      code: z.enum(ERROR_CODES.map((entry) => entry.code)).meta({ description: "One of the closed catalogue of codes; each code's status and meaning are listed under `x-error-codes` at the document's root" }),
+      code: z
+        .enum(ERROR_CODES.map((entry) => entry.code))
+        .meta({ description: "One of the closed catalogue of codes; each code's status and meaning are listed under `x-error-codes` at the document's root" }),
       message: z.string(),
       field: z.string().optional(),
     }),

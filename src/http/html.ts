@@ -4,7 +4,8 @@ export function escapeHtml(value: unknown): string {
 }
 
 /** Pages carry no inline script and load nothing from elsewhere. */
-export const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const PAGE_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export const STYLESHEET_PATH = '/assets/till.css';
 

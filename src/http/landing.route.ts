@@ -18,7 +18,9 @@ async function sandboxStatus(sandboxUrl: string): Promise<SandboxStatus> {
 }
 
 function sandboxSection(status: SandboxStatus, usdcAddress: string | undefined): string {
-  const chain = status.answering ? `answering, block ${escapeHtml(status.blockNumber)}` : '<strong>not answering</strong>: start it with <code>npm start</code> or <code>till sandbox</code>';
+  const chain = status.answering
+    ? `answering, block ${escapeHtml(status.blockNumber)}`
+    : '<strong>not answering</strong>: start it with <code>npm start</code> or <code>till sandbox</code>';
   return `<h2>Sandbox</h2>
 <table><tbody>
 <tr><th>Chain</th><td>${chain}</td></tr>
@@ -29,7 +31,9 @@ function sandboxSection(status: SandboxStatus, usdcAddress: string | undefined):
 }
 
 function renderLanding(view: { mode: string; version: string; baseUrl: string; sandbox: SandboxStatus | undefined; usdcAddress: string | undefined }): string {
-  const banner = view.sandbox ? '<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> test money only. Payments here move a USDC-like token that is worth nothing, on a local chain.</p>' : '';
+  const banner = view.sandbox
+    ? '<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> test money only. Payments here move a USDC-like token that is worth nothing, on a local chain.</p>'
+    : '';
   return page(
     'Till',
     `${banner}<h1>Till <small>${escapeHtml(view.version)}</small></h1>
@@ -51,14 +55,18 @@ export function registerLanding(app: FastifyInstance, context: AppContext): void
     const sandbox = config.mode === 'sandbox' && config.sandboxUrl ? await sandboxStatus(config.sandboxUrl) : undefined;
     reply.header('vary', 'Accept').header('cache-control', 'no-store');
     if (prefersHtml(request.headers.accept)) {
-      return reply.type('text/html; charset=utf-8').send(renderLanding({ mode: config.mode, version: packageJson.version, baseUrl: config.baseUrl, sandbox, usdcAddress: config.usdcAddress }));
+      return reply
+        .type('text/html; charset=utf-8')
+        .send(renderLanding({ mode: config.mode, version: packageJson.version, baseUrl: config.baseUrl, sandbox, usdcAddress: config.usdcAddress }));
     }
     return {
       service: 'till',
       version: packageJson.version,
       mode: config.mode,
       links: { apiReference: '/docs', openapi: '/openapi.json', health: '/healthz', readiness: '/readyz' },
-      ...(config.mode === 'sandbox' ? { sandbox: { ...(sandbox ?? { answering: false }), faucet: '/sandbox/faucet', rpc: '/sandbox/rpc', usdcAddress: config.usdcAddress ?? null } } : {}),
+      ...(config.mode === 'sandbox'
+        ? { sandbox: { ...(sandbox ?? { answering: false }), faucet: '/sandbox/faucet', rpc: '/sandbox/rpc', usdcAddress: config.usdcAddress ?? null } }
+        : {}),
     };
   });
 }

@@ -34,7 +34,12 @@ describe('the landing page at /', () => {
     assert.equal(index.links.apiReference, '/docs');
     assert.equal(index.sandbox.answering, true);
     assert.equal(index.sandbox.faucet, '/sandbox/faucet');
-    const stopped = await startTestService('sqlite', { TILL_SANDBOX: 'true', TILL_FACILITATOR_URL: 'http://127.0.0.1:9', TILL_SANDBOX_URL: 'http://127.0.0.1:9', TILL_USDC_ADDRESS: '0xae47EB9b9c9E6903b1e91C471308F98b5d2C3049' });
+    const stopped = await startTestService('sqlite', {
+      TILL_SANDBOX: 'true',
+      TILL_FACILITATOR_URL: 'http://127.0.0.1:9',
+      TILL_SANDBOX_URL: 'http://127.0.0.1:9',
+      TILL_USDC_ADDRESS: '0xae47EB9b9c9E6903b1e91C471308F98b5d2C3049',
+    });
     try {
       const html = (await stopped.app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html' } })).body;
       assert.match(html, /<strong>not answering<\/strong>/);

@@ -35,7 +35,10 @@ function retarget(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(retarget);
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(
-    Object.entries(value).map(([key, inner]) => [key, key === '$ref' && typeof inner === 'string' && inner.startsWith(DEFS_PREFIX) ? COMPONENTS_PREFIX + inner.slice(DEFS_PREFIX.length) : retarget(inner)]),
+    Object.entries(value).map(([key, inner]) => [
+      key,
+      key === '$ref' && typeof inner === 'string' && inner.startsWith(DEFS_PREFIX) ? COMPONENTS_PREFIX + inner.slice(DEFS_PREFIX.length) : retarget(inner),
+    ]),
   );
 }
 
@@ -45,8 +48,18 @@ export function buildOpenApi(baseUrl: string, routes: readonly RouteDoc[]) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const parameters = [
-      ...Object.entries(route.params?.shape ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema: components.add(schema as z.ZodType, 'input') })),
-      ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({ name, in: 'query', required: !(schema as z.ZodType).safeParse(undefined).success, schema: components.add(schema as z.ZodType, 'input') })),
+      ...Object.entries(route.params?.shape ?? {}).map(([name, schema]) => ({
+        name,
+        in: 'path',
+        required: true,
+        schema: components.add(schema as z.ZodType, 'input'),
+      })),
+      ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({
+        name,
+        in: 'query',
+        required: !(schema as z.ZodType).safeParse(undefined).success,
+        schema: components.add(schema as z.ZodType, 'input'),
+      })),
     ];
     const operation: Record<string, unknown> = {
       tags: [route.tag],
@@ -58,7 +71,10 @@ export function buildOpenApi(baseUrl: string, routes: readonly RouteDoc[]) {
       responses: Object.fromEntries(
         Object.entries(route.responses).map(([status, response]) => [
           status,
-          { description: response.description, ...(response.schema ? { content: { 'application/json': { schema: components.add(response.schema, 'output') } } } : {}) },
+          {
+            description: response.description,
+            ...(response.schema ? { content: { 'application/json': { schema: components.add(response.schema, 'output') } } } : {}),
+          },
         ]),
       ),
     };

@@ -14,7 +14,10 @@ export async function createApiKey(db: Db, merchantId: string, mode: KeyMode, no
   const apiKey = `sk_${mode}_${randomBytes(32).toString('base64url')}`;
   const keyId = newId('key_');
   const lastFour = apiKey.slice(-4);
-  await db.insertInto('api_keys').values({ id: keyId, merchant_id: merchantId, mode, key_hash: sha256Hex(apiKey), last_four: lastFour, created_at: now, revoked_at: null }).execute();
+  await db
+    .insertInto('api_keys')
+    .values({ id: keyId, merchant_id: merchantId, mode, key_hash: sha256Hex(apiKey), last_four: lastFour, created_at: now, revoked_at: null })
+    .execute();
   return { keyId, apiKey, mode, lastFour };
 }
 

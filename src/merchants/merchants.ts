@@ -28,7 +28,10 @@ export async function setMerchantWallet(db: Db, id: string, walletAddress: strin
 }
 
 export async function countMerchants(db: Db): Promise<number> {
-  const row = await db.selectFrom('merchants').select((eb) => eb.fn.countAll<number | bigint>().as('count')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('merchants')
+    .select((eb) => eb.fn.countAll<number | bigint>().as('count'))
+    .executeTakeFirstOrThrow();
   return Number(row.count);
 }
 
@@ -37,12 +40,19 @@ export type MerchantSummary = Merchant & { keys: { keyId: string; mode: 'test' |
 /** Every merchant, oldest first, with its active API keys (ids and last four characters, never the keys). */
 export async function listMerchants(db: Db): Promise<MerchantSummary[]> {
   const merchants = await db.selectFrom('merchants').selectAll().orderBy('created_at').orderBy('id').execute();
-  const keys = await db.selectFrom('api_keys').select(['id', 'merchant_id', 'mode', 'last_four', 'created_at']).where('revoked_at', 'is', null).orderBy('created_at').execute();
+  const keys = await db
+    .selectFrom('api_keys')
+    .select(['id', 'merchant_id', 'mode', 'last_four', 'created_at'])
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at')
+    .execute();
   return merchants.map((row) => ({
     id: row.id,
     name: row.name,
     walletAddress: row.wallet_address,
     createdAt: row.created_at,
-    keys: keys.filter((key) => key.merchant_id === row.id).map((key) => ({ keyId: key.id, mode: key.mode, lastFour: key.last_four, createdAt: key.created_at })),
+    keys: keys
+      .filter((key) => key.merchant_id === row.id)
+      .map((key) => ({ keyId: key.id, mode: key.mode, lastFour: key.last_four, createdAt: key.created_at })),
   }));
 }

@@ -3,7 +3,15 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
-import { createRatesProvider, HttpRatesProvider, invertRate, RateUnavailableError, SANDBOX_RATES, StaticRatesProvider, UnsupportedCurrencyError } from './rates.ts';
+import {
+  createRatesProvider,
+  HttpRatesProvider,
+  invertRate,
+  RateUnavailableError,
+  SANDBOX_RATES,
+  StaticRatesProvider,
+  UnsupportedCurrencyError,
+} from './rates.ts';
 import { fiatMinorToUsdcBaseUnits } from './usdc.ts';
 
 /** Observation time of fixtures/rates-usd.json. */

@@ -167,7 +167,8 @@ export class HttpRatesProvider implements RatesProvider {
     if (code === 'USD') return { currency: code, ...USD_PARITY, fetchedAt: this.#now() };
     const document = await this.#currentDocument(code);
     const ageMs = this.#now() - document.observedAt;
-    if (ageMs > this.#maxAgeMs) throw new RateUnavailableError(code, `the rates are ${Math.round(ageMs / 1000)} s old (limit ${Math.round(this.#maxAgeMs / 1000)} s)`);
+    if (ageMs > this.#maxAgeMs)
+      throw new RateUnavailableError(code, `the rates are ${Math.round(ageMs / 1000)} s old (limit ${Math.round(this.#maxAgeMs / 1000)} s)`);
     const perUsd = document.perUsd.get(code);
     if (perUsd === undefined) throw new RateUnavailableError(code, `${this.#source} has no rate for it`);
     return { currency: code, rate: invertRate(perUsd), source: this.#source, fetchedAt: document.observedAt };

@@ -11,7 +11,12 @@ export type PaymentEventType = 'payment.pending' | 'payment.succeeded' | 'paymen
  * change left them (read back with RETURNING). True when a delivery was queued, so the caller wakes
  * the workers after commit.
  */
-export async function recordPaymentEvent(trx: Tx, type: PaymentEventType, rows: { payment: PaymentRow; session: SessionRow }, at: { now: number; explorerTxUrl: string }): Promise<boolean> {
+export async function recordPaymentEvent(
+  trx: Tx,
+  type: PaymentEventType,
+  rows: { payment: PaymentRow; session: SessionRow },
+  at: { now: number; explorerTxUrl: string },
+): Promise<boolean> {
   const { payment, session } = rows;
   const { deliveryId } = await enqueueWebhookEvent(trx, { type, session, payment, occurredAt: at.now, explorerTxUrl: at.explorerTxUrl });
   return deliveryId !== null;

@@ -34,11 +34,21 @@ export async function findPaymentByAuthorization(db: Db, payer: string, nonce: s
 }
 
 export async function firstSuccessfulPayment(db: Db, sessionId: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payments').selectAll().where('session_id', '=', sessionId).where('status', '=', 'SUCCESS').orderBy('settled_at', 'asc').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('status', '=', 'SUCCESS')
+    .orderBy('settled_at', 'asc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /** What a claim records: the authorization as checked, and the quote it pays. */
-export type ClaimTerms = Pick<PaymentRow, 'quote_id' | 'payer' | 'pay_to' | 'asset' | 'value' | 'nonce' | 'valid_after' | 'valid_before' | 'signature' | 'amount_minor' | 'currency' | 'rate'> & {
+export type ClaimTerms = Pick<
+  PaymentRow,
+  'quote_id' | 'payer' | 'pay_to' | 'asset' | 'value' | 'nonce' | 'valid_after' | 'valid_before' | 'signature' | 'amount_minor' | 'currency' | 'rate'
+> & {
   session: SessionRow;
   /** The session version the quote was made for: the claim holds only if the session is still at it. */
   quotedVersion: number;
@@ -108,11 +118,23 @@ export async function claimPayment(store: Store, terms: ClaimTerms, change: Chan
  * commit together. Conditional on the payment still being PENDING, so the request that settled
  * it and the reconciler can both try and only one records it.
  */
-export async function recordSettlement(store: Store, payment: Pick<PaymentRow, 'id' | 'session_id'>, outcome: { txHash: string; blockNumber: bigint | null; settleResponse: string } & ChangeContext): Promise<PaymentRow | undefined> {
+export async function recordSettlement(
+  store: Store,
+  payment: Pick<PaymentRow, 'id' | 'session_id'>,
+  outcome: { txHash: string; blockNumber: bigint | null; settleResponse: string } & ChangeContext,
+): Promise<PaymentRow | undefined> {
   return changeStatus(store, async (trx) => {
     const settled = await trx
       .updateTable('payments')
-      .set({ status: 'SUCCESS', tx_hash: outcome.txHash, block_number: outcome.blockNumber, public_order_id: newPublicOrderId(), settle_response: outcome.settleResponse, settled_at: outcome.now, updated_at: outcome.now })
+      .set({
+        status: 'SUCCESS',
+        tx_hash: outcome.txHash,
+        block_number: outcome.blockNumber,
+        public_order_id: newPublicOrderId(),
+        settle_response: outcome.settleResponse,
+        settled_at: outcome.now,
+        updated_at: outcome.now,
+      })
       .where('id', '=', payment.id)
       .where('status', '=', 'PENDING')
       .returningAll()
@@ -124,10 +146,21 @@ export async function recordSettlement(store: Store, payment: Pick<PaymentRow, '
 }
 
 /** Records a payment that the chain shows can never settle. */
-export async function recordFailure(store: Store, payment: Pick<PaymentRow, 'id' | 'session_id'>, reason: string, change: ChangeContext): Promise<PaymentRow | undefined> {
+export async function recordFailure(
+  store: Store,
+  payment: Pick<PaymentRow, 'id' | 'session_id'>,
+  reason: string,
+  change: ChangeContext,
+): Promise<PaymentRow | undefined> {
   const { now } = change;
   return changeStatus(store, async (trx) => {
-    const failed = await trx.updateTable('payments').set({ status: 'FAILED', failure_reason: reason, updated_at: now }).where('id', '=', payment.id).where('status', '=', 'PENDING').returningAll().executeTakeFirst();
+    const failed = await trx
+      .updateTable('payments')
+      .set({ status: 'FAILED', failure_reason: reason, updated_at: now })
+      .where('id', '=', payment.id)
+      .where('status', '=', 'PENDING')
+      .returningAll()
+      .executeTakeFirst();
     if (!failed) return undefined;
     const session = await finishPayment(trx, payment.session_id, now, false);
     return { row: failed, queued: await recordPaymentEvent(trx, 'payment.failed', { payment: failed, session }, change) };
@@ -138,7 +171,13 @@ export async function recordFailure(store: Store, payment: Pick<PaymentRow, 'id'
 export async function recordReversal(store: Store, payment: Pick<PaymentRow, 'id' | 'session_id'>, change: ChangeContext): Promise<PaymentRow | undefined> {
   const { now } = change;
   return changeStatus(store, async (trx) => {
-    const reversed = await trx.updateTable('payments').set({ status: 'REVERSED', failure_reason: 'transfer_reorged_out', updated_at: now }).where('id', '=', payment.id).where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
+    const reversed = await trx
+      .updateTable('payments')
+      .set({ status: 'REVERSED', failure_reason: 'transfer_reorged_out', updated_at: now })
+      .where('id', '=', payment.id)
+      .where('status', '=', 'SUCCESS')
+      .returningAll()
+      .executeTakeFirst();
     if (!reversed) return undefined;
     const session = await reopenAfterReversal(trx, payment.session_id, now);
     return { row: reversed, queued: await recordPaymentEvent(trx, 'payment.reversed', { payment: reversed, session }, change) };
@@ -154,12 +193,27 @@ async function changeStatus<T>(store: Store, change: (trx: Tx) => Promise<{ row:
 
 /** PENDING payments left longer than `olderThan` ago, oldest first: the reconciler's work. */
 export async function findStalePending(db: Db, olderThan: number, limit: number): Promise<PaymentRow[]> {
-  return db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').where('updated_at', '<=', olderThan).orderBy('updated_at').limit(limit).execute();
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('status', '=', 'PENDING')
+    .where('updated_at', '<=', olderThan)
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
 }
 
 /** Settled payments not yet final, settled before `settledBefore`, oldest first. */
 export async function findUnfinalized(db: Db, settledBefore: number, limit: number): Promise<PaymentRow[]> {
-  return db.selectFrom('payments').selectAll().where('status', '=', 'SUCCESS').where('finalized_at', 'is', null).where('settled_at', '<=', settledBefore).orderBy('settled_at').limit(limit).execute();
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('status', '=', 'SUCCESS')
+    .where('finalized_at', 'is', null)
+    .where('settled_at', '<=', settledBefore)
+    .orderBy('settled_at')
+    .limit(limit)
+    .execute();
 }
 
 /** The settlement's block has enough confirmations: the payment is final. */

@@ -42,7 +42,8 @@ const doc: RouteDoc = {
   url: '/checkout/v2/orders/receipt/{publicOrderId}',
   tag: 'Orders',
   summary: 'Durable receipt of a settled order (E4)',
-  description: 'Public, keyed by the unguessable publicOrderId (with or without the TX- prefix). JSON by default; a readable page when the client asks for text/html.',
+  description:
+    'Public, keyed by the unguessable publicOrderId (with or without the TX- prefix). JSON by default; a readable page when the client asks for text/html.',
   security: 'none',
   params: Params,
   responses: { 200: { description: 'The receipt', schema: Receipt }, 404: { description: 'No such order', schema: ErrorResponse } },
@@ -68,7 +69,10 @@ function renderReceipt(receipt: ReceiptView, view: { amountText: string; sandbox
     ...(receipt.orderId ? ([['Merchant reference', receipt.orderId]] as [string, string][]) : []),
   ];
   const table = rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td><code>${escapeHtml(v)}</code></td></tr>`).join('');
-  return page(`Receipt ${receipt.publicOrderId}`, `${view.sandbox ? SANDBOX_BANNER : ''}<h1>Receipt</h1><table>${table}<tr><th>Transaction</th><td><a href="${escapeHtml(receipt.explorerUrl)}" rel="noopener noreferrer">${escapeHtml(receipt.transactionHash)}</a></td></tr></table>`);
+  return page(
+    `Receipt ${receipt.publicOrderId}`,
+    `${view.sandbox ? SANDBOX_BANNER : ''}<h1>Receipt</h1><table>${table}<tr><th>Transaction</th><td><a href="${escapeHtml(receipt.explorerUrl)}" rel="noopener noreferrer">${escapeHtml(receipt.transactionHash)}</a></td></tr></table>`,
+  );
 }
 
 export function registerReceiptRoutes(app: FastifyInstance, context: AppContext): void {
@@ -79,7 +83,21 @@ export function registerReceiptRoutes(app: FastifyInstance, context: AppContext)
       .selectFrom('payments')
       .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
       .innerJoin('merchants', 'merchants.id', 'payments.merchant_id')
-      .select(['payments.public_order_id', 'payments.status', 'payments.session_id', 'payments.amount_minor', 'payments.currency', 'payments.value', 'payments.rate', 'payments.payer', 'payments.pay_to', 'payments.tx_hash', 'payments.settled_at', 'payment_sessions.order_id', 'merchants.name'])
+      .select([
+        'payments.public_order_id',
+        'payments.status',
+        'payments.session_id',
+        'payments.amount_minor',
+        'payments.currency',
+        'payments.value',
+        'payments.rate',
+        'payments.payer',
+        'payments.pay_to',
+        'payments.tx_hash',
+        'payments.settled_at',
+        'payment_sessions.order_id',
+        'merchants.name',
+      ])
       .where('payments.public_order_id', '=', id)
       .where('payments.status', 'in', ['SUCCESS', 'REVERSED'])
       .executeTakeFirst();
@@ -91,7 +109,12 @@ export function registerReceiptRoutes(app: FastifyInstance, context: AppContext)
       return reply
         .code(404)
         .type('text/html; charset=utf-8')
-        .send(page('Receipt not found', `${sandbox ? SANDBOX_BANNER : ''}<h1>Receipt not found</h1><p>There is no settled order <code>${escapeHtml(publicOrderId)}</code>. Check the link you were given; a receipt exists once the payment has settled.</p>`));
+        .send(
+          page(
+            'Receipt not found',
+            `${sandbox ? SANDBOX_BANNER : ''}<h1>Receipt not found</h1><p>There is no settled order <code>${escapeHtml(publicOrderId)}</code>. Check the link you were given; a receipt exists once the payment has settled.</p>`,
+          ),
+        );
     }
     const receipt: ReceiptView = {
       publicOrderId: row.public_order_id!,

@@ -1,4 +1,4 @@
-import { createRequire } from "node:module";
+import { createRequire } from 'node:module';
 import {
   createPublicClient,
   createWalletClient,
@@ -9,17 +9,11 @@ import {
   type EIP1193RequestFn,
   type Hex,
   type PrivateKeyAccount,
-} from "viem";
-import { privateKeyToAccount } from "viem/accounts";
-import { multicall3DeployedBytecode, sandboxUsdcAbi, sandboxUsdcBytecode } from "./contracts/artifacts.ts";
-import { type ChainProvider, journaledProvider, latestBlock, openJournal, readJournal, replayJournal } from "./journal.ts";
-import {
-  MULTICALL3_ADDRESS,
-  SANDBOX_CHAIN_ID,
-  SANDBOX_FACILITATOR_PRIVATE_KEY,
-  SANDBOX_MINTER_PRIVATE_KEY,
-  SANDBOX_USDC_ADDRESS,
-} from "./constants.ts";
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { multicall3DeployedBytecode, sandboxUsdcAbi, sandboxUsdcBytecode } from './contracts/artifacts.ts';
+import { type ChainProvider, journaledProvider, latestBlock, openJournal, readJournal, replayJournal } from './journal.ts';
+import { MULTICALL3_ADDRESS, SANDBOX_CHAIN_ID, SANDBOX_FACILITATOR_PRIVATE_KEY, SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_USDC_ADDRESS } from './constants.ts';
 
 export type { ChainProvider };
 
@@ -33,12 +27,8 @@ const GAS_ETH_BALANCE = 10n ** 22n; // 10,000 ETH for the sandbox's own accounts
 /** The EIP-1193 provider of Hardhat's EDR network, used in-process without a Hardhat project. */
 async function createEdrProvider(initialDate: Date | undefined): Promise<ChainProvider> {
   const require = createRequire(import.meta.url);
-  const { createHardhatNetworkProvider } = require(
-    "hardhat/internal/hardhat-network/provider/provider",
-  ) as HardhatNetworkModule;
-  const { defaultHardhatNetworkParams } = require(
-    "hardhat/internal/core/config/default-config",
-  ) as HardhatDefaultsModule;
+  const { createHardhatNetworkProvider } = require('hardhat/internal/hardhat-network/provider/provider') as HardhatNetworkModule;
+  const { defaultHardhatNetworkParams } = require('hardhat/internal/core/config/default-config') as HardhatDefaultsModule;
   return createHardhatNetworkProvider(
     {
       hardfork: defaultHardhatNetworkParams.hardfork,
@@ -48,7 +38,7 @@ async function createEdrProvider(initialDate: Date | undefined): Promise<ChainPr
       minGasPrice: 0n,
       automine: true,
       intervalMining: 0,
-      mempoolOrder: "priority",
+      mempoolOrder: 'priority',
       chains: defaultHardhatNetworkParams.chains,
       genesisAccounts: [SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_FACILITATOR_PRIVATE_KEY].map((privateKey) => ({
         privateKey,
@@ -73,8 +63,8 @@ async function createEdrProvider(initialDate: Date | undefined): Promise<ChainPr
 
 export const sandboxViemChain = defineChain({
   id: SANDBOX_CHAIN_ID,
-  name: "Till sandbox (Base)",
-  nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+  name: 'Till sandbox (Base)',
+  nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
   rpcUrls: { default: { http: [] } },
 });
 
@@ -126,20 +116,22 @@ export type SandboxChain = {
 export async function startSandboxChain(options: { journalPath?: string } = {}): Promise<SandboxChain> {
   const existing = options.journalPath ? readJournal(options.journalPath) : undefined;
   const base = await createEdrProvider(existing ? new Date(existing.header.genesisTime * 1000) : undefined);
-  await base.request({ method: "hardhat_setCode", params: [MULTICALL3_ADDRESS, multicall3DeployedBytecode] });
+  await base.request({ method: 'hardhat_setCode', params: [MULTICALL3_ADDRESS, multicall3DeployedBytecode] });
   const deployer = walletFor(base, privateKeyToAccount(SANDBOX_MINTER_PRIVATE_KEY));
   const deployHash = await deployer.deployContract({ abi: sandboxUsdcAbi, bytecode: sandboxUsdcBytecode });
   const deployed = await deployer.waitForTransactionReceipt({ hash: deployHash });
-  if (deployed.status !== "success" || deployed.contractAddress?.toLowerCase() !== SANDBOX_USDC_ADDRESS.toLowerCase()) {
+  if (deployed.status !== 'success' || deployed.contractAddress?.toLowerCase() !== SANDBOX_USDC_ADDRESS.toLowerCase()) {
     throw new Error(`sandbox USDC deployed at ${deployed.contractAddress}, expected ${SANDBOX_USDC_ADDRESS}`);
   }
 
-  let restored: SandboxChain["restored"];
+  let restored: SandboxChain['restored'];
   if (existing) {
     const replay = await replayJournal(base, existing, Date.now);
     restored = { transactions: replay.replayed, failed: replay.failed };
   }
-  const genesisTime = existing?.header.genesisTime ?? Number(((await base.request({ method: "eth_getBlockByNumber", params: ["0x0", false] })) as { timestamp: string }).timestamp);
+  const genesisTime =
+    existing?.header.genesisTime ??
+    Number(((await base.request({ method: 'eth_getBlockByNumber', params: ['0x0', false] })) as { timestamp: string }).timestamp);
   const journal = options.journalPath ? openJournal(options.journalPath, { v: 1, genesisTime }, existing) : undefined;
   const provider = journal ? journaledProvider(base, journal) : base;
 
@@ -148,7 +140,7 @@ export async function startSandboxChain(options: { journalPath?: string } = {}):
   const sendFromMinter = serialized();
 
   const balanceOf = (address: Address) =>
-    minterWallet.readContract({ address: SANDBOX_USDC_ADDRESS, abi: sandboxUsdcAbi, functionName: "balanceOf", args: [address] });
+    minterWallet.readContract({ address: SANDBOX_USDC_ADDRESS, abi: sandboxUsdcAbi, functionName: 'balanceOf', args: [address] });
 
   return {
     provider,
@@ -160,24 +152,24 @@ export async function startSandboxChain(options: { journalPath?: string } = {}):
         const hash = await minterWallet.writeContract({
           address: SANDBOX_USDC_ADDRESS,
           abi: sandboxUsdcAbi,
-          functionName: "mint",
+          functionName: 'mint',
           args: [to, amount],
         });
         const receipt = await minterWallet.waitForTransactionReceipt({ hash });
-        if (receipt.status !== "success") throw new Error(`mint transaction ${hash} reverted`);
+        if (receipt.status !== 'success') throw new Error(`mint transaction ${hash} reverted`);
         return hash;
       }),
     balanceOf,
     mine: async (blocks = 1) => {
-      await provider.request({ method: "hardhat_mine", params: [`0x${blocks.toString(16)}`] });
+      await provider.request({ method: 'hardhat_mine', params: [`0x${blocks.toString(16)}`] });
     },
     increaseTime: async (seconds) => {
-      await provider.request({ method: "evm_increaseTime", params: [seconds] });
-      await provider.request({ method: "evm_mine", params: [] });
+      await provider.request({ method: 'evm_increaseTime', params: [seconds] });
+      await provider.request({ method: 'evm_mine', params: [] });
     },
-    snapshot: async () => (await provider.request({ method: "evm_snapshot", params: [] })) as string,
+    snapshot: async () => (await provider.request({ method: 'evm_snapshot', params: [] })) as string,
     revert: async (snapshotId) => {
-      const reverted = await provider.request({ method: "evm_revert", params: [snapshotId] });
+      const reverted = await provider.request({ method: 'evm_revert', params: [snapshotId] });
       if (reverted !== true) throw new Error(`unknown snapshot ${snapshotId}`);
     },
     restored,

@@ -1,17 +1,8 @@
-import { createHash } from "node:crypto";
-import {
-  decodeFunctionData,
-  formatUnits,
-  getAddress,
-  isAddressEqual,
-  parseEventLogs,
-  type Hex,
-  type Transaction,
-  type TransactionReceipt,
-} from "viem";
-import type { SandboxChain } from "./chain.ts";
-import { sandboxUsdcAbi } from "./contracts/artifacts.ts";
-import { SANDBOX_CHAIN_ID, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from "./constants.ts";
+import { createHash } from 'node:crypto';
+import { decodeFunctionData, formatUnits, getAddress, isAddressEqual, parseEventLogs, type Hex, type Transaction, type TransactionReceipt } from 'viem';
+import type { SandboxChain } from './chain.ts';
+import { sandboxUsdcAbi } from './contracts/artifacts.ts';
+import { SANDBOX_CHAIN_ID, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from './constants.ts';
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
 .banner{background:#fff4d6;border:1px solid #e6c15a;padding:.5rem .75rem;border-radius:6px}
@@ -22,15 +13,15 @@ th{width:12rem;color:#57606a;font-weight:600}code{font:13px ui-monospace,monospa
 /** Only the page's own inline stylesheet is allowed; no script, no external resource. */
 export const EXPLORER_CSP = [
   "default-src 'none'",
-  `style-src 'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`,
+  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
-].join("; ");
+].join('; ');
 
 export const TX_HASH_PATTERN = /^0x[0-9a-fA-F]{64}$/;
 
-const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 export function escapeHtml(value: unknown): string {
   return String(value).replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
@@ -49,31 +40,31 @@ ${body}</body></html>`;
 }
 
 function rows(entries: [string, string][]): string {
-  return `<table>${entries.map(([label, html]) => `<tr><th>${escapeHtml(label)}</th><td>${html}</td></tr>`).join("")}</table>`;
+  return `<table>${entries.map(([label, html]) => `<tr><th>${escapeHtml(label)}</th><td>${html}</td></tr>`).join('')}</table>`;
 }
 
 function describeCall(tx: Transaction): string {
-  if (!isToken(tx.to)) return tx.input === "0x" ? "ETH transfer" : "contract call";
+  if (!isToken(tx.to)) return tx.input === '0x' ? 'ETH transfer' : 'contract call';
   try {
     return `USDC.${decodeFunctionData({ abi: sandboxUsdcAbi, data: tx.input }).functionName}`;
   } catch {
-    return "USDC (unknown function)";
+    return 'USDC (unknown function)';
   }
 }
 
 function describeEvents(receipt: TransactionReceipt): { transfers: string; authorizations: string } {
   const events = parseEventLogs({ abi: sandboxUsdcAbi, logs: receipt.logs.filter((log) => isToken(log.address)) });
   const transfers = events.flatMap((e) =>
-    e.eventName === "Transfer" ? [`${code(e.args.from)} → ${code(e.args.to)}: <strong>${usdc(e.args.value)}</strong>`] : [],
+    e.eventName === 'Transfer' ? [`${code(e.args.from)} → ${code(e.args.to)}: <strong>${usdc(e.args.value)}</strong>`] : [],
   );
   const authorizations = events.flatMap((e) =>
-    e.eventName === "AuthorizationUsed" || e.eventName === "AuthorizationCanceled"
+    e.eventName === 'AuthorizationUsed' || e.eventName === 'AuthorizationCanceled'
       ? [`${escapeHtml(e.eventName)} by ${code(e.args.authorizer)}, nonce ${code(e.args.nonce)}`]
       : [],
   );
   return {
-    transfers: transfers.join("<br>") || "none",
-    authorizations: authorizations.join("<br>") || "none",
+    transfers: transfers.join('<br>') || 'none',
+    authorizations: authorizations.join('<br>') || 'none',
   };
 }
 
@@ -82,27 +73,23 @@ export async function renderTransactionPage(chain: SandboxChain, hash: Hex): Pro
   const client = chain.publicClient;
   const tx = await client.getTransaction({ hash }).catch(() => null);
   if (!tx) {
-    return { status: 404, html: page("Transaction not found", `<h1>Transaction not found</h1><p>${code(hash)}</p>`) };
+    return { status: 404, html: page('Transaction not found', `<h1>Transaction not found</h1><p>${code(hash)}</p>`) };
   }
   const receipt = await client.getTransactionReceipt({ hash }).catch(() => null);
   const block = receipt ? await client.getBlock({ blockNumber: receipt.blockNumber }) : null;
-  const status = !receipt
-    ? "pending"
-    : receipt.status === "success"
-      ? `<span class="ok">success</span>`
-      : `<span class="bad">reverted</span>`;
-  const events = receipt ? describeEvents(receipt) : { transfers: "pending", authorizations: "pending" };
+  const status = !receipt ? 'pending' : receipt.status === 'success' ? `<span class="ok">success</span>` : `<span class="bad">reverted</span>`;
+  const events = receipt ? describeEvents(receipt) : { transfers: 'pending', authorizations: 'pending' };
   const entries: [string, string][] = [
-    ["Transaction hash", code(tx.hash)],
-    ["Status", status],
-    ["Block", receipt ? escapeHtml(receipt.blockNumber) : "pending"],
-    ["Time", block ? escapeHtml(new Date(Number(block.timestamp) * 1000).toISOString()) : "pending"],
-    ["From", code(getAddress(tx.from))],
-    ["To", tx.to ? `${code(getAddress(tx.to))}${isToken(tx.to) ? " (sandbox USDC)" : ""}` : "contract creation"],
-    ["Call", escapeHtml(describeCall(tx))],
-    ["Token transfers", events.transfers],
-    ["Authorizations", events.authorizations],
-    ["Gas used", receipt ? escapeHtml(receipt.gasUsed) : "pending"],
+    ['Transaction hash', code(tx.hash)],
+    ['Status', status],
+    ['Block', receipt ? escapeHtml(receipt.blockNumber) : 'pending'],
+    ['Time', block ? escapeHtml(new Date(Number(block.timestamp) * 1000).toISOString()) : 'pending'],
+    ['From', code(getAddress(tx.from))],
+    ['To', tx.to ? `${code(getAddress(tx.to))}${isToken(tx.to) ? ' (sandbox USDC)' : ''}` : 'contract creation'],
+    ['Call', escapeHtml(describeCall(tx))],
+    ['Token transfers', events.transfers],
+    ['Authorizations', events.authorizations],
+    ['Gas used', receipt ? escapeHtml(receipt.gasUsed) : 'pending'],
   ];
   return { status: 200, html: page(`Sandbox transaction ${hash}`, `<h1>Sandbox transaction</h1>${rows(entries)}`) };
 }

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { z } from 'zod';
 
 /**
  * Sandbox fault controls, for crash and recovery tests only. They change how the sandbox

@@ -1,13 +1,13 @@
-import { createServer } from "node:http";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import type { AddressInfo } from "node:net";
-import { getAddress, type Address } from "viem";
-import { startSandboxChain } from "./chain.ts";
-import { SANDBOX_CHAIN_ID, SANDBOX_NETWORK, SANDBOX_USDC_ADDRESS } from "./constants.ts";
-import { createSandboxFacilitator } from "./facilitator.ts";
-import { createFaultState, type SandboxFacilitatorStats, type SandboxFaults, type SandboxFaultsUpdate } from "./faults.ts";
-import { createSandboxRequestHandler, fundFromFaucet, type FaucetResult } from "./server.ts";
+import { createServer } from 'node:http';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { getAddress, type Address } from 'viem';
+import { startSandboxChain } from './chain.ts';
+import { SANDBOX_CHAIN_ID, SANDBOX_NETWORK, SANDBOX_USDC_ADDRESS } from './constants.ts';
+import { createSandboxFacilitator } from './facilitator.ts';
+import { createFaultState, type SandboxFacilitatorStats, type SandboxFaults, type SandboxFaultsUpdate } from './faults.ts';
+import { createSandboxRequestHandler, fundFromFaucet, type FaucetResult } from './server.ts';
 
 export type SandboxOptions = {
   /** 0 (the default) picks a free port. */
@@ -25,7 +25,7 @@ export type SandboxOptions = {
   dataDir?: string;
 };
 
-export const SANDBOX_JOURNAL_FILE = "sandbox-chain.jsonl";
+export const SANDBOX_JOURNAL_FILE = 'sandbox-chain.jsonl';
 
 /** Chain helpers for tests: time, blocks and snapshots (a revert drops the blocks after the snapshot, like a reorg). */
 export type SandboxChainControls = {
@@ -68,20 +68,18 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const chain = await startSandboxChain(options.dataDir ? { journalPath: join(options.dataDir, SANDBOX_JOURNAL_FILE) } : {});
   const faultState = createFaultState();
   const facilitator = createSandboxFacilitator(chain);
-  const server = createServer(
-    createSandboxRequestHandler({ chain, facilitator, faults: faultState, faultControls: options.faultControls ?? false }),
-  );
-  const host = options.host ?? "127.0.0.1";
+  const server = createServer(createSandboxRequestHandler({ chain, facilitator, faults: faultState, faultControls: options.faultControls ?? false }));
+  const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {
-      server.off("error", reject);
+      server.off('error', reject);
       resolve();
     });
   });
   const { port } = server.address() as AddressInfo;
   const blockTimer = options.blockIntervalMs ? setInterval(() => void chain.mine().catch(() => {}), options.blockIntervalMs).unref() : undefined;
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   return {
     url,
@@ -118,13 +116,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
 async function postJson<T>(url: string, body: unknown): Promise<T> {
   const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   const data = (await response.json().catch(() => null)) as (T & { error?: { message?: string } }) | null;
   if (!response.ok || data === null) {
-    throw new Error(`sandbox ${new URL(url).pathname} failed (${response.status}): ${data?.error?.message ?? "no JSON answer"}`);
+    throw new Error(`sandbox ${new URL(url).pathname} failed (${response.status}): ${data?.error?.message ?? 'no JSON answer'}`);
   }
   return data;
 }
@@ -158,5 +156,5 @@ export function sandboxControlsViaHttp(sandboxUrl: string): { chain: SandboxChai
 }
 
 function trimSlash(url: string): string {
-  return url.replace(/\/+$/, "");
+  return url.replace(/\/+$/, '');
 }

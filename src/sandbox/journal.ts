@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 
 /** An EIP-1193 provider: the sandbox's EDR chain, or the same wrapped. */
 export type ChainProvider = { request(args: { method: string; params?: unknown[] }): Promise<unknown> };
@@ -23,8 +23,8 @@ export type LoadedJournal = { header: JournalHeader; entries: JournalEntry[]; he
 export function readJournal(path: string): LoadedJournal | undefined {
   if (!existsSync(path)) return undefined;
   const lines: Line[] = [];
-  for (const text of readFileSync(path, "utf8").split("\n")) {
-    if (text.trim() === "") continue;
+  for (const text of readFileSync(path, 'utf8').split('\n')) {
+    if (text.trim() === '') continue;
     try {
       lines.push(JSON.parse(text) as Line);
     } catch {
@@ -33,14 +33,14 @@ export function readJournal(path: string): LoadedJournal | undefined {
     }
   }
   const [header] = lines;
-  if (!header || !("genesisTime" in header) || header.v !== 1) return undefined;
+  if (!header || !('genesisTime' in header) || header.v !== 1) return undefined;
   let head: JournalHead | undefined;
   const entries: JournalEntry[] = [];
   for (const line of lines.slice(1)) {
-    if ("raw" in line) {
+    if ('raw' in line) {
       entries.push(line);
       head = undefined;
-    } else if ("head" in line) {
+    } else if ('head' in line) {
       head = line;
     }
   }
@@ -61,7 +61,7 @@ export function openJournal(path: string, header: JournalHeader, existing: Loade
   const kept: Line[] = existing ? [existing.header, ...existing.entries] : [header];
   // Rewritten whole at open: drops a torn line and an old head record, so appends follow clean lines.
   rewrite(path, kept);
-  let fd = openSync(path, "a");
+  let fd = openSync(path, 'a');
   let count = kept.length;
   const write = (line: Line) => {
     writeSync(fd, `${JSON.stringify(line)}\n`);
@@ -79,7 +79,7 @@ export function openJournal(path: string, header: JournalHeader, existing: Loade
       kept.length = mark;
       count = mark;
       rewrite(path, kept);
-      fd = openSync(path, "a");
+      fd = openSync(path, 'a');
     },
     close(head) {
       if (head) write(head);
@@ -90,8 +90,8 @@ export function openJournal(path: string, header: JournalHeader, existing: Loade
 
 function rewrite(path: string, lines: Line[]): void {
   const temporary = `${path}.tmp`;
-  const fd = openSync(temporary, "w");
-  writeSync(fd, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+  const fd = openSync(temporary, 'w');
+  writeSync(fd, lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
   fsyncSync(fd);
   closeSync(fd);
   renameSync(temporary, path);
@@ -100,7 +100,7 @@ function rewrite(path: string, lines: Line[]): void {
 type Block = { number: string; timestamp: string };
 
 export async function latestBlock(provider: ChainProvider): Promise<{ number: number; time: number }> {
-  const block = (await provider.request({ method: "eth_getBlockByNumber", params: ["latest", false] })) as Block;
+  const block = (await provider.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as Block;
   return { number: Number(block.number), time: Number(block.timestamp) };
 }
 
@@ -114,10 +114,10 @@ export async function replayJournal(provider: ChainProvider, journal: LoadedJour
   for (const entry of journal.entries) {
     await mineUpTo(provider, entry.block - 1);
     const head = await latestBlock(provider);
-    await provider.request({ method: "evm_setNextBlockTimestamp", params: [Math.max(entry.time, head.time)] });
-    await provider.request({ method: "hardhat_setNextBlockBaseFeePerGas", params: ["0x0"] });
+    await provider.request({ method: 'evm_setNextBlockTimestamp', params: [Math.max(entry.time, head.time)] });
+    await provider.request({ method: 'hardhat_setNextBlockBaseFeePerGas', params: ['0x0'] });
     try {
-      await provider.request({ method: "eth_sendRawTransaction", params: [entry.raw] });
+      await provider.request({ method: 'eth_sendRawTransaction', params: [entry.raw] });
     } catch {
       failed++;
     }
@@ -126,15 +126,15 @@ export async function replayJournal(provider: ChainProvider, journal: LoadedJour
   const head = await latestBlock(provider);
   const clock = Math.floor(now() / 1000);
   if (clock > head.time) {
-    await provider.request({ method: "evm_setNextBlockTimestamp", params: [clock] });
-    await provider.request({ method: "evm_mine", params: [] });
+    await provider.request({ method: 'evm_setNextBlockTimestamp', params: [clock] });
+    await provider.request({ method: 'evm_mine', params: [] });
   }
   return { replayed: journal.entries.length - failed, failed };
 }
 
 async function mineUpTo(provider: ChainProvider, block: number): Promise<void> {
   const head = await latestBlock(provider);
-  if (block > head.number) await provider.request({ method: "hardhat_mine", params: [`0x${(block - head.number).toString(16)}`, "0x0"] });
+  if (block > head.number) await provider.request({ method: 'hardhat_mine', params: [`0x${(block - head.number).toString(16)}`, '0x0'] });
 }
 
 /**
@@ -146,15 +146,15 @@ export function journaledProvider(provider: ChainProvider, journal: Journal): Ch
   return {
     async request(args) {
       const result = await provider.request(args);
-      if (args.method === "eth_sendRawTransaction") {
-        const receipt = (await provider.request({ method: "eth_getTransactionReceipt", params: [result] })) as { blockNumber: string } | null;
+      if (args.method === 'eth_sendRawTransaction') {
+        const receipt = (await provider.request({ method: 'eth_getTransactionReceipt', params: [result] })) as { blockNumber: string } | null;
         if (receipt) {
-          const block = (await provider.request({ method: "eth_getBlockByNumber", params: [receipt.blockNumber, false] })) as Block;
+          const block = (await provider.request({ method: 'eth_getBlockByNumber', params: [receipt.blockNumber, false] })) as Block;
           journal.append({ raw: (args.params as [`0x${string}`])[0], block: Number(block.number), time: Number(block.timestamp) });
         }
-      } else if (args.method === "evm_snapshot") {
+      } else if (args.method === 'evm_snapshot') {
         marks.set(String(result), journal.mark());
-      } else if (args.method === "evm_revert" && result === true) {
+      } else if (args.method === 'evm_revert' && result === true) {
         const mark = marks.get(String((args.params as unknown[])[0]));
         if (mark !== undefined) journal.truncate(mark);
       }

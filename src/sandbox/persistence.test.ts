@@ -19,12 +19,20 @@ const dataDir = temporaryDirectories('till-sandbox-data-');
 async function settle(sandbox: Pick<Sandbox, 'facilitatorUrl'>, payer: ReturnType<typeof newAccount>, payTo: Address, value: bigint, nonce?: Hex) {
   const auth = authorization(payer.address, payTo, value, nonce ? { nonce } : {});
   const requirements = exactRequirements(SANDBOX_USDC_ADDRESS, payTo, value);
-  const payload = paymentPayload(requirements, await signAuthorization(payer, SANDBOX_USDC_ADDRESS, auth), auth, { url: 'http://127.0.0.1/x402/session/ps_persist', description: 'persistence' });
+  const payload = paymentPayload(requirements, await signAuthorization(payer, SANDBOX_USDC_ADDRESS, auth), auth, {
+    url: 'http://127.0.0.1/x402/session/ps_persist',
+    description: 'persistence',
+  });
   return { settled: await new HTTPFacilitatorClient({ url: sandbox.facilitatorUrl }).settle(payload, requirements), nonce: auth.nonce };
 }
 
 const balanceOver = (rpcUrl: string, address: Address) =>
-  createPublicClient({ transport: http(rpcUrl) }).readContract({ address: SANDBOX_USDC_ADDRESS, abi: sandboxUsdcAbi, functionName: 'balanceOf', args: [address] });
+  createPublicClient({ transport: http(rpcUrl) }).readContract({
+    address: SANDBOX_USDC_ADDRESS,
+    abi: sandboxUsdcAbi,
+    functionName: 'balanceOf',
+    args: [address],
+  });
 
 describe('the sandbox chain kept in a data folder', () => {
   test('a restart finds old transactions, balances and used authorizations, and goes on from there', async () => {

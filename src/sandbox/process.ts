@@ -1,10 +1,10 @@
 // The sandbox as its own process: `node src/sandbox/process.ts [--port N] [--host H] [--fault-controls] [--data-dir DIR]`.
 // Prints one JSON line `{"event":"sandbox.ready",...}` on stdout once it serves, and stops on SIGTERM/SIGINT.
-import { parseArgs } from "node:util";
-import { startSandbox } from "./index.ts";
+import { parseArgs } from 'node:util';
+import { startSandbox } from './index.ts';
 
 export type SandboxReadyEvent = {
-  event: "sandbox.ready";
+  event: 'sandbox.ready';
   url: string;
   rpcUrl: string;
   facilitatorUrl: string;
@@ -24,22 +24,22 @@ export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = p
   const { values } = parseArgs({
     args,
     options: {
-      port: { type: "string" },
-      host: { type: "string" },
-      "fault-controls": { type: "boolean" },
-      "data-dir": { type: "string" },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'fault-controls': { type: 'boolean' },
+      'data-dir': { type: 'string' },
     },
     strict: true,
   });
-  const portText = values.port ?? env.TILL_SANDBOX_PORT ?? "0";
+  const portText = values.port ?? env.TILL_SANDBOX_PORT ?? '0';
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`invalid sandbox port: ${portText}`);
   return {
     port,
-    host: values.host ?? env.TILL_SANDBOX_HOST ?? "127.0.0.1",
-    faultControls: values["fault-controls"] ?? env.TILL_SANDBOX_FAULT_CONTROLS === "1",
+    host: values.host ?? env.TILL_SANDBOX_HOST ?? '127.0.0.1',
+    faultControls: values['fault-controls'] ?? env.TILL_SANDBOX_FAULT_CONTROLS === '1',
     blockIntervalMs: BASE_BLOCK_INTERVAL_MS,
-    ...(values["data-dir"] ? { dataDir: values["data-dir"] } : {}),
+    ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
   };
 }
 
@@ -50,7 +50,7 @@ export async function runSandboxProcess(args: string[]): Promise<void> {
   const options = sandboxProcessOptions(args);
   const sandbox = await startSandbox(options);
   const ready: SandboxReadyEvent = {
-    event: "sandbox.ready",
+    event: 'sandbox.ready',
     url: sandbox.url,
     rpcUrl: sandbox.rpcUrl,
     facilitatorUrl: sandbox.facilitatorUrl,
@@ -67,13 +67,13 @@ export async function runSandboxProcess(args: string[]): Promise<void> {
       () => process.exit(1),
     );
   };
-  process.once("SIGTERM", shutdown);
-  process.once("SIGINT", shutdown);
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
 }
 
 if (import.meta.main) {
   runSandboxProcess(process.argv.slice(2)).catch((error: unknown) => {
-    process.stderr.write(`${JSON.stringify({ event: "sandbox.failed", message: String(error) })}\n`);
+    process.stderr.write(`${JSON.stringify({ event: 'sandbox.failed', message: String(error) })}\n`);
     process.exit(1);
   });
 }

@@ -6,17 +6,17 @@
 //   POST /faucet {address, usdc}       mints test USDC → {address, usdc, txHash, balance}
 //   GET  /tx/{hash}                    small block-explorer page for one transaction
 //   /admin/*                           test-only fault and chain controls, when enabled
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { x402Facilitator } from "@x402/core/facilitator";
-import { isPaymentPayload, isPaymentRequirements } from "@x402/core/schemas";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { formatUnits, getAddress, isAddress, parseUnits, type Address, type Hex } from "viem";
-import { z } from "zod";
-import type { SandboxChain } from "./chain.ts";
-import { SANDBOX_CHAIN_ID, SANDBOX_FAUCET_MAX_USDC, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from "./constants.ts";
-import { EXPLORER_CSP, renderTransactionPage, TX_HASH_PATTERN } from "./explorer.ts";
-import { sandboxFaultsUpdateSchema, type FaultState } from "./faults.ts";
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { x402Facilitator } from '@x402/core/facilitator';
+import { isPaymentPayload, isPaymentRequirements } from '@x402/core/schemas';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import { formatUnits, getAddress, isAddress, parseUnits, type Address, type Hex } from 'viem';
+import { z } from 'zod';
+import type { SandboxChain } from './chain.ts';
+import { SANDBOX_CHAIN_ID, SANDBOX_FAUCET_MAX_USDC, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from './constants.ts';
+import { EXPLORER_CSP, renderTransactionPage, TX_HASH_PATTERN } from './explorer.ts';
+import { sandboxFaultsUpdateSchema, type FaultState } from './faults.ts';
 
 const MAX_BODY_BYTES = 1_000_000;
 const MAX_RPC_BATCH = 100;
@@ -43,19 +43,19 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, "body_too_large", "request body is larger than 1 MB");
+    if (size > MAX_BODY_BYTES) throw new HttpError(413, 'body_too_large', 'request body is larger than 1 MB');
     chunks.push(chunk as Buffer);
   }
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch {
-    throw new HttpError(400, "invalid_json", "request body is not valid JSON");
+    throw new HttpError(400, 'invalid_json', 'request body is not valid JSON');
   }
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body, (_key, value) => (typeof value === "bigint" ? value.toString() : value));
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+  const text = JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? value.toString() : value));
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   res.end(text);
 }
 
@@ -63,8 +63,8 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const field = issue?.path.map(String).join(".") || undefined;
-    throw new HttpError(400, "invalid_field", z.prettifyError(parsed.error), field);
+    const field = issue?.path.map(String).join('.') || undefined;
+    throw new HttpError(400, 'invalid_field', z.prettifyError(parsed.error), field);
   }
   return parsed.data;
 }
@@ -72,11 +72,11 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 /** Parses a positive USDC amount written in decimal ("100", "0.5"), at most 6 decimals. */
 export function parseUsdcAmount(value: string): bigint {
   if (!/^\d{1,15}(\.\d{1,6})?$/.test(value)) {
-    throw new HttpError(400, "invalid_field", "usdc must be a positive decimal amount with at most 6 decimals", "usdc");
+    throw new HttpError(400, 'invalid_field', 'usdc must be a positive decimal amount with at most 6 decimals', 'usdc');
   }
   const amount = parseUnits(value, SANDBOX_USDC_DECIMALS);
   if (amount <= 0n || amount > SANDBOX_FAUCET_MAX_USDC * 10n ** BigInt(SANDBOX_USDC_DECIMALS)) {
-    throw new HttpError(400, "invalid_field", `usdc must be above 0 and at most ${SANDBOX_FAUCET_MAX_USDC}`, "usdc");
+    throw new HttpError(400, 'invalid_field', `usdc must be above 0 and at most ${SANDBOX_FAUCET_MAX_USDC}`, 'usdc');
   }
   return amount;
 }
@@ -84,7 +84,7 @@ export function parseUsdcAmount(value: string): bigint {
 export type FaucetResult = { address: Address; usdc: string; txHash: Hex; balance: string };
 
 export async function fundFromFaucet(chain: SandboxChain, address: string, usdc: string): Promise<FaucetResult> {
-  if (!isAddress(address, { strict: false })) throw new HttpError(400, "invalid_field", "address must be a 0x… EVM address", "address");
+  if (!isAddress(address, { strict: false })) throw new HttpError(400, 'invalid_field', 'address must be a 0x… EVM address', 'address');
   const amount = parseUsdcAmount(usdc);
   const to = getAddress(address);
   const txHash = await chain.mintUsdc(to, amount);
@@ -103,11 +103,8 @@ const faucetSchema = z.object({
 });
 
 const facilitatorRequestSchema = z.object({
-  paymentPayload: z.custom<PaymentPayload>((value) => isPaymentPayload(value), "paymentPayload is not an x402 payment payload"),
-  paymentRequirements: z.custom<PaymentRequirements>(
-    (value) => isPaymentRequirements(value),
-    "paymentRequirements are not x402 payment requirements",
-  ),
+  paymentPayload: z.custom<PaymentPayload>((value) => isPaymentPayload(value), 'paymentPayload is not an x402 payment payload'),
+  paymentRequirements: z.custom<PaymentRequirements>((value) => isPaymentRequirements(value), 'paymentRequirements are not x402 payment requirements'),
 });
 
 /** Standard read and raw-transaction methods only: no node-side signing, no chain manipulation. */
@@ -120,24 +117,24 @@ type RpcRequest = { jsonrpc?: string; id?: unknown; method?: unknown; params?: u
 
 async function answerRpc(chain: SandboxChain, request: RpcRequest) {
   const id = request.id ?? null;
-  if (typeof request.method !== "string") {
-    return { jsonrpc: "2.0", id, error: { code: -32600, message: "Invalid request" } };
+  if (typeof request.method !== 'string') {
+    return { jsonrpc: '2.0', id, error: { code: -32600, message: 'Invalid request' } };
   }
   if (!isPublicRpcMethod(request.method)) {
-    return { jsonrpc: "2.0", id, error: { code: -32601, message: `Method ${request.method} is not available on the sandbox RPC` } };
+    return { jsonrpc: '2.0', id, error: { code: -32601, message: `Method ${request.method} is not available on the sandbox RPC` } };
   }
   try {
     const params = Array.isArray(request.params) ? request.params : [];
     const result = await chain.provider.request({ method: request.method, params });
-    return { jsonrpc: "2.0", id, result: result ?? null };
+    return { jsonrpc: '2.0', id, result: result ?? null };
   } catch (error) {
     const e = error as { code?: unknown; message?: unknown; data?: unknown };
     return {
-      jsonrpc: "2.0",
+      jsonrpc: '2.0',
       id,
       error: {
-        code: typeof e.code === "number" ? e.code : -32603,
-        message: typeof e.message === "string" ? e.message : "Internal error",
+        code: typeof e.code === 'number' ? e.code : -32603,
+        message: typeof e.message === 'string' ? e.message : 'Internal error',
         ...(e.data !== undefined ? { data: e.data } : {}),
       },
     };
@@ -149,14 +146,14 @@ async function handleRpc(chain: SandboxChain, req: IncomingMessage, res: ServerR
   try {
     body = await readJson(req);
   } catch (error) {
-    if (error instanceof HttpError && error.code === "invalid_json") {
-      return sendJson(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } });
+    if (error instanceof HttpError && error.code === 'invalid_json') {
+      return sendJson(res, 200, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
     }
     throw error;
   }
   if (Array.isArray(body)) {
     if (body.length === 0 || body.length > MAX_RPC_BATCH) {
-      return sendJson(res, 200, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid batch size" } });
+      return sendJson(res, 200, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid batch size' } });
     }
     const answers = [];
     for (const request of body) answers.push(await answerRpc(chain, (request ?? {}) as RpcRequest));
@@ -180,7 +177,7 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
     faults.stats.verifyRequests += 1;
     const parsed = facilitatorRequestSchema.safeParse(await readJson(req));
     if (!parsed.success) {
-      return sendJson(res, 400, { isValid: false, invalidReason: "invalid_payload", invalidMessage: z.prettifyError(parsed.error) });
+      return sendJson(res, 400, { isValid: false, invalidReason: 'invalid_payload', invalidMessage: z.prettifyError(parsed.error) });
     }
     sendJson(res, 200, await facilitator.verify(parsed.data.paymentPayload, parsed.data.paymentRequirements));
   }
@@ -191,10 +188,10 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
     if (!parsed.success) {
       return sendJson(res, 400, {
         success: false,
-        errorReason: "invalid_payload",
+        errorReason: 'invalid_payload',
         errorMessage: z.prettifyError(parsed.error),
-        transaction: "",
-        network: "",
+        transaction: '',
+        network: '',
       });
     }
     const result = await facilitator.settle(parsed.data.paymentPayload, parsed.data.paymentRequirements);
@@ -208,71 +205,80 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
   }
 
   async function admin(path: string, req: IncomingMessage, res: ServerResponse) {
-    if (req.method === "GET" && path === "/admin/faults") return sendJson(res, 200, faults.snapshot());
-    if (req.method !== "POST") throw new HttpError(405, "method_not_allowed", "use POST");
+    if (req.method === 'GET' && path === '/admin/faults') return sendJson(res, 200, faults.snapshot());
+    if (req.method !== 'POST') throw new HttpError(405, 'method_not_allowed', 'use POST');
     switch (path) {
-      case "/admin/faults":
+      case '/admin/faults':
         faults.update(parseBody(sandboxFaultsUpdateSchema, await readJson(req)));
         return sendJson(res, 200, faults.snapshot());
-      case "/admin/chain/mine": {
+      case '/admin/chain/mine': {
         const { blocks } = parseBody(z.object({ blocks: z.number().int().min(1).max(10_000).default(1) }), await readJson(req));
         await chain.mine(blocks);
         return sendJson(res, 200, await chainHead(chain));
       }
-      case "/admin/chain/increase-time": {
-        const { seconds } = parseBody(z.object({ seconds: z.number().int().min(1).max(10 * 365 * 86_400) }), await readJson(req));
+      case '/admin/chain/increase-time': {
+        const { seconds } = parseBody(
+          z.object({
+            seconds: z
+              .number()
+              .int()
+              .min(1)
+              .max(10 * 365 * 86_400),
+          }),
+          await readJson(req),
+        );
         await chain.increaseTime(seconds);
         return sendJson(res, 200, await chainHead(chain));
       }
-      case "/admin/chain/snapshot":
+      case '/admin/chain/snapshot':
         return sendJson(res, 200, { snapshotId: await chain.snapshot() });
-      case "/admin/chain/revert": {
+      case '/admin/chain/revert': {
         const { snapshotId } = parseBody(z.object({ snapshotId: z.string().min(1) }), await readJson(req));
         await chain.revert(snapshotId);
         return sendJson(res, 200, await chainHead(chain));
       }
     }
-    throw new HttpError(404, "not_found", "no such sandbox admin endpoint");
+    throw new HttpError(404, 'not_found', 'no such sandbox admin endpoint');
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://sandbox").pathname;
-    const method = req.method ?? "GET";
-    if (path === "/healthz" && method === "GET") {
-      return sendJson(res, 200, { status: "ok", chainId: SANDBOX_CHAIN_ID, usdcAddress: SANDBOX_USDC_ADDRESS, ...(await chainHead(chain)) });
+    const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+    const method = req.method ?? 'GET';
+    if (path === '/healthz' && method === 'GET') {
+      return sendJson(res, 200, { status: 'ok', chainId: SANDBOX_CHAIN_ID, usdcAddress: SANDBOX_USDC_ADDRESS, ...(await chainHead(chain)) });
     }
-    if (path === "/rpc" && method === "POST") return handleRpc(chain, req, res);
-    if (path === "/facilitator/supported" && method === "GET") return sendJson(res, 200, facilitator.getSupported());
-    if (path === "/facilitator/verify" && method === "POST") return verify(req, res);
-    if (path === "/facilitator/settle" && method === "POST") return settle(req, res);
-    if (path === "/faucet" && method === "POST") {
+    if (path === '/rpc' && method === 'POST') return handleRpc(chain, req, res);
+    if (path === '/facilitator/supported' && method === 'GET') return sendJson(res, 200, facilitator.getSupported());
+    if (path === '/facilitator/verify' && method === 'POST') return verify(req, res);
+    if (path === '/facilitator/settle' && method === 'POST') return settle(req, res);
+    if (path === '/faucet' && method === 'POST') {
       const { address, usdc } = parseBody(faucetSchema, await readJson(req));
       return sendJson(res, 200, await fundFromFaucet(chain, address, usdc));
     }
-    if (path.startsWith("/tx/") && method === "GET") {
-      const hash = path.slice("/tx/".length);
-      if (!TX_HASH_PATTERN.test(hash)) throw new HttpError(404, "not_found", "not a transaction hash");
+    if (path.startsWith('/tx/') && method === 'GET') {
+      const hash = path.slice('/tx/'.length);
+      if (!TX_HASH_PATTERN.test(hash)) throw new HttpError(404, 'not_found', 'not a transaction hash');
       const page = await renderTransactionPage(chain, hash as Hex);
       res.writeHead(page.status, {
-        "content-type": "text/html; charset=utf-8",
-        "content-security-policy": EXPLORER_CSP,
-        "x-content-type-options": "nosniff",
-        "referrer-policy": "no-referrer",
-        "cache-control": "no-store",
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': EXPLORER_CSP,
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+        'cache-control': 'no-store',
       });
       res.end(page.html);
       return;
     }
-    if (options.faultControls && path.startsWith("/admin/")) return admin(path, req, res);
-    throw new HttpError(404, "not_found", `no sandbox endpoint ${method} ${path}`);
+    if (options.faultControls && path.startsWith('/admin/')) return admin(path, req, res);
+    throw new HttpError(404, 'not_found', `no sandbox endpoint ${method} ${path}`);
   }
 
   return (req: IncomingMessage, res: ServerResponse): void => {
     route(req, res).catch((error: unknown) => {
       if (res.headersSent || res.destroyed) return;
       if (error instanceof HttpError) return sendJson(res, error.status, error.toBody());
-      console.error("sandbox request failed", error);
-      sendJson(res, 500, { error: { code: "internal_error", message: "The sandbox failed to answer this request" } });
+      console.error('sandbox request failed', error);
+      sendJson(res, 500, { error: { code: 'internal_error', message: 'The sandbox failed to answer this request' } });
     });
   };
 }

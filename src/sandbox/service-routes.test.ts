@@ -10,7 +10,8 @@ describe('the sandbox seen through the service', () => {
   });
   after(() => paying?.stop());
 
-  const faucet = (body: string, contentType: string) => paying.service.app.inject({ method: 'POST', url: '/sandbox/faucet', headers: { 'content-type': contentType }, payload: body });
+  const faucet = (body: string, contentType: string) =>
+    paying.service.app.inject({ method: 'POST', url: '/sandbox/faucet', headers: { 'content-type': contentType }, payload: body });
 
   test('the faucet takes JSON with a charset parameter and refuses other media types', async () => {
     const body = JSON.stringify({ address: privateKeyToAddress(generatePrivateKey()), usdc: '2' });

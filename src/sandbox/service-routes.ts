@@ -14,7 +14,10 @@ async function relay(reply: FastifyReply, response: Response): Promise<FastifyRe
   const type = response.headers.get('content-type') ?? 'application/json';
   const csp = response.headers.get('content-security-policy');
   if (csp) reply.header('content-security-policy', csp);
-  return reply.code(response.status).type(type).send(Buffer.from(await response.arrayBuffer()));
+  return reply
+    .code(response.status)
+    .type(type)
+    .send(Buffer.from(await response.arrayBuffer()));
 }
 
 async function forward(url: string, init?: RequestInit): Promise<Response> {
@@ -48,7 +51,10 @@ export function registerSandboxProxy(app: FastifyInstance, context: AppContext):
     {},
     async (request, reply) => {
       const body = validate(FaucetBody, request.body);
-      return relay(reply, await forward(`${sandboxUrl}/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+      return relay(
+        reply,
+        await forward(`${sandboxUrl}/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      );
     },
   );
   app.get<{ Params: { hash: string } }>('/sandbox/tx/:hash', async (request, reply) => {

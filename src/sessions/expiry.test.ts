@@ -19,9 +19,12 @@ for (const { engine, skip } of engines) {
     after(() => service?.stop());
 
     const create = (body: Record<string, unknown>) => createSession(service, apiKey, { amount: 5, currency: 'USD', ...body });
-    const set = (id: string, values: { expires_at?: number; payments_in_progress?: number; status?: 'OPEN' | 'SUCCESS' }) => service.context.db.updateTable('payment_sessions').set(values).where('id', '=', id).execute();
-    const statusOf = async (id: string) => (await service.context.db.selectFrom('payment_sessions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
-    const expiredEvents = (id: string) => service.context.db.selectFrom('webhook_events').selectAll().where('session_id', '=', id).where('type', '=', 'session.expired').execute();
+    const set = (id: string, values: { expires_at?: number; payments_in_progress?: number; status?: 'OPEN' | 'SUCCESS' }) =>
+      service.context.db.updateTable('payment_sessions').set(values).where('id', '=', id).execute();
+    const statusOf = async (id: string) =>
+      (await service.context.db.selectFrom('payment_sessions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+    const expiredEvents = (id: string) =>
+      service.context.db.selectFrom('webhook_events').selectAll().where('session_id', '=', id).where('type', '=', 'session.expired').execute();
 
     test('two sweepers at once expire each due session once, with exactly one session.expired each', async () => {
       const now = Date.now();
@@ -40,7 +43,10 @@ for (const { engine, skip } of engines) {
 
       // SQLite serves one process through one connection, so there the two sweepers share it and interleave.
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
-      const [first, second] = await Promise.all([expireDueSessions(service.context, now, service.config.explorerTxUrl), expireDueSessions(other ? { db: other.db, webhookWake: service.context.webhookWake } : service.context, now, service.config.explorerTxUrl)]);
+      const [first, second] = await Promise.all([
+        expireDueSessions(service.context, now, service.config.explorerTxUrl),
+        expireDueSessions(other ? { db: other.db, webhookWake: service.context.webhookWake } : service.context, now, service.config.explorerTxUrl),
+      ]);
       await other?.close();
 
       assert.deepEqual([...first, ...second].sort(), [...due].sort());

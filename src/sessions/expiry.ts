@@ -41,7 +41,10 @@ export type ExpirySweeper = { stop(): Promise<void>; sweep(): Promise<string[]> 
 /** Other rows that outlive their use and go in the same sweep, e.g. quotes that ran out long ago. */
 export type Purge = (db: Db, now: number) => Promise<unknown>;
 
-export function startExpirySweeper(context: Pick<AppContext, 'db' | 'webhookWake' | 'config' | 'log' | 'now'>, options: { intervalMs?: number; purges?: Purge[] } = {}): ExpirySweeper {
+export function startExpirySweeper(
+  context: Pick<AppContext, 'db' | 'webhookWake' | 'config' | 'log' | 'now'>,
+  options: { intervalMs?: number; purges?: Purge[] } = {},
+): ExpirySweeper {
   const log = context.log.child({ component: 'expiry' });
   let running: Promise<string[]> | undefined;
   const sweep = () => {

@@ -17,7 +17,9 @@ for (const { engine, skip } of engines) {
       const { apiKey, merchantId } = await service.merchant();
       const body = JSON.stringify({ amount: 12.34, currency: 'USD', orderId: 'concurrent-1' });
       const responses = await Promise.all(
-        Array.from({ length: 50 }, () => sessionRequest(baseUrl, apiKey, 'POST', body, { 'idempotency-key': 'same-key' }).then(async (r) => ({ status: r.status, body: await r.json() }))),
+        Array.from({ length: 50 }, () =>
+          sessionRequest(baseUrl, apiKey, 'POST', body, { 'idempotency-key': 'same-key' }).then(async (r) => ({ status: r.status, body: await r.json() })),
+        ),
       );
       const rows = await service.context.db.selectFrom('payment_sessions').select('id').where('merchant_id', '=', merchantId).execute();
       assert.equal(rows.length, 1);

@@ -34,14 +34,32 @@ export async function runIdempotently(
   try {
     return await db.transaction().execute(async (trx) => {
       if (dbKind === 'postgres') await sql`SET LOCAL lock_timeout = '5s'`.execute(trx);
-      await trx.deleteFrom('idempotency_keys').where('merchant_id', '=', scope.merchantId).where('idempotency_key', '=', scope.key).where('expires_at', '<=', scope.now).execute();
+      await trx
+        .deleteFrom('idempotency_keys')
+        .where('merchant_id', '=', scope.merchantId)
+        .where('idempotency_key', '=', scope.key)
+        .where('expires_at', '<=', scope.now)
+        .execute();
       const inserted = await trx
         .insertInto('idempotency_keys')
-        .values({ merchant_id: scope.merchantId, idempotency_key: scope.key, request_hash: requestHash, status_code: null, response_body: null, created_at: scope.now, expires_at: scope.now + IDEMPOTENCY_TTL_MS })
+        .values({
+          merchant_id: scope.merchantId,
+          idempotency_key: scope.key,
+          request_hash: requestHash,
+          status_code: null,
+          response_body: null,
+          created_at: scope.now,
+          expires_at: scope.now + IDEMPOTENCY_TTL_MS,
+        })
         .onConflict((oc) => oc.doNothing())
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows === 0n) {
-        const first = await trx.selectFrom('idempotency_keys').select(['request_hash', 'status_code', 'response_body']).where('merchant_id', '=', scope.merchantId).where('idempotency_key', '=', scope.key).executeTakeFirstOrThrow();
+        const first = await trx
+          .selectFrom('idempotency_keys')
+          .select(['request_hash', 'status_code', 'response_body'])
+          .where('merchant_id', '=', scope.merchantId)
+          .where('idempotency_key', '=', scope.key)
+          .executeTakeFirstOrThrow();
         if (first.request_hash !== requestHash) {
           throw new TillError('idempotency_key_reused');
         }
@@ -49,7 +67,12 @@ export async function runIdempotently(
         return { status: first.status_code, body: first.response_body };
       }
       const response = await work(trx);
-      await trx.updateTable('idempotency_keys').set({ status_code: response.status, response_body: response.body }).where('merchant_id', '=', scope.merchantId).where('idempotency_key', '=', scope.key).execute();
+      await trx
+        .updateTable('idempotency_keys')
+        .set({ status_code: response.status, response_body: response.body })
+        .where('merchant_id', '=', scope.merchantId)
+        .where('idempotency_key', '=', scope.key)
+        .execute();
       return response;
     });
   } catch (error) {

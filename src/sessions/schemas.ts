@@ -19,12 +19,26 @@ const absoluteHttpUrl = z
   }, 'must be an absolute http(s) URL');
 
 const sessionFields = {
-  amount: z.number().meta({ description: 'Amount of the purchase, in the currency (at most the currency\'s decimals). On an editable session, the prefilled amount.', example: 25.5 }),
+  amount: z
+    .number()
+    .meta({
+      description: "Amount of the purchase, in the currency (at most the currency's decimals). On an editable session, the prefilled amount.",
+      example: 25.5,
+    }),
   currency: z.string().meta({ description: 'ISO 4217 code, case-insensitive', example: 'USD' }),
   minAmount: z.number().nullable().meta({ description: 'Floor of a buyer-chosen amount; only with editable: true' }),
   editable: z.boolean().nullable().meta({ description: 'Whether the buyer chooses the amount' }),
-  orderId: z.string().min(1, 'must not be empty').max(MAX_ORDER_ID, `must be at most ${MAX_ORDER_ID} characters`).nullable().meta({ description: "Merchant's unique reference of the order" }),
-  concept: z.string().max(MAX_CONCEPT, `must be at most ${MAX_CONCEPT} characters`).nullable().meta({ description: 'What is being paid for, shown to the buyer' }),
+  orderId: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(MAX_ORDER_ID, `must be at most ${MAX_ORDER_ID} characters`)
+    .nullable()
+    .meta({ description: "Merchant's unique reference of the order" }),
+  concept: z
+    .string()
+    .max(MAX_CONCEPT, `must be at most ${MAX_CONCEPT} characters`)
+    .nullable()
+    .meta({ description: 'What is being paid for, shown to the buyer' }),
   successUrl: absoluteHttpUrl.nullable(),
   cancelUrl: absoluteHttpUrl.nullable(),
   failUrl: absoluteHttpUrl.nullable(),
@@ -34,7 +48,11 @@ export const CreateSessionBody = z
   .strictObject({
     amount: sessionFields.amount,
     currency: sessionFields.currency,
-    orderType: z.enum(['STATIC', 'TRANSIENT']).nullable().optional().meta({ description: 'TRANSIENT (default) is paid once and expires; STATIC never expires and takes many payments' }),
+    orderType: z
+      .enum(['STATIC', 'TRANSIENT'])
+      .nullable()
+      .optional()
+      .meta({ description: 'TRANSIENT (default) is paid once and expires; STATIC never expires and takes many payments' }),
     minAmount: sessionFields.minAmount.optional(),
     editable: sessionFields.editable.optional(),
     orderId: sessionFields.orderId.optional(),
@@ -52,7 +70,10 @@ export const SessionCreated = z
     warnings: z
       .array(z.object({ code: z.enum(['no_payout_wallet']), message: z.string() }))
       .optional()
-      .meta({ description: 'Present only when the session cannot be paid yet: `no_payout_wallet` — the merchant has no payout wallet (set it with `till merchant set-wallet`)' }),
+      .meta({
+        description:
+          'Present only when the session cannot be paid yet: `no_payout_wallet` — the merchant has no payout wallet (set it with `till merchant set-wallet`)',
+      }),
   })
   .meta({ id: 'PaymentSessionResponse' });
 
@@ -113,6 +134,8 @@ export const SessionDetails = z
     expiresAt: z.string().nullable().meta({ description: 'ISO 8601; null for STATIC sessions, which never expire' }),
     createdAt: z.string(),
     updatedAt: z.string(),
-    payments: z.array(SessionPayment).meta({ description: 'Every payment attempt that was claimed for this session, oldest first; each successful one is an order' }),
+    payments: z
+      .array(SessionPayment)
+      .meta({ description: 'Every payment attempt that was claimed for this session, oldest first; each successful one is an order' }),
   })
   .meta({ id: 'PaymentSessionDetails' });

@@ -16,14 +16,21 @@ for (const { engine, skip } of engines) {
     });
     after(() => service?.stop());
 
-    const send = (method: 'POST' | 'PUT', body: unknown, apiKey: string | undefined = key, headers: Record<string, string> = {}) => sessionRequest(service, apiKey, method, body, headers);
+    const send = (method: 'POST' | 'PUT', body: unknown, apiKey: string | undefined = key, headers: Record<string, string> = {}) =>
+      sessionRequest(service, apiKey, method, body, headers);
     const create = (body: unknown, apiKey?: string) => send('POST', body, apiKey);
     const update = (body: unknown, apiKey?: string) => send('PUT', body, apiKey);
     const read = (sessionId: string, apiKey = key) => readSession(service, apiKey, sessionId);
 
     describe('happy path', () => {
       test('create returns 201 with the session id and a redirect URL carrying uid', async () => {
-        const response = await create({ amount: 25.5, currency: 'usd', orderId: 'order-1', successUrl: 'https://shop.example/ok', cancelUrl: 'https://shop.example/cancel' });
+        const response = await create({
+          amount: 25.5,
+          currency: 'usd',
+          orderId: 'order-1',
+          successUrl: 'https://shop.example/ok',
+          cancelUrl: 'https://shop.example/cancel',
+        });
         assert.equal(response.statusCode, 201);
         const body = response.json();
         assert.match(body.sessionId, /^ps_[A-Za-z0-9_-]{22}$/);
@@ -41,7 +48,12 @@ for (const { engine, skip } of engines) {
       });
 
       test('amounts are exact in minor units: 0.1 + 0.2 style values and exponent notation', async () => {
-        for (const [text, expected] of [['0.30', 0.3], ['1e2', 100], ['19.99', 19.99], ['1234567.89', 1234567.89]] as const) {
+        for (const [text, expected] of [
+          ['0.30', 0.3],
+          ['1e2', 100],
+          ['19.99', 19.99],
+          ['1234567.89', 1234567.89],
+        ] as const) {
           const response = await create(`{"amount": ${text}, "currency": "EUR"}`);
           assert.equal(response.statusCode, 201, text);
           assert.equal((await read(response.json().sessionId)).json().amount, expected);
@@ -63,7 +75,16 @@ for (const { engine, skip } of engines) {
       });
 
       test('nulls mean "not given"', async () => {
-        const response = await create({ amount: 1, currency: 'USD', orderType: null, minAmount: null, editable: null, orderId: null, successUrl: null, cancelUrl: null });
+        const response = await create({
+          amount: 1,
+          currency: 'USD',
+          orderType: null,
+          minAmount: null,
+          editable: null,
+          orderId: null,
+          successUrl: null,
+          cancelUrl: null,
+        });
         assert.equal(response.statusCode, 201);
       });
 
@@ -99,11 +120,20 @@ for (const { engine, skip } of engines) {
         const created = await create({ amount: 5, currency: 'USD', orderType: 'STATIC' }, apiKey);
         assert.equal(created.statusCode, 201);
         const { sessionId, warnings } = created.json();
-        assert.deepEqual(warnings, [{ code: 'no_payout_wallet', message: `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set: till merchant set-wallet ${merchantId} 0xYourAddress` }]);
+        assert.deepEqual(warnings, [
+          {
+            code: 'no_payout_wallet',
+            message: `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set: till merchant set-wallet ${merchantId} 0xYourAddress`,
+          },
+        ]);
         const updated = await update({ sessionId, concept: 'Donation' }, apiKey);
         assert.equal(updated.statusCode, 200);
         assert.equal(updated.json().warnings[0].code, 'no_payout_wallet');
-        await service.context.db.updateTable('merchants').set({ wallet_address: '0x' + '12'.repeat(20) }).where('id', '=', merchantId).execute();
+        await service.context.db
+          .updateTable('merchants')
+          .set({ wallet_address: '0x' + '12'.repeat(20) })
+          .where('id', '=', merchantId)
+          .execute();
         assert.equal((await update({ sessionId, concept: 'Gift' }, apiKey)).json().warnings, undefined);
         assert.deepEqual(Object.keys((await create({ amount: 5, currency: 'USD' }, apiKey)).json()).sort(), ['redirectUrl', 'sessionId']);
       });
@@ -263,7 +293,11 @@ for (const { engine, skip } of engines) {
 
       test('update: an expired TRANSIENT session is 409', async () => {
         const { sessionId } = (await create(base)).json();
-        await service.context.db.updateTable('payment_sessions').set({ expires_at: Date.now() - 1 }).where('id', '=', sessionId).execute();
+        await service.context.db
+          .updateTable('payment_sessions')
+          .set({ expires_at: Date.now() - 1 })
+          .where('id', '=', sessionId)
+          .execute();
         const response = await update({ sessionId, amount: 2 });
         assert.equal(response.statusCode, 409);
         assert.equal(response.json().error.code, 'session_expired');

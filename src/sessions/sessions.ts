@@ -45,7 +45,10 @@ export async function assertChangeable(db: Db, session: SessionRow, now: number)
   if ((current?.payments_in_progress ?? 0) > 0) throw new TillError('payment_in_progress');
 }
 
-export type SessionChanges = Pick<Updateable<PaymentSessionsTable>, 'order_id' | 'concept' | 'success_url' | 'fail_url' | 'cancel_url' | 'amount_minor' | 'currency' | 'min_amount_minor' | 'editable'>;
+export type SessionChanges = Pick<
+  Updateable<PaymentSessionsTable>,
+  'order_id' | 'concept' | 'success_url' | 'fail_url' | 'cancel_url' | 'amount_minor' | 'currency' | 'min_amount_minor' | 'editable'
+>;
 
 /**
  * Applies an E2 update and bumps the version, conditional on the version and status read, so a
@@ -129,6 +132,13 @@ export async function finishPayment(trx: Tx, sessionId: string, now: number, set
 
 /** A payment was reversed, so the merchant was not paid: a TRANSIENT session can be paid again. */
 export async function reopenAfterReversal(trx: Tx, sessionId: string, now: number): Promise<SessionRow> {
-  const reopened = await trx.updateTable('payment_sessions').set({ status: 'OPEN', updated_at: now }).where('id', '=', sessionId).where('order_type', '=', 'TRANSIENT').where('status', '=', 'SUCCESS').returningAll().executeTakeFirst();
+  const reopened = await trx
+    .updateTable('payment_sessions')
+    .set({ status: 'OPEN', updated_at: now })
+    .where('id', '=', sessionId)
+    .where('order_type', '=', 'TRANSIENT')
+    .where('status', '=', 'SUCCESS')
+    .returningAll()
+    .executeTakeFirst();
   return reopened ?? (await trx.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow());
 }

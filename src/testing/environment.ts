@@ -97,7 +97,8 @@ export function sandboxOverHttp(sandbox: SandboxUrls) {
   return {
     usdcAddress,
     fund: (address: string, usdc: string) => fundViaHttp(sandbox.url, address, usdc),
-    balanceOf: (address: Address) => client.readContract({ address: usdcAddress, abi: sandboxUsdcAbi, functionName: 'balanceOf', args: [address] }) as Promise<bigint>,
+    balanceOf: (address: Address) =>
+      client.readContract({ address: usdcAddress, abi: sandboxUsdcAbi, functionName: 'balanceOf', args: [address] }) as Promise<bigint>,
     faults: sandboxControlsViaHttp(sandbox.url).faults,
   };
 }

@@ -33,7 +33,11 @@ export type TestService = Service & {
 };
 
 /** Background workers stay off unless a test asks for them, so it controls every delivery itself. */
-export async function startTestService(engine: Engine, env: Record<string, string> = {}, options: { now?: () => number; workers?: boolean } = {}): Promise<TestService> {
+export async function startTestService(
+  engine: Engine,
+  env: Record<string, string> = {},
+  options: { now?: () => number; workers?: boolean } = {},
+): Promise<TestService> {
   const storage = await createServiceStorage(engine);
   const config = loadConfig({
     ...storage.settings,
@@ -42,7 +46,11 @@ export async function startTestService(engine: Engine, env: Record<string, strin
     TILL_BASE_URL: 'http://till.test',
     ...env,
   });
-  const service = await createService(config, { log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }), ...(options.now ? { now: options.now } : {}), workers: options.workers ?? false });
+  const service = await createService(config, {
+    log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
+    ...(options.now ? { now: options.now } : {}),
+    workers: options.workers ?? false,
+  });
   return {
     ...service,
     config,
@@ -57,7 +65,11 @@ export async function startTestService(engine: Engine, env: Record<string, strin
 export type PayingService = Awaited<ReturnType<typeof startPayingService>>;
 
 /** A service paying through a real sandbox chain and facilitator, started in this process. */
-export async function startPayingService(engine: Engine, env: Record<string, string> = {}, options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number } = {}) {
+export async function startPayingService(
+  engine: Engine,
+  env: Record<string, string> = {},
+  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number } = {},
+) {
   const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
   const service = await startTestService(engine, { ...sandboxSettings(sandbox), ...env }, { workers: options.workers ?? false });
   const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
@@ -78,7 +90,11 @@ export type PayingShop = Awaited<ReturnType<typeof startPayingShop>>;
  * A paying service with one merchant whose payout wallet is a fresh address, and what its server
  * and its buyers do: open sessions, ask for their challenges, fund payers and pay.
  */
-export async function startPayingShop(engine: Engine, env: Record<string, string> = {}, options: Parameters<typeof startPayingService>[2] & { name?: string } = {}) {
+export async function startPayingShop(
+  engine: Engine,
+  env: Record<string, string> = {},
+  options: Parameters<typeof startPayingService>[2] & { name?: string } = {},
+) {
   const paying = await startPayingService(engine, env, options);
   const merchantWallet = newAccount().address;
   const { apiKey, merchantId } = await paying.service.merchant({ ...(options.name ? { name: options.name } : {}), walletAddress: merchantWallet });
@@ -95,7 +111,8 @@ export async function startPayingShop(engine: Engine, env: Record<string, string
     /** A new account holding `usdc` (1 unless given) test USDC. */
     fundedPayer: (usdc = '1') => fundedPayer(sandbox, usdc),
     /** `payer`'s X-PAYMENT for what `offer` asks. */
-    signedPayment: (payer: Parameters<typeof signedPayment>[0], offer: Pick<X402Offer, 'payTo' | 'value'>, overrides: Partial<Authorization> = {}) => signedPayment(payer, sandbox.usdcAddress, offer, overrides),
+    signedPayment: (payer: Parameters<typeof signedPayment>[0], offer: Pick<X402Offer, 'payTo' | 'value'>, overrides: Partial<Authorization> = {}) =>
+      signedPayment(payer, sandbox.usdcAddress, offer, overrides),
     /** Requests the session with an X-PAYMENT proof. */
     pay: (sessionId: string, xPayment: string, query = '') => pay(baseUrl, sessionId, xPayment, query),
     /** A new session, a payer funded with 1 USDC, and the offer of the session's challenge. */

@@ -60,7 +60,12 @@ export function exactRequirements(asset: Address, payTo: Address, amount: bigint
 }
 
 /** A v2 payment payload for `requirements`, as an x402 client hands it to a facilitator. */
-export function paymentPayload(requirements: PaymentRequirements, signature: Hex, auth: Authorization, resource: { url: string; description: string }): PaymentPayload {
+export function paymentPayload(
+  requirements: PaymentRequirements,
+  signature: Hex,
+  auth: Authorization,
+  resource: { url: string; description: string },
+): PaymentPayload {
   return { x402Version: 2, resource: { ...resource, mimeType: 'application/json' }, accepted: requirements, payload: exactPayload(signature, auth) };
 }
 

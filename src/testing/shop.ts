@@ -44,9 +44,27 @@ export function apiHeaders(apiKey?: string): Record<string, string> {
  * E1 (POST) or E2 (PUT) as the merchant's server calls it. A string body is sent as it is (to test
  * malformed JSON), anything else as JSON; `headers` are added last, so they may replace the content type.
  */
-export function sessionRequest(target: InProcess, apiKey: string | undefined, method: 'POST' | 'PUT', body: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
-export function sessionRequest(baseUrl: string, apiKey: string | undefined, method: 'POST' | 'PUT', body: unknown, headers?: Record<string, string>): Promise<Response>;
-export function sessionRequest(target: InProcess | string, apiKey: string | undefined, method: 'POST' | 'PUT', body: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse | Response> {
+export function sessionRequest(
+  target: InProcess,
+  apiKey: string | undefined,
+  method: 'POST' | 'PUT',
+  body: unknown,
+  headers?: Record<string, string>,
+): Promise<LightMyRequestResponse>;
+export function sessionRequest(
+  baseUrl: string,
+  apiKey: string | undefined,
+  method: 'POST' | 'PUT',
+  body: unknown,
+  headers?: Record<string, string>,
+): Promise<Response>;
+export function sessionRequest(
+  target: InProcess | string,
+  apiKey: string | undefined,
+  method: 'POST' | 'PUT',
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse | Response> {
   const payload = typeof body === 'string' ? body : JSON.stringify(body);
   const allHeaders = { ...apiHeaders(apiKey), ...headers };
   if (typeof target === 'string') return fetch(target + SESSIONS_PATH, { method, headers: allHeaders, body: payload });
@@ -101,7 +119,8 @@ export async function challenge(baseUrl: string, sessionId: string, query = ''):
 }
 
 /** Sends a request for a session with an X-PAYMENT proof. */
-export const pay = (baseUrl: string, sessionId: string, xPayment: string, query = '') => fetch(x402Url(baseUrl, sessionId, query), { headers: { 'x-payment': xPayment } });
+export const pay = (baseUrl: string, sessionId: string, xPayment: string, query = '') =>
+  fetch(x402Url(baseUrl, sessionId, query), { headers: { 'x-payment': xPayment } });
 
 /** What funds payers: a sandbox in this process, or one over HTTP. */
 export type Faucet = { fund(address: string, usdc: string): Promise<unknown> };

@@ -25,22 +25,53 @@ for (const { engine, skip } of engines) {
       const hook = await startReceiver((_request, index) => ({ status: index % 7 === 6 ? 500 : 200 }));
       const { merchantId } = await service.merchant();
       await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: hook.url }, 'sandbox');
-      const session: WebhookSession = { id: 'ps_crash', merchant_id: merchantId, order_id: 'crash', amount_minor: 100n, currency: 'USD', success_url: null, fail_url: null, cancel_url: null };
+      const session: WebhookSession = {
+        id: 'ps_crash',
+        merchant_id: merchantId,
+        order_id: 'crash',
+        amount_minor: 100n,
+        currency: 'USD',
+        success_url: null,
+        fail_url: null,
+        cancel_url: null,
+      };
       const eventIds: string[] = [];
       for (let batch = 0; batch < EVENTS / 100; batch++) {
         await service.context.db.transaction().execute(async (trx) => {
-          for (let i = 0; i < 100; i++) eventIds.push((await enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: service.config.explorerTxUrl })).eventId);
+          for (let i = 0; i < 100; i++)
+            eventIds.push(
+              (await enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: service.config.explorerTxUrl }))
+                .eventId,
+            );
         });
       }
-      const pendingCount = async () => Number((await service.context.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'PENDING').executeTakeFirstOrThrow()).n);
+      const pendingCount = async () =>
+        Number(
+          (
+            await service.context.db
+              .selectFrom('webhook_deliveries')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('status', '=', 'PENDING')
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
 
       const kills: Record<string, number> = {};
-      const env = { ...process.env, TILL_DATABASE_URL: service.config.databaseUrl, TILL_SECRET_KEY: service.config.secretKey.toString('hex'), TILL_DATA_DIR: service.config.dataDir, TILL_LOG_LEVEL: 'silent' };
+      const env = {
+        ...process.env,
+        TILL_DATABASE_URL: service.config.databaseUrl,
+        TILL_SECRET_KEY: service.config.secretKey.toString('hex'),
+        TILL_DATA_DIR: service.config.dataDir,
+        TILL_LOG_LEVEL: 'silent',
+      };
       for (let run = 0; (await pendingCount()) > 0; run++) {
         assert.ok(run < 80, 'the deliveries finish within 80 worker runs');
         // The first runs are killed, cycling through the fault points; the last ones run to the end.
         const killPoint = run < 24 ? POINTS[run % POINTS.length]! : '';
-        const child = spawn(process.execPath, [CHILD], { env: { ...env, TILL_TEST_KILL_POINT: killPoint, TILL_TEST_KILL_SEED: String(run + 1) }, stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn(process.execPath, [CHILD], {
+          env: { ...env, TILL_TEST_KILL_POINT: killPoint, TILL_TEST_KILL_SEED: String(run + 1) },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
         let stderr = '';
         child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
         const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));

@@ -27,7 +27,18 @@ export async function listDeliveries(db: Db, filter: { merchantId?: string; even
   let query = db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
-    .select(['d.id', 'd.event_id', 'd.merchant_id', 'd.status', 'd.next_attempt_at', 'd.last_error', 'd.created_at', 'd.delivered_at', 'ev.type', 'ev.session_id'])
+    .select([
+      'd.id',
+      'd.event_id',
+      'd.merchant_id',
+      'd.status',
+      'd.next_attempt_at',
+      'd.last_error',
+      'd.created_at',
+      'd.delivered_at',
+      'ev.type',
+      'ev.session_id',
+    ])
     .orderBy('d.created_at', 'desc')
     .orderBy('d.id', 'desc')
     .limit(filter.limit ?? 50);
@@ -36,7 +47,16 @@ export async function listDeliveries(db: Db, filter: { merchantId?: string; even
   if (filter.before !== undefined) query = query.where('d.created_at', '<', filter.before);
   const rows = await query.execute();
   const attempts = rows.length
-    ? await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', rows.map((r) => r.id)).orderBy('attempt').execute()
+    ? await db
+        .selectFrom('webhook_attempts')
+        .selectAll()
+        .where(
+          'delivery_id',
+          'in',
+          rows.map((r) => r.id),
+        )
+        .orderBy('attempt')
+        .execute()
     : [];
   return rows.map((row) => ({
     deliveryId: row.id,
@@ -47,7 +67,14 @@ export async function listDeliveries(db: Db, filter: { merchantId?: string; even
     status: row.status,
     attempts: attempts
       .filter((a) => a.delivery_id === row.id)
-      .map((a) => ({ attempt: a.attempt, at: iso(a.started_at), statusCode: a.status_code, error: a.error, latencyMs: a.latency_ms, response: a.response_excerpt })),
+      .map((a) => ({
+        attempt: a.attempt,
+        at: iso(a.started_at),
+        statusCode: a.status_code,
+        error: a.error,
+        latencyMs: a.latency_ms,
+        response: a.response_excerpt,
+      })),
     nextAttemptAt: row.status === 'PENDING' ? iso(row.next_attempt_at) : null,
     lastError: row.last_error,
     createdAt: iso(row.created_at),

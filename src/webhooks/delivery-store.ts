@@ -85,7 +85,16 @@ async function recordAttempt(trx: Db, finished: FinishedAttempt, now: number): P
   const { claimed, outcome, decision } = finished;
   await trx
     .insertInto('webhook_attempts')
-    .values({ id: newId('wha_'), delivery_id: claimed.id, attempt: claimed.attempt, started_at: outcome.startedAt, status_code: outcome.statusCode, error: outcome.error, latency_ms: outcome.latencyMs, response_excerpt: outcome.responseExcerpt })
+    .values({
+      id: newId('wha_'),
+      delivery_id: claimed.id,
+      attempt: claimed.attempt,
+      started_at: outcome.startedAt,
+      status_code: outcome.statusCode,
+      error: outcome.error,
+      latency_ms: outcome.latencyMs,
+      response_excerpt: outcome.responseExcerpt,
+    })
     .execute();
   if (decision.status === 'FAILED' && decision.disableEndpoint) await disableWebhook(trx, claimed.merchantId, `${claimed.message.url} answered 410 Gone`, now);
   return true;

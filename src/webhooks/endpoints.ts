@@ -31,14 +31,16 @@ export function checkWebhookUrl(url: string, mode: Config['mode']): string {
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new WebhookSettingsError('url', 'must be http or https');
   if (mode === 'live' && parsed.protocol !== 'https:') throw new WebhookSettingsError('url', 'must be https outside the sandbox');
-  if (parsed.username || parsed.password) throw new WebhookSettingsError('url', 'must not carry credentials; the receiver checks X-Webhook-Api-Key and the signature instead');
+  if (parsed.username || parsed.password)
+    throw new WebhookSettingsError('url', 'must not carry credentials; the receiver checks X-Webhook-Api-Key and the signature instead');
   return parsed.toString();
 }
 
 export function checkEvents(events: readonly string[] | undefined): WebhookEventType[] {
   if (events === undefined) return [...DEFAULT_EVENTS];
   const unknown = events.find((e) => !(EVENT_TYPES as readonly string[]).includes(e));
-  if (unknown !== undefined) throw new WebhookSettingsError('events', `names an unknown event type ${JSON.stringify(unknown)}; known: ${EVENT_TYPES.join(', ')}`);
+  if (unknown !== undefined)
+    throw new WebhookSettingsError('events', `names an unknown event type ${JSON.stringify(unknown)}; known: ${EVENT_TYPES.join(', ')}`);
   if (events.length === 0) throw new WebhookSettingsError('events', 'must name at least one event type');
   return [...new Set(events)] as WebhookEventType[];
 }
@@ -61,7 +63,11 @@ export async function setWebhook(
   now = Date.now(),
 ): Promise<{ webhookKey: string; signingSecret: string }> {
   const url = checkWebhookUrl(input.url, mode);
-  const existing = await db.selectFrom('webhook_endpoints').select(['events', 'webhook_key_sealed', 'signing_secret_sealed']).where('merchant_id', '=', merchantId).executeTakeFirst();
+  const existing = await db
+    .selectFrom('webhook_endpoints')
+    .select(['events', 'webhook_key_sealed', 'signing_secret_sealed'])
+    .where('merchant_id', '=', merchantId)
+    .executeTakeFirst();
   const events = input.events === undefined && existing ? parseEvents(existing.events) : checkEvents(input.events);
   const keep = existing && !input.rotate;
   const webhookKey = keep ? openSecret(existing.webhook_key_sealed, secretKey) : newWebhookKey();
@@ -98,7 +104,12 @@ export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string):
 }
 
 export async function disableWebhook(db: Db, merchantId: string, reason: string, now: number): Promise<void> {
-  await db.updateTable('webhook_endpoints').set({ disabled_at: now, disabled_reason: reason, updated_at: now }).where('merchant_id', '=', merchantId).where('disabled_at', 'is', null).execute();
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ disabled_at: now, disabled_reason: reason, updated_at: now })
+    .where('merchant_id', '=', merchantId)
+    .where('disabled_at', 'is', null)
+    .execute();
 }
 
 /** The event types the merchant's endpoint is subscribed to, disabled or not; undefined without an endpoint. */

@@ -16,8 +16,10 @@ const STATUS_OF: Record<WebhookEventType, 'PENDING' | 'SUCCESS' | 'FAILED' | 'EX
   'session.expired': 'EXPIRED',
 };
 
-
-export type WebhookSession = Pick<Selectable<PaymentSessionsTable>, 'id' | 'merchant_id' | 'order_id' | 'amount_minor' | 'currency' | 'success_url' | 'fail_url' | 'cancel_url'>;
+export type WebhookSession = Pick<
+  Selectable<PaymentSessionsTable>,
+  'id' | 'merchant_id' | 'order_id' | 'amount_minor' | 'currency' | 'success_url' | 'fail_url' | 'cancel_url'
+>;
 export type WebhookPayment = Pick<Selectable<PaymentsTable>, 'id' | 'amount_minor' | 'currency' | 'public_order_id' | 'tx_hash'>;
 
 /** The body of spec part 6, plus the stable event `id` and the order's `paymentId` (TX-…). */
@@ -101,5 +103,17 @@ export function buildTestBody(id: string, now: number): WebhookBody {
 export async function enqueueWebhookEvent(trx: Db, input: WebhookEventInput): Promise<{ eventId: string; deliveryId: string | null }> {
   const eventId = newId('evt_');
   const body = buildWebhookBody(eventId, input);
-  return writeEvent(trx, { eventId, merchantId: input.session.merchant_id, type: input.type, sessionId: input.session.id, paymentId: input.payment?.id ?? null, body, occurredAt: input.occurredAt }, false);
+  return writeEvent(
+    trx,
+    {
+      eventId,
+      merchantId: input.session.merchant_id,
+      type: input.type,
+      sessionId: input.session.id,
+      paymentId: input.payment?.id ?? null,
+      body,
+      occurredAt: input.occurredAt,
+    },
+    false,
+  );
 }

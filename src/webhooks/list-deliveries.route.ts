@@ -13,7 +13,14 @@ const Query = z.strictObject({
   before: z.iso.datetime().optional().meta({ description: 'Only deliveries created before this time (ISO 8601), to page back' }),
 });
 
-const Attempt = z.object({ attempt: z.number(), at: z.string(), statusCode: z.number().nullable(), error: z.string().nullable(), latencyMs: z.number(), response: z.string().nullable().meta({ description: 'First 1 KiB of the response body' }) });
+const Attempt = z.object({
+  attempt: z.number(),
+  at: z.string(),
+  statusCode: z.number().nullable(),
+  error: z.string().nullable(),
+  latencyMs: z.number(),
+  response: z.string().nullable().meta({ description: 'First 1 KiB of the response body' }),
+});
 
 export const WebhookDelivery = z
   .object({

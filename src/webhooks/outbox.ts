@@ -2,7 +2,15 @@ import type { Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { subscribedEvents } from './endpoints.ts';
 
-export type OutboxEvent = { eventId: string; merchantId: string; type: string; sessionId: string | null; paymentId: string | null; body: object; occurredAt: number };
+export type OutboxEvent = {
+  eventId: string;
+  merchantId: string;
+  type: string;
+  sessionId: string | null;
+  paymentId: string | null;
+  body: object;
+  occurredAt: number;
+};
 
 /**
  * Writes the event with its body frozen, and a delivery when the merchant has an endpoint subscribed
@@ -12,7 +20,16 @@ export async function writeEvent(trx: Db, event: OutboxEvent, deliverAlways: boo
   const now = Date.now();
   await trx
     .insertInto('webhook_events')
-    .values({ id: event.eventId, merchant_id: event.merchantId, type: event.type, session_id: event.sessionId, payment_id: event.paymentId, body: JSON.stringify(event.body), occurred_at: event.occurredAt, created_at: now })
+    .values({
+      id: event.eventId,
+      merchant_id: event.merchantId,
+      type: event.type,
+      session_id: event.sessionId,
+      payment_id: event.paymentId,
+      body: JSON.stringify(event.body),
+      occurred_at: event.occurredAt,
+      created_at: now,
+    })
     .execute();
   const events = await subscribedEvents(trx, event.merchantId);
   if (!events || !(deliverAlways || events.some((type) => type === event.type))) return { eventId: event.eventId, deliveryId: null };
@@ -22,6 +39,21 @@ export async function writeEvent(trx: Db, event: OutboxEvent, deliverAlways: boo
 /** A new PENDING delivery of an event, due at once. */
 export async function queueDelivery(db: Db, eventId: string, merchantId: string, now: number): Promise<string> {
   const id = newId('whd_');
-  await db.insertInto('webhook_deliveries').values({ id, event_id: eventId, merchant_id: merchantId, status: 'PENDING', next_attempt_at: now, lease_until: null, last_status_code: null, last_error: null, created_at: now, updated_at: now, delivered_at: null }).execute();
+  await db
+    .insertInto('webhook_deliveries')
+    .values({
+      id,
+      event_id: eventId,
+      merchant_id: merchantId,
+      status: 'PENDING',
+      next_attempt_at: now,
+      lease_until: null,
+      last_status_code: null,
+      last_error: null,
+      created_at: now,
+      updated_at: now,
+      delivered_at: null,
+    })
+    .execute();
   return id;
 }

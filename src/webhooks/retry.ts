@@ -16,7 +16,8 @@ export type AttemptDecision =
  */
 export function decideAfterAttempt(outcome: AttemptOutcome, attempt: number, schedule: readonly number[], random: () => number = Math.random): AttemptDecision {
   if (outcome.statusCode === 200) return { status: 'SUCCEEDED' };
-  if (outcome.statusCode === 410) return { status: 'FAILED', reason: 'The receiver answered 410 Gone: the endpoint is disabled until its URL is set again', disableEndpoint: true };
+  if (outcome.statusCode === 410)
+    return { status: 'FAILED', reason: 'The receiver answered 410 Gone: the endpoint is disabled until its URL is set again', disableEndpoint: true };
   const step = schedule[attempt - 1];
   if (step === undefined) return { status: 'FAILED', reason: `No 200 after ${attempt} attempts; retries exhausted`, disableEndpoint: false };
   const jittered = Math.round(step * (1 - JITTER / 2 + random() * JITTER));

@@ -6,7 +6,13 @@ import { postWebhook, type WebhookMessage } from './deliver.ts';
 import { createWebhookAgent, isForbiddenAddress, isRefusedAddress, refusalOf } from './ssrf.ts';
 import { startReceiver } from './fixtures/receiver.ts';
 
-const message = (url: string): WebhookMessage => ({ url, eventId: 'evt_ssrf', body: '{}', webhookKey: 'whk_x', signingSecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}` });
+const message = (url: string): WebhookMessage => ({
+  url,
+  eventId: 'evt_ssrf',
+  body: '{}',
+  webhookKey: 'whk_x',
+  signingSecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+});
 
 describe('SSRF guard', () => {
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
@@ -21,7 +27,8 @@ describe('SSRF guard', () => {
       server.once('error', () => resolve(false));
       server.listen(0, '::1', () => resolve(true));
     });
-    if (listening) ipv6Loopback = { port: (server.address() as AddressInfo).port, hits: 0, close: () => new Promise((resolve) => server.close(() => resolve())) };
+    if (listening)
+      ipv6Loopback = { port: (server.address() as AddressInfo).port, hits: 0, close: () => new Promise((resolve) => server.close(() => resolve())) };
   });
   after(async () => {
     await receiver.close();
@@ -29,7 +36,29 @@ describe('SSRF guard', () => {
   });
 
   test('classifies non-public addresses, including mapped and embedded forms', () => {
-    for (const address of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '100.64.0.1', '169.254.169.254', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fd00::1', 'fc00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a00:1', 'not-an-ip']) {
+    for (const address of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fd00::1',
+      'fc00::1',
+      'fe80::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254',
+      '64:ff9b::a00:1',
+      'not-an-ip',
+    ]) {
       assert.equal(isForbiddenAddress(address), true, address);
     }
     for (const address of ['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
@@ -94,11 +123,19 @@ describe('SSRF guard', () => {
     const sandbox = { allowLoopbackTargets: true, allowPrivateTargets: false };
     const live = { allowLoopbackTargets: false, allowPrivateTargets: false };
     assert.equal(await refusalOf('http://localhost:3000/webhooks', sandbox), undefined);
-    assert.match((await refusalOf('http://localhost:3000/webhooks', live)) ?? '', /localhost is (127\.0\.0\.1|::1), a loopback address \(allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS/);
+    assert.match(
+      (await refusalOf('http://localhost:3000/webhooks', live)) ?? '',
+      /localhost is (127\.0\.0\.1|::1), a loopback address \(allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS/,
+    );
     assert.match((await refusalOf('http://10.1.2.3/hook', sandbox)) ?? '', /10\.1\.2\.3 is 10\.1\.2\.3, a private/);
-    const internal: LookupFunction = (_hostname, _options, callback) => (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }]);
+    const internal: LookupFunction = (_hostname, _options, callback) =>
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [
+        { address: '93.184.216.34', family: 4 },
+        { address: '10.0.0.7', family: 4 },
+      ]);
     assert.match((await refusalOf('https://shop.example/hook', live, internal)) ?? '', /shop\.example is 10\.0\.0\.7/);
-    const publicOnly: LookupFunction = (_hostname, _options, callback) => (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: '93.184.216.34', family: 4 }]);
+    const publicOnly: LookupFunction = (_hostname, _options, callback) =>
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: '93.184.216.34', family: 4 }]);
     assert.equal(await refusalOf('https://shop.example/hook', live, publicOnly), undefined);
     assert.match((await refusalOf('https://no-such-host.invalid/hook', live)) ?? '', /does not resolve/);
   });

@@ -33,7 +33,10 @@ for (const { engine, skip } of engines) {
     });
 
     const worker = (retrySchedule = [20, 20, 20, 20]) => {
-      const started = startWebhookWorker(service.context, { settings: { retrySchedule, allowLoopbackTargets: true, allowPrivateTargets: true }, pollIntervalMs: 50 });
+      const started = startWebhookWorker(service.context, {
+        settings: { retrySchedule, allowLoopbackTargets: true, allowPrivateTargets: true },
+        pollIntervalMs: 50,
+      });
       workers.push(started);
       return started;
     };
@@ -46,16 +49,42 @@ for (const { engine, skip } of engines) {
     const merchantWithSession = async (url: string, events?: string[]) => {
       const { merchantId, apiKey } = await service.merchant();
       const secrets = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url, ...(events ? { events } : {}) }, 'sandbox');
-      const sessionId = await createSession(service, apiKey, { amount: 19.99, currency: 'EUR', orderId: `o-${Math.random()}`, successUrl: 'https://shop.example/ok' });
+      const sessionId = await createSession(service, apiKey, {
+        amount: 19.99,
+        currency: 'EUR',
+        orderId: `o-${Math.random()}`,
+        successUrl: 'https://shop.example/ok',
+      });
       const session = await service.context.db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow();
       return { merchantId, apiKey, session, ...secrets };
     };
     const enqueue = (session: Awaited<ReturnType<typeof merchantWithSession>>['session'], type: WebhookEventType = 'payment.succeeded') =>
-      service.context.db.transaction().execute((trx) => enqueueWebhookEvent(trx, { type, session, ...(type.startsWith('payment') ? { payment: PAYMENT } : {}), occurredAt: 1_700_000_000_123, explorerTxUrl: service.config.explorerTxUrl }));
-    const delivery = (eventId: string) => service.context.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
+      service.context.db
+        .transaction()
+        .execute((trx) =>
+          enqueueWebhookEvent(trx, {
+            type,
+            session,
+            ...(type.startsWith('payment') ? { payment: PAYMENT } : {}),
+            occurredAt: 1_700_000_000_123,
+            explorerTxUrl: service.config.explorerTxUrl,
+          }),
+        );
+    const delivery = (eventId: string) =>
+      service.context.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
     const attempts = (eventId: string) =>
-      service.context.db.selectFrom('webhook_attempts').innerJoin('webhook_deliveries', 'webhook_deliveries.id', 'webhook_attempts.delivery_id').select(['attempt', 'status_code', 'response_excerpt']).where('event_id', '=', eventId).orderBy('attempt').execute();
-    const settled = (eventId: string) => waitFor(async () => { const d = await delivery(eventId); return d.status !== 'PENDING' && d; }, `delivery of ${eventId}`);
+      service.context.db
+        .selectFrom('webhook_attempts')
+        .innerJoin('webhook_deliveries', 'webhook_deliveries.id', 'webhook_attempts.delivery_id')
+        .select(['attempt', 'status_code', 'response_excerpt'])
+        .where('event_id', '=', eventId)
+        .orderBy('attempt')
+        .execute();
+    const settled = (eventId: string) =>
+      waitFor(async () => {
+        const d = await delivery(eventId);
+        return d.status !== 'PENDING' && d;
+      }, `delivery of ${eventId}`);
 
     test('settings: secrets sealed at rest, shown again, rotated on request; https outside the sandbox', async () => {
       const { merchantId } = await service.merchant();
@@ -67,15 +96,33 @@ for (const { engine, skip } of engines) {
       const shown = await getWebhook(service.context.db, service.config.secretKey, merchantId);
       assert.equal(shown?.webhookKey, first.webhookKey);
       assert.deepEqual(shown?.events, ['payment.succeeded', 'session.expired']);
-      const kept = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://shop.example/other', events: ['payment.pending', 'payment.succeeded'] }, 'sandbox');
+      const kept = await setWebhook(
+        service.context.db,
+        service.config.secretKey,
+        merchantId,
+        { url: 'https://shop.example/other', events: ['payment.pending', 'payment.succeeded'] },
+        'sandbox',
+      );
       assert.deepEqual(kept, first);
-      const rotated = await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://shop.example/other', rotate: true }, 'sandbox');
+      const rotated = await setWebhook(
+        service.context.db,
+        service.config.secretKey,
+        merchantId,
+        { url: 'https://shop.example/other', rotate: true },
+        'sandbox',
+      );
       assert.notEqual(rotated.webhookKey, first.webhookKey);
       assert.notEqual(rotated.signingSecret, first.signingSecret);
       assert.deepEqual((await getWebhook(service.context.db, service.config.secretKey, merchantId))?.events, ['payment.pending', 'payment.succeeded']);
-      assert.throws(() => checkWebhookUrl('http://shop.example/hook', 'live'), (e: unknown) => e instanceof WebhookSettingsError && /https/.test(e.message));
+      assert.throws(
+        () => checkWebhookUrl('http://shop.example/hook', 'live'),
+        (e: unknown) => e instanceof WebhookSettingsError && /https/.test(e.message),
+      );
       assert.equal(checkWebhookUrl('https://shop.example/hook', 'live'), 'https://shop.example/hook');
-      await assert.rejects(setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://x.example', events: ['payment.refunded'] }, 'sandbox'), /unknown event type/);
+      await assert.rejects(
+        setWebhook(service.context.db, service.config.secretKey, merchantId, { url: 'https://x.example', events: ['payment.refunded'] }, 'sandbox'),
+        /unknown event type/,
+      );
     });
 
     test('a receiver failing 3 times then answering 200 gets the event after 4 recorded attempts, signed and with the spec body', async () => {
@@ -85,7 +132,15 @@ for (const { engine, skip } of engines) {
       const { eventId } = await enqueue(session);
       const done = await settled(eventId);
       assert.equal(done.status, 'SUCCEEDED');
-      assert.deepEqual((await attempts(eventId)).map((a) => [a.attempt, a.status_code]), [[1, 500], [2, 500], [3, 500], [4, 200]]);
+      assert.deepEqual(
+        (await attempts(eventId)).map((a) => [a.attempt, a.status_code]),
+        [
+          [1, 500],
+          [2, 500],
+          [3, 500],
+          [4, 200],
+        ],
+      );
       assert.equal((await attempts(eventId))[0]!.response_excerpt!.length, 1024);
       assert.equal(hook.received.length, 4);
       for (const request of hook.received) {
@@ -158,7 +213,10 @@ for (const { engine, skip } of engines) {
       const { body, headers } = hook.received[0]!;
       const verifier = new Webhook(signingSecret);
       assert.throws(() => verifier.verify(body.replace('19.99', '0.01'), headers as Record<string, string>), /signature/i);
-      assert.throws(() => verifier.verify(body, { ...(headers as Record<string, string>), 'webhook-timestamp': String(Number(headers['webhook-timestamp']) + 1) }), /signature/i);
+      assert.throws(
+        () => verifier.verify(body, { ...(headers as Record<string, string>), 'webhook-timestamp': String(Number(headers['webhook-timestamp']) + 1) }),
+        /signature/i,
+      );
       const old = webhookHeaders({ eventId, body, webhookKey: 'k', signingSecret }, new Date(Date.now() - 10 * 60_000));
       assert.throws(() => verifier.verify(body, old), /timestamp/i);
       assert.throws(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(body, headers as Record<string, string>), /signature/i);
@@ -172,7 +230,10 @@ for (const { engine, skip } of engines) {
       const done = await settled(eventId);
       assert.equal(done.status, 'FAILED');
       assert.match(done.last_error ?? '', /retries exhausted/);
-      assert.deepEqual((await attempts(eventId)).map((a) => a.status_code), [204, 204, 204]);
+      assert.deepEqual(
+        (await attempts(eventId)).map((a) => a.status_code),
+        [204, 204, 204],
+      );
       assert.equal(hook.received.length, 3);
     });
 
@@ -261,11 +322,16 @@ for (const { engine, skip } of engines) {
     test('a new event wakes an idle worker at once, without waiting for a poll', async () => {
       const hook = await receiver();
       const { session } = await merchantWithSession(hook.url);
-      const idle = startWebhookWorker(service.context, { settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true }, pollIntervalMs: 600_000 });
+      const idle = startWebhookWorker(service.context, {
+        settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true },
+        pollIntervalMs: 600_000,
+      });
       workers.push(idle);
       // On PostgreSQL the event is written through another pool and reaches the worker only by NOTIFY.
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
-      const { eventId } = await (other?.db ?? service.context.db).transaction().execute((trx) => enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, payment: PAYMENT, occurredAt: Date.now(), explorerTxUrl: '{hash}' }));
+      const { eventId } = await (other?.db ?? service.context.db)
+        .transaction()
+        .execute((trx) => enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, payment: PAYMENT, occurredAt: Date.now(), explorerTxUrl: '{hash}' }));
       if (!other) service.context.webhookWake.notify();
       assert.equal((await settled(eventId)).status, 'SUCCEEDED');
       await other?.close();
@@ -282,7 +348,12 @@ for (const { engine, skip } of engines) {
       const a = startWebhookWorker(service.context, { settings, pollIntervalMs: 20, concurrency: 16 });
       const b = startWebhookWorker({ ...service.context, db: second?.db ?? service.context.db }, { settings, pollIntervalMs: 20, concurrency: 16 });
       await waitFor(async () => {
-        const left = await service.context.db.selectFrom('webhook_deliveries').select('id').where('event_id', 'in', events).where('status', '=', 'PENDING').execute();
+        const left = await service.context.db
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where('event_id', 'in', events)
+          .where('status', '=', 'PENDING')
+          .execute();
         return left.length === 0;
       }, 'all 200 deliveries');
       await a.stop();

@@ -104,7 +104,18 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   async function post(claimed: ClaimedDelivery): Promise<void> {
     const outcome = await postWebhook(agent, claimed.message, tuning.requestTimeoutMs);
     // Nothing reached the receiver; the operator must hear why, not find a silent retry later.
-    if (outcome.refused) log.warn({ merchantId: claimed.merchantId, deliveryId: claimed.id, eventId: claimed.message.eventId, host: new URL(claimed.message.url).host, attempt: claimed.attempt, reason: outcome.error }, 'webhook delivery refused');
+    if (outcome.refused)
+      log.warn(
+        {
+          merchantId: claimed.merchantId,
+          deliveryId: claimed.id,
+          eventId: claimed.message.eventId,
+          host: new URL(claimed.message.url).host,
+          attempt: claimed.attempt,
+          reason: outcome.error,
+        },
+        'webhook delivery refused',
+      );
     fault('after-post');
     recorder.add({ claimed, outcome });
     inFlight--;
@@ -176,7 +187,11 @@ type RecorderHooks = { log: Logger; fault: (point: FaultPoint) => void; recorded
 function createAttemptRecorder(store: DeliveryStore, tuning: Tuning, hooks: RecorderHooks): AttemptRecorder {
   const queue: Posted[] = [];
   let recording: Promise<void> | undefined;
-  const decide = ({ claimed, outcome }: Posted): FinishedAttempt => ({ claimed, outcome, decision: decideAfterAttempt(outcome, claimed.attempt, tuning.settings.retrySchedule, tuning.random) });
+  const decide = ({ claimed, outcome }: Posted): FinishedAttempt => ({
+    claimed,
+    outcome,
+    decision: decideAfterAttempt(outcome, claimed.attempt, tuning.settings.retrySchedule, tuning.random),
+  });
 
   async function recordBatch(batch: Posted[]): Promise<void> {
     try {

@@ -14,7 +14,8 @@ export const RETRY_AFTER_S = '5';
 /** The 200 of spec E3 for a settled payment, the same every time it is asked for. */
 export function paidAnswer(payment: PaymentRow, explorerTxUrl: string): Answer {
   const txHash = payment.tx_hash ?? '';
-  const settle = (network: string) => encodePaymentResponseHeader({ success: true, transaction: txHash, network: network as `${string}:${string}`, payer: getAddress(payment.payer) });
+  const settle = (network: string) =>
+    encodePaymentResponseHeader({ success: true, transaction: txHash, network: network as `${string}:${string}`, payer: getAddress(payment.payer) });
   return {
     status: 200,
     body: {
@@ -29,7 +30,11 @@ export function paidAnswer(payment: PaymentRow, explorerTxUrl: string): Answer {
 }
 
 /** A 402: the challenge (with the offer when there is one) naming why no payment was taken. */
-export function challengeAnswer(error: X402ErrorCode, offer: Offer | undefined, options: { extra?: Record<string, unknown>; message?: string; headers?: Record<string, string> } = {}): Answer {
+export function challengeAnswer(
+  error: X402ErrorCode,
+  offer: Offer | undefined,
+  options: { extra?: Record<string, unknown>; message?: string; headers?: Record<string, string> } = {},
+): Answer {
   const c = challenge(error, offer, options.extra, options.message);
   return { status: 402, headers: { ...c.headers, ...options.headers }, body: c.body };
 }

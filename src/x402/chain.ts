@@ -35,14 +35,26 @@ export function createChainReader(rpcUrl: string): ChainReader {
     return latest > LOG_LOOKBACK_BLOCKS ? latest - LOG_LOOKBACK_BLOCKS : 0n;
   };
   const eventLogs = async (name: 'AuthorizationUsed' | 'AuthorizationCanceled', auth: Authorization) =>
-    client.getContractEvents({ address: getAddress(auth.asset), abi: eip3009Abi, eventName: name, args: { authorizer: getAddress(auth.payer), nonce: auth.nonce as Hex }, fromBlock: await fromBlock() });
+    client.getContractEvents({
+      address: getAddress(auth.asset),
+      abi: eip3009Abi,
+      eventName: name,
+      args: { authorizer: getAddress(auth.payer), nonce: auth.nonce as Hex },
+      fromBlock: await fromBlock(),
+    });
 
   return {
     async latestBlock() {
       const block = await client.getBlock({ blockTag: 'latest' });
       return { number: block.number, timestamp: block.timestamp };
     },
-    isAuthorizationUsed: (auth) => client.readContract({ address: getAddress(auth.asset), abi: eip3009Abi, functionName: 'authorizationState', args: [getAddress(auth.payer), auth.nonce as Hex] }),
+    isAuthorizationUsed: (auth) =>
+      client.readContract({
+        address: getAddress(auth.asset),
+        abi: eip3009Abi,
+        functionName: 'authorizationState',
+        args: [getAddress(auth.payer), auth.nonce as Hex],
+      }),
     async isAuthorizationCanceled(auth) {
       return (await eventLogs('AuthorizationCanceled', auth)).length > 0;
     },
@@ -50,7 +62,11 @@ export function createChainReader(rpcUrl: string): ChainReader {
       for (const used of await eventLogs('AuthorizationUsed', auth)) {
         const receipt = await client.getTransactionReceipt({ hash: used.transactionHash });
         if (receipt.status !== 'success') continue;
-        const transfers = parseEventLogs({ abi: eip3009Abi, eventName: 'Transfer', logs: receipt.logs.filter((l) => l.address.toLowerCase() === auth.asset.toLowerCase()) });
+        const transfers = parseEventLogs({
+          abi: eip3009Abi,
+          eventName: 'Transfer',
+          logs: receipt.logs.filter((l) => l.address.toLowerCase() === auth.asset.toLowerCase()),
+        });
         const paid = transfers.some((t) => t.args.from.toLowerCase() === auth.payer && t.args.to.toLowerCase() === auth.payTo && t.args.value === auth.value);
         if (paid) return { txHash: used.transactionHash, blockNumber: receipt.blockNumber };
       }

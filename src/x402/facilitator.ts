@@ -15,9 +15,7 @@ const SETTLE_TIMEOUT_MS = 30_000;
  * Every call is timed, so the latency Till adds on top can be told apart in /metrics.
  */
 export function createFacilitator(options: { url: string; headers: Record<string, string>; callSeconds: Histogram<'operation' | 'outcome'> }): Facilitator {
-  const auth = Object.keys(options.headers).length
-    ? async () => ({ verify: options.headers, settle: options.headers, supported: options.headers })
-    : undefined;
+  const auth = Object.keys(options.headers).length ? async () => ({ verify: options.headers, settle: options.headers, supported: options.headers }) : undefined;
   const verifyClient = new HTTPFacilitatorClient({ url: options.url, timeoutMs: VERIFY_TIMEOUT_MS, ...(auth ? { createAuthHeaders: auth } : {}) });
   const settleClient = new HTTPFacilitatorClient({ url: options.url, timeoutMs: SETTLE_TIMEOUT_MS, ...(auth ? { createAuthHeaders: auth } : {}) });
   const timed = async <T>(operation: 'verify' | 'settle', call: () => Promise<T>): Promise<T> => {
@@ -43,7 +41,14 @@ export function createFacilitator(options: { url: string; headers: Record<string
     settle: (payload, requirements) =>
       timed('settle', () =>
         settleClient.settle(payload, requirements).catch((error: unknown) => {
-          if (error instanceof SettleError) return { success: false, errorReason: error.errorReason, errorMessage: error.errorMessage, transaction: error.transaction ?? '', network: requirements.network };
+          if (error instanceof SettleError)
+            return {
+              success: false,
+              errorReason: error.errorReason,
+              errorMessage: error.errorMessage,
+              transaction: error.transaction ?? '',
+              network: requirements.network,
+            };
           throw error;
         }),
       ),

@@ -9,10 +9,16 @@ import type { PayFlow, X402Services } from './services.ts';
 
 const SESSION_ID_MAX = 64;
 const Params = z.strictObject({ sessionId: z.string().min(1).max(SESSION_ID_MAX) });
-const Query = z.strictObject({ amount: z.string().optional().meta({ description: 'Buyer-chosen amount in the session currency; editable sessions only, on both requests' }) });
+const Query = z.strictObject({
+  amount: z.string().optional().meta({ description: 'Buyer-chosen amount in the session currency; editable sessions only, on both requests' }),
+});
 
-const PaidBody = z.object({ status: z.literal('SUCCESS'), paymentSessionId: z.string(), payTo: z.string(), receipt: z.string(), paymentId: z.string() }).meta({ id: 'X402Paid' });
-const ChallengeBody = z.object({ x402Version: z.literal(2), error: z.string(), message: z.string(), accepts: z.array(z.record(z.string(), z.unknown())) }).meta({ id: 'X402Challenge' });
+const PaidBody = z
+  .object({ status: z.literal('SUCCESS'), paymentSessionId: z.string(), payTo: z.string(), receipt: z.string(), paymentId: z.string() })
+  .meta({ id: 'X402Paid' });
+const ChallengeBody = z
+  .object({ x402Version: z.literal(2), error: z.string(), message: z.string(), accepts: z.array(z.record(z.string(), z.unknown())) })
+  .meta({ id: 'X402Challenge' });
 
 function docFor(url: string): RouteDoc {
   return {
@@ -20,7 +26,8 @@ function docFor(url: string): RouteDoc {
     url,
     tag: 'x402',
     summary: 'Pay a session over x402 (E3)',
-    description: 'Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. See docs/x402.md for every `error` code.',
+    description:
+      'Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. See docs/x402.md for every `error` code.',
     security: 'none',
     params: Params,
     query: Query,
@@ -30,8 +37,15 @@ function docFor(url: string): RouteDoc {
       402: { description: 'Challenge: no payment yet, or the proof was refused (`error` says why)', schema: ChallengeBody },
       404: { description: 'Unknown or expired session', schema: ErrorResponse },
       422: { description: 'No payout wallet configured, so no payTo can be quoted', schema: ErrorResponse },
-      429: { description: 'Too many payment proofs from this client or for this session, or too many new quotes (distinct ?amount= values) for this session', schema: ErrorResponse },
-      503: { description: 'No fresh exchange rate for the session currency (rate_unavailable), or the facilitator does not answer (facilitator_unavailable); nothing was charged', schema: ErrorResponse },
+      429: {
+        description: 'Too many payment proofs from this client or for this session, or too many new quotes (distinct ?amount= values) for this session',
+        schema: ErrorResponse,
+      },
+      503: {
+        description:
+          'No fresh exchange rate for the session currency (rate_unavailable), or the facilitator does not answer (facilitator_unavailable); nothing was charged',
+        schema: ErrorResponse,
+      },
     },
   };
 }
@@ -40,7 +54,14 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
   const flow: PayFlow = { context, services };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { sessionId, query } = readInput(request);
-    const answer = await answerPayRequest(flow, { sessionId, amount: query.amount, xPayment: header(request, 'x-payment'), paymentSignature: header(request, 'payment-signature'), ip: request.ip, log: request.log });
+    const answer = await answerPayRequest(flow, {
+      sessionId,
+      amount: query.amount,
+      xPayment: header(request, 'x-payment'),
+      paymentSignature: header(request, 'payment-signature'),
+      ip: request.ip,
+      log: request.log,
+    });
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   };
   for (const url of ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}']) addRoute(app, docFor(url), {}, handler);

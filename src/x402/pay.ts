@@ -13,7 +13,14 @@ import type { PayFlow } from './services.ts';
 import { claimTerms, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
 
 /** One request to E3, as read from HTTP. */
-export type PayRequest = { sessionId: string; amount: string | undefined; xPayment: string | undefined; paymentSignature: string | undefined; ip: string; log: FastifyBaseLogger };
+export type PayRequest = {
+  sessionId: string;
+  amount: string | undefined;
+  xPayment: string | undefined;
+  paymentSignature: string | undefined;
+  ip: string;
+  log: FastifyBaseLogger;
+};
 
 /** A proof against one session's offer: everything the steps after decoding need. */
 type Attempt = { flow: PayFlow; request: PayRequest; session: SessionRow; offer: Offer; quote: Quote; amountMinor: bigint; proof: Proof; now: number };
@@ -77,7 +84,10 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   const verification = await verifyWithFacilitator(flow.services.facilitator, request);
   if (!verification.isValid) return answerInvalid(attempt, verification.invalidReason);
 
-  const claim = await claimPayment(flow.context, claimTerms(proof, quote!, attempt.session), { now: flow.context.now(), explorerTxUrl: flow.context.config.explorerTxUrl });
+  const claim = await claimPayment(flow.context, claimTerms(proof, quote!, attempt.session), {
+    now: flow.context.now(),
+    explorerTxUrl: flow.context.config.explorerTxUrl,
+  });
   if (claim.kind !== 'claimed') return answerLostClaim(attempt, claim);
   return settle(attempt, claim.payment, request);
 }
@@ -141,7 +151,10 @@ async function settle(attempt: Attempt, claimed: PaymentRow, request: ReturnType
   }
   if (outcome.kind === 'refused') {
     attempt.request.log.warn({ reason: outcome.reason, paymentId: claimed.id }, 'settlement refused; the reconciler resolves the payment from the chain');
-    return challengeAnswer(facilitatorErrorCode(outcome.reason), offer, { message: `${outcome.message} (${outcome.reason})`, headers: { 'retry-after': RETRY_AFTER_S } });
+    return challengeAnswer(facilitatorErrorCode(outcome.reason), offer, {
+      message: `${outcome.message} (${outcome.reason})`,
+      headers: { 'retry-after': RETRY_AFTER_S },
+    });
   }
   return inProgressAnswer(offer);
 }

@@ -49,7 +49,8 @@ function decodeBase64Json(header: string): unknown {
 }
 
 export function decodeProof(headers: { xPayment: string | undefined; paymentSignature: string | undefined }): DecodedProof | undefined {
-  if (headers.xPayment && headers.paymentSignature) return { ok: false, error: 'conflicting_payment_headers', message: 'Send either X-PAYMENT or PAYMENT-SIGNATURE, not both' };
+  if (headers.xPayment && headers.paymentSignature)
+    return { ok: false, error: 'conflicting_payment_headers', message: 'Send either X-PAYMENT or PAYMENT-SIGNATURE, not both' };
   const header = headers.xPayment ?? headers.paymentSignature;
   if (!header) return undefined;
   let json: unknown;
@@ -62,7 +63,11 @@ export function decodeProof(headers: { xPayment: string | undefined; paymentSign
   const v1 = v2.success ? undefined : v1Shape.safeParse(json);
   if (!v2.success && !v1?.success) {
     const issue = (v1?.error ?? v2.error).issues[0];
-    return { ok: false, error: 'invalid_payload', message: `The payment payload is malformed at ${issue?.path.join('.') || 'its root'}: ${issue?.message ?? 'invalid'}` };
+    return {
+      ok: false,
+      error: 'invalid_payload',
+      message: `The payment payload is malformed at ${issue?.path.join('.') || 'its root'}: ${issue?.message ?? 'invalid'}`,
+    };
   }
   const payload = v2.success ? v2.data.payload : v1!.data!.payload;
   const { authorization } = payload;

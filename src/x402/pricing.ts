@@ -27,20 +27,36 @@ export function chosenAmount(session: SessionToQuote, amount: string | undefined
   if (amount === undefined) return { answer: challengeAnswer('amount_required', undefined, { extra: floor }) };
   const parsed = parseDecimalAmount(amount, currencyExponent(session.currency) ?? 2);
   if (!parsed.ok) throw invalidField('amount', parsed.reason);
-  if (session.min_amount_minor !== null && parsed.minor < session.min_amount_minor) return { answer: challengeAnswer('amount_below_minimum', undefined, { extra: floor }) };
+  if (session.min_amount_minor !== null && parsed.minor < session.min_amount_minor)
+    return { answer: challengeAnswer('amount_below_minimum', undefined, { extra: floor }) };
   return { minor: parsed.minor };
 }
 
 /** The stored quote of this amount (reused or new) and the offer the challenge makes from it. */
-export async function quoteOffer(flow: PayFlow, found: { session: SessionToQuote; reusable: Quote | undefined }, amountMinor: bigint, payTo: string, now: number): Promise<{ quote: Quote; offer: Offer }> {
+export async function quoteOffer(
+  flow: PayFlow,
+  found: { session: SessionToQuote; reusable: Quote | undefined },
+  amountMinor: bigint,
+  payTo: string,
+  now: number,
+): Promise<{ quote: Quote; offer: Offer }> {
   const { context, services } = flow;
   const { session } = found;
   let quote: Quote;
   try {
-    quote = await quoteFor(context.db, services.rates, { session, amountMinor, payTo, asset: services.usdcAddress, now, candidate: found.reusable, beforeNewQuote: () => services.limitNewQuotes(session.id) });
+    quote = await quoteFor(context.db, services.rates, {
+      session,
+      amountMinor,
+      payTo,
+      asset: services.usdcAddress,
+      now,
+      candidate: found.reusable,
+      beforeNewQuote: () => services.limitNewQuotes(session.id),
+    });
   } catch (error) {
     // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
-    if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError) throw new TillError('rate_unavailable', { currency: session.currency });
+    if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError)
+      throw new TillError('rate_unavailable', { currency: session.currency });
     throw error;
   }
   const offer: Offer = {

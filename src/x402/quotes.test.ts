@@ -13,14 +13,21 @@ for (const { engine, skip } of engines) {
     let merchantId: string;
     before(async () => {
       // A challenge never calls the facilitator, so an address nothing listens on is enough here.
-      service = await startTestService(engine, { TILL_SANDBOX: 'true', TILL_FACILITATOR_URL: 'http://127.0.0.1:9', TILL_USDC_ADDRESS: '0x2222222222222222222222222222222222222222', TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '3' });
+      service = await startTestService(engine, {
+        TILL_SANDBOX: 'true',
+        TILL_FACILITATOR_URL: 'http://127.0.0.1:9',
+        TILL_USDC_ADDRESS: '0x2222222222222222222222222222222222222222',
+        TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '3',
+      });
       ({ apiKey, merchantId } = await service.merchant({ walletAddress: WALLET }));
     });
     after(() => service?.stop());
 
     const newSession = (body: Record<string, unknown>) => createSession(service, apiKey, body);
-    const challenge = (sessionId: string, amount?: string) => service.app.inject({ method: 'GET', url: `/x402/session/${sessionId}${amount ? `?amount=${amount}` : ''}` });
-    const quoteCount = async (sessionId: string) => (await service.context.db.selectFrom('payment_quotes').select('id').where('session_id', '=', sessionId).execute()).length;
+    const challenge = (sessionId: string, amount?: string) =>
+      service.app.inject({ method: 'GET', url: `/x402/session/${sessionId}${amount ? `?amount=${amount}` : ''}` });
+    const quoteCount = async (sessionId: string) =>
+      (await service.context.db.selectFrom('payment_quotes').select('id').where('session_id', '=', sessionId).execute()).length;
 
     test('new quotes per session are limited; a reused quote is not counted', async () => {
       const sessionId = await newSession({ amount: 1, currency: 'USD', editable: true, minAmount: 0.5, orderType: 'STATIC' });
@@ -50,10 +57,39 @@ for (const { engine, skip } of engines) {
       await service.context.db.insertInto('payment_quotes').values([kept, dropped]).execute();
       await service.context.db
         .insertInto('payments')
-        .values({ id: 'pay_quote_test', session_id: sessionId, merchant_id: merchantId, quote_id: kept.id, status: 'FAILED', exclusive: 0, payer: WALLET, pay_to: WALLET, asset: quote.asset, value: quote.usdc_amount, nonce: `0x${'ab'.repeat(32)}`, valid_after: 0n, valid_before: 1n, signature: '0x00', amount_minor: quote.amount_minor, currency: quote.currency, rate: quote.rate, public_order_id: null, tx_hash: null, block_number: null, failure_reason: 'authorization_expired', settle_response: null, created_at: old, updated_at: old, settled_at: null, finalized_at: null })
+        .values({
+          id: 'pay_quote_test',
+          session_id: sessionId,
+          merchant_id: merchantId,
+          quote_id: kept.id,
+          status: 'FAILED',
+          exclusive: 0,
+          payer: WALLET,
+          pay_to: WALLET,
+          asset: quote.asset,
+          value: quote.usdc_amount,
+          nonce: `0x${'ab'.repeat(32)}`,
+          valid_after: 0n,
+          valid_before: 1n,
+          signature: '0x00',
+          amount_minor: quote.amount_minor,
+          currency: quote.currency,
+          rate: quote.rate,
+          public_order_id: null,
+          tx_hash: null,
+          block_number: null,
+          failure_reason: 'authorization_expired',
+          settle_response: null,
+          created_at: old,
+          updated_at: old,
+          settled_at: null,
+          finalized_at: null,
+        })
         .execute();
       assert.ok((await purgeOldQuotes(service.context.db, Date.now())) >= 1);
-      const left = (await service.context.db.selectFrom('payment_quotes').select('id').where('session_id', '=', sessionId).execute()).map((row) => row.id).sort();
+      const left = (await service.context.db.selectFrom('payment_quotes').select('id').where('session_id', '=', sessionId).execute())
+        .map((row) => row.id)
+        .sort();
       assert.deepEqual(left, [quote.id, kept.id].sort());
     });
   });

@@ -83,7 +83,11 @@ const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; asset:
 );
 
 /** The session behind a challenge, and a quote of its own amount that may be reused (quoteFor checks it). */
-export async function findSessionToQuote(db: Db, sessionId: string, terms: { asset: string; now: number }): Promise<{ session: SessionToQuote; reusable: Quote | undefined } | undefined> {
+export async function findSessionToQuote(
+  db: Db,
+  sessionId: string,
+  terms: { asset: string; now: number },
+): Promise<{ session: SessionToQuote; reusable: Quote | undefined } | undefined> {
   const row = await sessionToQuote.executeTakeFirst(db, { sessionId, asset: terms.asset, payableAfter: terms.now + MAX_TIMEOUT_SECONDS * 1000 });
   if (!row) return undefined;
   const reusable: Quote | undefined =
@@ -127,7 +131,15 @@ function reusableFor(quote: Quote, terms: { session: SessionRow; amountMinor: bi
 export async function quoteFor(
   db: Db,
   rates: RatesProvider,
-  terms: { session: SessionRow; amountMinor: bigint; payTo: string; asset: string; now: number; candidate?: Quote | undefined; beforeNewQuote?: () => Promise<void> },
+  terms: {
+    session: SessionRow;
+    amountMinor: bigint;
+    payTo: string;
+    asset: string;
+    now: number;
+    candidate?: Quote | undefined;
+    beforeNewQuote?: () => Promise<void>;
+  },
 ): Promise<Quote> {
   const { session, amountMinor, payTo, asset, now, candidate, beforeNewQuote } = terms;
   // A candidate read with the session (findSessionToQuote) saves the lookup when it fits these terms.
@@ -169,17 +181,19 @@ export async function findQuote(db: Db, quoteId: string): Promise<Quote> {
 
 /** The unexpired quote of this session that an authorized value pays, if any. */
 export async function findQuoteForValue(db: Db, sessionId: string, value: bigint, now: number): Promise<Quote | undefined> {
-  return db
-    .selectFrom('payment_quotes')
-    .selectAll()
-    .where('session_id', '=', sessionId)
-    .where('usdc_amount', '=', value)
-    .where('expires_at', '>', now)
-    // A quote of the session as it is now wins over an older one of the same value.
-    .orderBy('session_version', 'desc')
-    .orderBy('expires_at', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  return (
+    db
+      .selectFrom('payment_quotes')
+      .selectAll()
+      .where('session_id', '=', sessionId)
+      .where('usdc_amount', '=', value)
+      .where('expires_at', '>', now)
+      // A quote of the session as it is now wins over an older one of the same value.
+      .orderBy('session_version', 'desc')
+      .orderBy('expires_at', 'desc')
+      .limit(1)
+      .executeTakeFirst()
+  );
 }
 
 /** Quotes that ran out more than `QUOTE_RETENTION_MS` ago and that no payment points at are not needed again. */

@@ -1,5 +1,14 @@
 import type { AppContext } from '../context.ts';
-import { findStalePending, findUnfinalized, markFinal, recordFailure, recordReversal, recordSettlement, recordTransferLocation, type PaymentRow } from '../payments/payments.ts';
+import {
+  findStalePending,
+  findUnfinalized,
+  markFinal,
+  recordFailure,
+  recordReversal,
+  recordSettlement,
+  recordTransferLocation,
+  type PaymentRow,
+} from '../payments/payments.ts';
 import type { ChainReader } from './chain.ts';
 import type { Facilitator } from './facilitator.ts';
 import { sessionResourceUrl } from './challenge.ts';
@@ -38,7 +47,15 @@ export async function resolvePending(context: AppContext, options: Pick<Reconcil
           log.error({ paymentId: payment.id }, 'authorization used on-chain but no matching transfer found; left PENDING for an operator');
           continue;
         }
-        if (await recordSettlement(context, payment, { txHash: transfer.txHash, blockNumber: transfer.blockNumber, settleResponse: JSON.stringify({ reconciled: true }), ...changeAt(context) })) resolved++;
+        if (
+          await recordSettlement(context, payment, {
+            txHash: transfer.txHash,
+            blockNumber: transfer.blockNumber,
+            settleResponse: JSON.stringify({ reconciled: true }),
+            ...changeAt(context),
+          })
+        )
+          resolved++;
       } else if (await options.chain.isAuthorizationCanceled(auth)) {
         if (await recordFailure(context, payment, 'authorization_canceled', changeAt(context))) resolved++;
       } else if (head.timestamp > payment.valid_before) {
@@ -55,7 +72,10 @@ export async function resolvePending(context: AppContext, options: Pick<Reconcil
  * Re-checks settled payments once their block is final. A transfer removed by a reorg is
  * submitted again while the authorization is still valid; otherwise the payment is REVERSED.
  */
-export async function confirmSettled(context: AppContext, options: Pick<ReconcilerOptions, 'chain' | 'facilitator' | 'confirmations' | 'graceMs'>): Promise<number> {
+export async function confirmSettled(
+  context: AppContext,
+  options: Pick<ReconcilerOptions, 'chain' | 'facilitator' | 'confirmations' | 'graceMs'>,
+): Promise<number> {
   const { db, log } = context;
   const settled = await findUnfinalized(db, context.now() - options.graceMs, BATCH);
   if (settled.length === 0) return 0;
@@ -82,7 +102,10 @@ export async function confirmSettled(context: AppContext, options: Pick<Reconcil
       if (head.timestamp < payment.valid_before) {
         log.warn({ paymentId: payment.id, txHash: payment.tx_hash }, 'settlement left the canonical chain; submitting the authorization again');
         const quote = await findQuote(db, payment.quote_id);
-        const request = facilitatorRequest(proofOf(payment), quote, { url: sessionResourceUrl(context.config.baseUrl, payment.session_id), description: `payment ${payment.public_order_id}` });
+        const request = facilitatorRequest(proofOf(payment), quote, {
+          url: sessionResourceUrl(context.config.baseUrl, payment.session_id),
+          description: `payment ${payment.public_order_id}`,
+        });
         const response = await options.facilitator.settle(request.payload, request.requirements).catch(() => undefined);
         if (response?.success && response.transaction) {
           await recordTransferLocation(db, payment.id, { txHash: response.transaction, blockNumber: null });
@@ -91,7 +114,10 @@ export async function confirmSettled(context: AppContext, options: Pick<Reconcil
         continue;
       }
       if (await recordReversal(context, payment, changeAt(context))) {
-        log.error({ paymentId: payment.id, publicOrderId: payment.public_order_id, txHash: payment.tx_hash }, 'settled payment REVERSED: its transfer left the chain and the authorization has expired');
+        log.error(
+          { paymentId: payment.id, publicOrderId: payment.public_order_id, txHash: payment.tx_hash },
+          'settled payment REVERSED: its transfer left the chain and the authorization has expired',
+        );
         changed++;
       }
     } catch (error) {

@@ -19,7 +19,8 @@ export function registerX402Routes(services: X402Services | undefined) {
       scope.addHook('onRequest', async (_request, reply) => {
         reply.headers(CORS_HEADERS);
       });
-      for (const path of ['/x402/session/:sessionId', '/checkout/v2/x402/session/:sessionId']) scope.options(path, async (_request, reply) => reply.code(204).send());
+      for (const path of ['/x402/session/:sessionId', '/checkout/v2/x402/session/:sessionId'])
+        scope.options(path, async (_request, reply) => reply.code(204).send());
       registerPaySession(scope, context, services);
     });
   };

@@ -73,7 +73,10 @@ export function claimTerms(proof: Proof, quote: Quote, session: SessionRow): Cla
 }
 
 /** The facilitator's verdict on a proof; a facilitator that does not answer is a 503 with nothing charged. */
-export async function verifyWithFacilitator(facilitator: Facilitator, request: ReturnType<typeof facilitatorRequest>): Promise<{ isValid: boolean; invalidReason?: string | undefined }> {
+export async function verifyWithFacilitator(
+  facilitator: Facilitator,
+  request: ReturnType<typeof facilitatorRequest>,
+): Promise<{ isValid: boolean; invalidReason?: string | undefined }> {
   try {
     return await facilitator.verify(request.payload, request.requirements);
   } catch {
@@ -88,7 +91,12 @@ export type SettleOutcome = { kind: 'settled'; payment: PaymentRow } | { kind: '
  * the payment on; a refused settlement or a lost answer leaves it PENDING for the reconciler,
  * which resolves it from the chain alone.
  */
-export async function settleClaimed(context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook'>, facilitator: Facilitator, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<SettleOutcome> {
+export async function settleClaimed(
+  context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook'>,
+  facilitator: Facilitator,
+  claimed: PaymentRow,
+  request: ReturnType<typeof facilitatorRequest>,
+): Promise<SettleOutcome> {
   const { db } = context;
   await context.faultHook?.('x402:after-claim');
   let response;
@@ -98,10 +106,20 @@ export async function settleClaimed(context: Pick<AppContext, 'db' | 'webhookWak
     return { kind: 'unknown' };
   }
   if (!response.success || !response.transaction) {
-    return { kind: 'refused', reason: response.errorReason ?? 'settlement_failed', message: response.errorMessage ?? 'The facilitator could not settle the payment' };
+    return {
+      kind: 'refused',
+      reason: response.errorReason ?? 'settlement_failed',
+      message: response.errorMessage ?? 'The facilitator could not settle the payment',
+    };
   }
   await context.faultHook?.('x402:after-settle');
-  const recorded = await recordSettlement(context, claimed, { txHash: response.transaction, blockNumber: null, settleResponse: JSON.stringify(response), now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
+  const recorded = await recordSettlement(context, claimed, {
+    txHash: response.transaction,
+    blockNumber: null,
+    settleResponse: JSON.stringify(response),
+    now: context.now(),
+    explorerTxUrl: context.config.explorerTxUrl,
+  });
   // Not recorded here: the reconciler got there first; the payment's own row says how it ended.
   const settled = recorded ?? (await findPaymentByAuthorization(db, claimed.payer, claimed.nonce));
   return settled?.status === 'SUCCESS' ? { kind: 'settled', payment: settled } : { kind: 'unknown' };

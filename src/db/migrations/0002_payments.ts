@@ -3,7 +3,10 @@ import { sql, type Kysely } from 'kysely';
 export async function up(db: Kysely<any>): Promise<void> {
   // Claims and resolutions of payments move this counter on the session row itself, so the
   // expiry sweeper, updates and claims are serialised by that row on both engines.
-  await db.schema.alterTable('payment_sessions').addColumn('payments_in_progress', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('payment_sessions')
+    .addColumn('payments_in_progress', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 
   await db.schema
     .createTable('payment_quotes')
@@ -54,7 +57,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // An EIP-3009 authorization (from, nonce) is claimed once, ever.
   await db.schema.createIndex('payments_authorization').unique().on('payments').columns(['payer', 'nonce']).execute();
-  await db.schema.createIndex('payments_one_per_transient_session').unique().on('payments').column('session_id').where(sql<boolean>`exclusive = 1 AND status IN ('PENDING', 'SUCCESS')`).execute();
+  await db.schema
+    .createIndex('payments_one_per_transient_session')
+    .unique()
+    .on('payments')
+    .column('session_id')
+    .where(sql<boolean>`exclusive = 1 AND status IN ('PENDING', 'SUCCESS')`)
+    .execute();
   await db.schema.createIndex('payments_session').on('payments').columns(['session_id', 'created_at']).execute();
   await db.schema.createIndex('payments_merchant_settled').on('payments').columns(['merchant_id', 'status', 'settled_at']).execute();
   await db.schema.createIndex('payments_status').on('payments').columns(['status', 'updated_at']).execute();
