@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT, type BenchOptions, type BenchReport } from './support.ts';
+import { type BenchOptions, type BenchReport, REPO_ROOT } from './support.ts';
 
 type BenchModule = { run?: (options: BenchOptions, log: (line: string) => void) => Promise<BenchReport> };
 

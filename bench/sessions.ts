@@ -1,20 +1,20 @@
 // POST /api/checkout/v2/payment_session under load, on SQLite and PostgreSQL, each beside its
 // ceiling: a bare node:http server doing the same INSERT through the same driver.
 import { freePort } from '../src/testing/environment.ts';
-import { apiHeaders, sessionRequest, SESSIONS_PATH } from '../src/testing/shop.ts';
+import { apiHeaders, SESSIONS_PATH, sessionRequest } from '../src/testing/shop.ts';
 import {
+  type BenchOptions,
+  type BenchReport,
   childEnv,
   createBenchDatabase,
   createBenchStorage,
   createMerchantWithCli,
+  type Engine,
   fmt,
+  type LoadResult,
   mean,
   runLoad,
   startServer,
-  type BenchOptions,
-  type BenchReport,
-  type Engine,
-  type LoadResult,
 } from './support.ts';
 
 type Target = 'ceiling' | 'till';

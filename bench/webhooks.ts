@@ -1,22 +1,23 @@
 // Webhook delivery on SQLite: deliveries per second to a local receiver, and the delay from a
 // status change (the event's timestamp) to the first attempt reaching the receiver.
 // Targets: ≥ 500 deliveries/s; first attempt p95 ≤ 250 ms. Alone: npx node bench/webhooks.ts
+
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
+import { createWakeSignal } from '../src/common/wake-signal.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { createMetrics } from '../src/metrics.ts';
 import { createMerchant } from '../src/merchants/merchants.ts';
+import { createMetrics } from '../src/metrics.ts';
 import { setWebhook } from '../src/webhooks/endpoints.ts';
-import { createWakeSignal } from '../src/common/wake-signal.ts';
 import { enqueueWebhookEvent, type WebhookSession } from '../src/webhooks/events.ts';
-import { startWebhookWorker } from '../src/webhooks/worker.ts';
 import { startReceiver } from '../src/webhooks/fixtures/receiver.ts';
-import { createBenchDatabase, type BenchOptions, type BenchReport } from './support.ts';
+import { startWebhookWorker } from '../src/webhooks/worker.ts';
+import { type BenchOptions, type BenchReport, createBenchDatabase } from './support.ts';
 
 const BACKLOG = 5000;
 const LATENCY_SAMPLES = 500;

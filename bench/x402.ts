@@ -6,22 +6,22 @@
 // `npx node bench/x402.ts` runs it on its own; `npm run bench -- x402` runs it with the others.
 import { fileURLToPath } from 'node:url';
 import type { Address } from 'viem';
-import { spawnSandbox, type SpawnedSandbox } from '../src/sandbox/spawn.ts';
+import { type SpawnedSandbox, spawnSandbox } from '../src/sandbox/spawn.ts';
 import { freePort, sandboxOverHttp, sandboxSettings } from '../src/testing/environment.ts';
 import { newAccount, nowSeconds } from '../src/testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment, x402Url } from '../src/testing/shop.ts';
 import {
+  type BenchOptions,
+  type BenchReport,
+  type ChildServer,
   childEnv,
   createBenchStorage,
   createMerchantWithCli,
   fmt,
+  type LoadResult,
   mean,
   runLoad,
   startServer,
-  type BenchOptions,
-  type BenchReport,
-  type ChildServer,
-  type LoadResult,
 } from './support.ts';
 
 const THIS_FILE = fileURLToPath(import.meta.url);

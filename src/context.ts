@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { Config } from './config.ts';
-import type { Db, DatabaseKind } from './db/index.ts';
-import type { Metrics } from './metrics.ts';
 import type { WakeSignal } from './common/wake-signal.ts';
+import type { Config } from './config.ts';
+import type { DatabaseKind, Db } from './db/index.ts';
+import type { Metrics } from './metrics.ts';
 import type { RatesProvider } from './money/rates.ts';
 
 /** Everything a route or worker needs, built once by the composition root. */

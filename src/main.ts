@@ -1,24 +1,24 @@
 import type { FastifyInstance } from 'fastify';
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
+import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
-import { openDatabase, type DatabaseHandle } from './db/index.ts';
+import type { AppContext } from './context.ts';
+import { type DatabaseHandle, openDatabase } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
-import { createWakeSignal } from './common/wake-signal.ts';
-import type { AppContext } from './context.ts';
 import { createMetrics } from './metrics.ts';
-import { registerSessionRoutes } from './sessions/routes.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
-import { createX402Services } from './x402/services.ts';
-import { registerX402Routes } from './x402/routes.ts';
-import { createChainReader } from './x402/chain.ts';
-import { startReconciler } from './x402/reconciler.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
-import { purgeOldQuotes } from './x402/quotes.ts';
+import { registerSessionRoutes } from './sessions/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { startWebhookWorker } from './webhooks/worker.ts';
+import { createChainReader } from './x402/chain.ts';
+import { purgeOldQuotes } from './x402/quotes.ts';
+import { startReconciler } from './x402/reconciler.ts';
+import { registerX402Routes } from './x402/routes.ts';
+import { createX402Services } from './x402/services.ts';
 
 export type Service = {
   app: FastifyInstance;

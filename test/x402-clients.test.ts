@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
 import { createWalletClient, http, publicActions } from 'viem';
 import { base } from 'viem/chains';
 import { wrapFetchWithPayment as wrapFetchV1 } from 'x402-fetch';
-import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
-import { ExactEvmScheme } from '@x402/evm/exact/client';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { readSession } from '../src/testing/shop.ts';
 
 for (const { engine, skip } of engines) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { nowSeconds, signedXPayment } from '../src/testing/payer.ts';
 
 const RACE_ROUNDS = 5;

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Address } from 'viem';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import {
+  authorization,
   base64Json,
   exactPayload,
   exactRequirements,
@@ -12,7 +13,6 @@ import {
   paymentSignatureHeader,
   signAuthorization,
   signedXPayment,
-  authorization,
   xPaymentHeader,
 } from '../src/testing/payer.ts';
 import { createSession as createSessionWith, sessionRequest, x402Url } from '../src/testing/shop.ts';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expireDueSessions } from '../src/sessions/expiry.ts';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 
 const SESSIONS = 12;
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { describeOnEngine, engines, startPayingShop, type PayingShop } from '../src/testing/harness.ts';
+import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { nowSeconds } from '../src/testing/payer.ts';
-import { createFacilitator } from '../src/x402/facilitator.ts';
 import { createChainReader } from '../src/x402/chain.ts';
+import { createFacilitator } from '../src/x402/facilitator.ts';
 import { confirmSettled } from '../src/x402/reconciler.ts';
 
 /**

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.ts';
 import { TillError } from '../common/errors.ts';
-import { authenticateApiKey, type AuthenticatedKey } from '../merchants/api-keys.ts';
+import type { AppContext } from '../context.ts';
+import { type AuthenticatedKey, authenticateApiKey } from '../merchants/api-keys.ts';
 
 export const API_KEY_HEADER = 'x-sc-apikey';
 

@@ -1,10 +1,10 @@
 import type { Config } from '../config.ts';
-import { setWebhookCommand } from './webhooks.ts';
-import { withDatabase } from './with-database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
 import { createMerchant, findMerchant, listMerchants, noWalletWarning, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
-import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './output.ts';
+import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
+import { setWebhookCommand } from './webhooks.ts';
+import { withDatabase } from './with-database.ts';
 
 const keyModeFor = (config: Config) => (config.mode === 'sandbox' ? 'test' : 'live');
 

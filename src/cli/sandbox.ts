@@ -1,10 +1,10 @@
-import { loadConfig, type Config } from '../config.ts';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { type Config, loadConfig } from '../config.ts';
 import { fundViaHttp, SANDBOX_JOURNAL_FILE } from '../sandbox/index.ts';
 import { runSandboxProcess } from '../sandbox/process.ts';
-import { spawnSandbox, type SpawnedSandbox } from '../sandbox/spawn.ts';
-import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './output.ts';
+import { type SpawnedSandbox, spawnSandbox } from '../sandbox/spawn.ts';
+import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 
 function localSandboxUrl(config: Config): string {
   return config.sandboxUrl ?? `http://127.0.0.1:${config.sandboxPort}`;

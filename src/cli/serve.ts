@@ -1,5 +1,5 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { loadConfig, type Config } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
 import { createService } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { countMerchants, createMerchant } from '../merchants/merchants.ts';

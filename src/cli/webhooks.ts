@@ -4,7 +4,7 @@ import { findMerchant } from '../merchants/merchants.ts';
 import { listDeliveries, redeliverEvent, sendTestEvent } from '../webhooks/deliveries.ts';
 import { setWebhook } from '../webhooks/endpoints.ts';
 import { refusalOf } from '../webhooks/ssrf.ts';
-import { UsageError, noneLeft, printResult, takeFlag, takeOption } from './output.ts';
+import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { withDatabase } from './with-database.ts';
 
 const NO_ENDPOINT = 'no webhook URL is set for this merchant; set one with: till merchant set-webhook MERCHANT_ID --url URL';

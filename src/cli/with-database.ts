@@ -1,5 +1,5 @@
-import { loadConfig, type Config } from '../config.ts';
-import { openDatabase, type DatabaseHandle } from '../db/index.ts';
+import { type Config, loadConfig } from '../config.ts';
+import { type DatabaseHandle, openDatabase } from '../db/index.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 
 /** Opens the configured database (migrated) for one operator command, and closes it after. */

@@ -1,4 +1,4 @@
-import { Migrator, type Migration } from 'kysely';
+import { type Migration, Migrator } from 'kysely';
 import type { Db } from './index.ts';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as payments from './migrations/0002_payments.ts';

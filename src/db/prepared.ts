@@ -1,4 +1,4 @@
-import { createQueryId, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
+import { type Compilable, type CompiledQuery, createQueryId, type Kysely } from 'kysely';
 
 /**
  * A query built with Kysely once per database handle and then run with new parameter values,

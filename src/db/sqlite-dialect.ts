@@ -1,5 +1,5 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
 
 /**
  * Kysely's SqliteDialect over the built-in `node:sqlite`, so no native addon is built.

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.ts';
 import { TillError } from '../common/errors.ts';
-import { sendError } from './errors.ts';
-import { registerJsonParser } from './json.ts';
-import { PAGE_CSP } from './html.ts';
-import { decorateRouteDocs, type RouteRegistrar } from './routes.ts';
-import { registerLanding } from './landing.route.ts';
-import { registerHealth } from './health.route.ts';
-import { registerMetrics } from './metrics.route.ts';
-import { registerStylesheet } from './stylesheet.route.ts';
+import type { AppContext } from '../context.ts';
 import { registerApiReference } from './api-reference.route.ts';
+import { sendError } from './errors.ts';
+import { registerHealth } from './health.route.ts';
+import { PAGE_CSP } from './html.ts';
+import { registerJsonParser } from './json.ts';
+import { registerLanding } from './landing.route.ts';
+import { registerMetrics } from './metrics.route.ts';
+import { decorateRouteDocs, type RouteRegistrar } from './routes.ts';
+import { registerStylesheet } from './stylesheet.route.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { ERROR_CATALOGUE, TillError, type ErrorCode } from '../common/errors.ts';
+import { ERROR_CATALOGUE, type ErrorCode, type TillError } from '../common/errors.ts';
 
 /** Every code of the closed catalogue, in the catalogue's order, with its status and what the docs say of it. */
 export const ERROR_CODES = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).map((code) => ({

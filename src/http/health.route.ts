@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.ts';
 import { TillError } from '../common/errors.ts';
+import type { AppContext } from '../context.ts';
 import { errorBody } from './errors.ts';
 
 /** `GET /healthz`: the process answers. `GET /readyz`: and so does the database. */

@@ -1,5 +1,5 @@
-import { z } from 'zod';
-import { TillError, invalidField } from '../common/errors.ts';
+import type { z } from 'zod';
+import { invalidField, TillError } from '../common/errors.ts';
 
 /** The value at an issue's path in the input (zod 4 issues do not carry it). */
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
+import type { Db } from '../db/index.ts';
 
 export type KeyMode = 'test' | 'live';
 

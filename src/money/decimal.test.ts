@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { formatMinor, MAX_AMOUNT_MAJOR_UNITS, minorToJsonNumber, parseDecimalAmount, parseExactDecimal } from './decimal.ts';
 
 function minor(text: string, exponent: number, options?: { allowZero?: boolean }): bigint {

@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { currencyExponent, formatMoney, normalizeCurrency } from './iso4217.ts';
 
 test('exponents come from the ISO 4217 table, case-insensitively', () => {

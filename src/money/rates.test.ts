@@ -1,8 +1,8 @@
-import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFile } from 'node:fs/promises';
+import { after, before, test } from 'node:test';
 import {
   createRatesProvider,
   HttpRatesProvider,

@@ -1,5 +1,5 @@
-import { normalizeCurrency } from './iso4217.ts';
 import { formatMinor } from './decimal.ts';
+import { normalizeCurrency } from './iso4217.ts';
 import { ceilDivide, parseRate } from './usdc.ts';
 
 /** How many USDC one major unit of `currency` is worth, as an exact decimal string. */

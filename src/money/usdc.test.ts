@@ -1,5 +1,5 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { fiatMinorToUsdcBaseUnits, formatUsdc, MAX_USDC_BASE_UNITS, parseRate } from './usdc.ts';
 
 test('USD converts one to one into 6-decimal base units', () => {

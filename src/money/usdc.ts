@@ -1,5 +1,5 @@
-import { formatMinor, parseExactDecimal } from './decimal.ts';
 import type { ExactDecimal } from './decimal.ts';
+import { formatMinor, parseExactDecimal } from './decimal.ts';
 
 export const USDC_DECIMALS = 6;
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import type { AppContext } from '../context.ts';
 import { newId } from '../common/ids.ts';
-import { isUniqueViolation, type Db, type Tx } from '../db/index.ts';
+import type { AppContext } from '../context.ts';
+import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { PaymentsTable } from '../db/schema.ts';
-import { finishPayment, findSession, reopenAfterReversal, startPayment, type SessionRow } from '../sessions/sessions.ts';
+import { findSession, finishPayment, reopenAfterReversal, type SessionRow, startPayment } from '../sessions/sessions.ts';
 import { recordPaymentEvent } from './events.ts';
 
 /**

@@ -1,16 +1,15 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { getAddress } from 'viem';
-import type { AppContext } from '../context.ts';
+import { z } from 'zod';
 import { TillError } from '../common/errors.ts';
+import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
+import type { AppContext } from '../context.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { escapeHtml, page, prefersHtml } from '../http/html.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { formatMoney } from '../money/iso4217.ts';
+import { decimalNumber, formatMoney } from '../money/iso4217.ts';
 import { formatUsdc } from '../money/usdc.ts';
-import { decimalNumber } from '../money/iso4217.ts';
-import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import { explorerUrl } from './payments.ts';
 
 const Params = z.strictObject({ publicOrderId: z.string().min(1).max(64) });

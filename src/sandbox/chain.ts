@@ -1,19 +1,19 @@
 import { createRequire } from 'node:module';
 import {
+  type Address,
   createPublicClient,
   createWalletClient,
   custom,
   defineChain,
-  publicActions,
-  type Address,
   type EIP1193RequestFn,
   type Hex,
   type PrivateKeyAccount,
+  publicActions,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { MULTICALL3_ADDRESS, SANDBOX_CHAIN_ID, SANDBOX_FACILITATOR_PRIVATE_KEY, SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_USDC_ADDRESS } from './constants.ts';
 import { multicall3DeployedBytecode, sandboxUsdcAbi, sandboxUsdcBytecode } from './contracts/artifacts.ts';
 import { type ChainProvider, journaledProvider, latestBlock, openJournal, readJournal, replayJournal } from './journal.ts';
-import { MULTICALL3_ADDRESS, SANDBOX_CHAIN_ID, SANDBOX_FACILITATOR_PRIVATE_KEY, SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_USDC_ADDRESS } from './constants.ts';
 
 export type { ChainProvider };
 

@@ -1,4 +1,4 @@
-import { keccak256, stringToBytes, type Address } from 'viem';
+import { type Address, keccak256, stringToBytes } from 'viem';
 
 /** The sandbox chain answers as Base mainnet so x402 clients sign exactly what they sign in production. */
 export const SANDBOX_CHAIN_ID = 8453;

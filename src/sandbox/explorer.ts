@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { decodeFunctionData, formatUnits, getAddress, isAddressEqual, parseEventLogs, type Hex, type Transaction, type TransactionReceipt } from 'viem';
+import { decodeFunctionData, formatUnits, getAddress, type Hex, isAddressEqual, parseEventLogs, type Transaction, type TransactionReceipt } from 'viem';
 import type { SandboxChain } from './chain.ts';
-import { sandboxUsdcAbi } from './contracts/artifacts.ts';
 import { SANDBOX_CHAIN_ID, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from './constants.ts';
+import { sandboxUsdcAbi } from './contracts/artifacts.ts';
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
 .banner{background:#fff4d6;border:1px solid #e6c15a;padding:.5rem .75rem;border-radius:6px}

@@ -1,13 +1,13 @@
-import { createServer } from 'node:http';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { getAddress, type Address } from 'viem';
+import { join } from 'node:path';
+import { type Address, getAddress } from 'viem';
 import { startSandboxChain } from './chain.ts';
 import { SANDBOX_CHAIN_ID, SANDBOX_NETWORK, SANDBOX_USDC_ADDRESS } from './constants.ts';
 import { createSandboxFacilitator } from './facilitator.ts';
 import { createFaultState, type SandboxFacilitatorStats, type SandboxFaults, type SandboxFaultsUpdate } from './faults.ts';
-import { createSandboxRequestHandler, fundFromFaucet, type FaucetResult } from './server.ts';
+import { createSandboxRequestHandler, type FaucetResult, fundFromFaucet } from './server.ts';
 
 export type SandboxOptions = {
   /** 0 (the default) picks a free port. */

@@ -4,13 +4,13 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { HTTPFacilitatorClient } from '@x402/core/http';
-import { createPublicClient, http, type Address, type Hex } from 'viem';
+import { type Address, createPublicClient, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { freePort, temporaryDirectories } from '../testing/environment.ts';
 import { authorization, exactRequirements, newAccount, paymentPayload, signAuthorization } from '../testing/payer.ts';
 import { SANDBOX_USDC_ADDRESS } from './constants.ts';
 import { sandboxUsdcAbi } from './contracts/artifacts.ts';
-import { fundViaHttp, SANDBOX_JOURNAL_FILE, startSandbox, type Sandbox } from './index.ts';
+import { fundViaHttp, SANDBOX_JOURNAL_FILE, type Sandbox, startSandbox } from './index.ts';
 import { spawnSandbox } from './spawn.ts';
 
 const dataDir = temporaryDirectories('till-sandbox-data-');

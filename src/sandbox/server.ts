@@ -11,12 +11,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { x402Facilitator } from '@x402/core/facilitator';
 import { isPaymentPayload, isPaymentRequirements } from '@x402/core/schemas';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { formatUnits, getAddress, isAddress, parseUnits, type Address, type Hex } from 'viem';
+import { type Address, formatUnits, getAddress, type Hex, isAddress, parseUnits } from 'viem';
 import { z } from 'zod';
 import type { SandboxChain } from './chain.ts';
 import { SANDBOX_CHAIN_ID, SANDBOX_FAUCET_MAX_USDC, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from './constants.ts';
 import { EXPLORER_CSP, renderTransactionPage, TX_HASH_PATTERN } from './explorer.ts';
-import { sandboxFaultsUpdateSchema, type FaultState } from './faults.ts';
+import { type FaultState, sandboxFaultsUpdateSchema } from './faults.ts';
 
 const MAX_BODY_BYTES = 1_000_000;
 const MAX_RPC_BATCH = 100;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { startPayingService, type PayingService } from '../testing/harness.ts';
+import { type PayingService, startPayingService } from '../testing/harness.ts';
 
 describe('the sandbox seen through the service', () => {
   let paying: PayingService;

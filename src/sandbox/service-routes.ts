@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
+import { invalidField, TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
-import { TillError, invalidField } from '../common/errors.ts';
 import { addRoute } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 

@@ -1,16 +1,16 @@
 import type { FastifyInstance } from 'fastify';
+import { requireMerchant } from '../auth/api-key-auth.ts';
+import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import type { Db } from '../db/index.ts';
-import { newId } from '../common/ids.ts';
-import { requireMerchant } from '../auth/api-key-auth.ts';
-import { checkTerms, parseMoneyField, parseQuotableCurrency } from './terms.ts';
-import { BODY_LIMIT, SESSION_WRITE_REFUSALS, CreateSessionBody, SessionCreated } from './schemas.ts';
-import { insertSession } from './sessions.ts';
-import { payabilityWarnings, sessionCreatedBody } from './views.ts';
 import { checkIdempotencyKey, runIdempotently } from './idempotency.ts';
+import { BODY_LIMIT, CreateSessionBody, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
+import { insertSession } from './sessions.ts';
+import { checkTerms, parseMoneyField, parseQuotableCurrency } from './terms.ts';
+import { payabilityWarnings, sessionCreatedBody } from './views.ts';
 
 const doc: RouteDoc = {
   method: 'POST',

@@ -1,5 +1,5 @@
-import type { Db } from '../db/index.ts';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
 import { enqueueWebhookEvent } from '../webhooks/events.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.ts';
 import { expireSession, findDueForExpiry } from './sessions.ts';

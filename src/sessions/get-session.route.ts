@@ -1,16 +1,16 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.ts';
+import { getAddress } from 'viem';
+import { requireMerchant } from '../auth/api-key-auth.ts';
 import { TillError } from '../common/errors.ts';
+import type { AppContext } from '../context.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { requireMerchant } from '../auth/api-key-auth.ts';
-import { getAddress } from 'viem';
+import { decimalNumber } from '../money/iso4217.ts';
 import { formatUsdc } from '../money/usdc.ts';
 import { SessionDetails, SessionParams } from './schemas.ts';
 import { findMerchantSession } from './sessions.ts';
 import { sessionView } from './views.ts';
-import { decimalNumber } from '../money/iso4217.ts';
 
 const doc: RouteDoc = {
   method: 'GET',

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { Db, Tx } from '../db/index.ts';
-import { TillError, invalidField } from '../common/errors.ts';
+import { invalidField, TillError } from '../common/errors.ts';
 import { sha256Hex } from '../common/secrets.ts';
+import type { Db, Tx } from '../db/index.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

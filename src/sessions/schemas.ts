@@ -19,12 +19,10 @@ const absoluteHttpUrl = z
   }, 'must be an absolute http(s) URL');
 
 const sessionFields = {
-  amount: z
-    .number()
-    .meta({
-      description: "Amount of the purchase, in the currency (at most the currency's decimals). On an editable session, the prefilled amount.",
-      example: 25.5,
-    }),
+  amount: z.number().meta({
+    description: "Amount of the purchase, in the currency (at most the currency's decimals). On an editable session, the prefilled amount.",
+    example: 25.5,
+  }),
   currency: z.string().meta({ description: 'ISO 4217 code, case-insensitive', example: 'USD' }),
   minAmount: z.number().nullable().meta({ description: 'Floor of a buyer-chosen amount; only with editable: true' }),
   editable: z.boolean().nullable().meta({ description: 'Whether the buyer chooses the amount' }),

@@ -1,6 +1,6 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { TillError } from '../common/errors.ts';
-import { isUniqueViolation, type Db, type Tx } from '../db/index.ts';
+import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { PaymentSessionsTable, SessionStatus } from '../db/schema.ts';
 
 /**

@@ -1,8 +1,8 @@
-import { currencyExponent, normalizeCurrency } from '../money/iso4217.ts';
-import { parseDecimalAmount } from '../money/decimal.ts';
-import { TillError, invalidField } from '../common/errors.ts';
-import { RateUnavailableError, type RatesProvider } from '../money/rates.ts';
+import { invalidField, TillError } from '../common/errors.ts';
 import { numberText } from '../http/json.ts';
+import { parseDecimalAmount } from '../money/decimal.ts';
+import { currencyExponent, normalizeCurrency } from '../money/iso4217.ts';
+import { type RatesProvider, RateUnavailableError } from '../money/rates.ts';
 
 export type SessionTerms = {
   amountMinor: bigint;

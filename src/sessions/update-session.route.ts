@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
+import { requireMerchant } from '../auth/api-key-auth.ts';
+import { invalidField, TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
-import { TillError, invalidField } from '../common/errors.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { requireMerchant } from '../auth/api-key-auth.ts';
-import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency } from './terms.ts';
 import { BODY_LIMIT, SESSION_WRITE_REFUSALS, SessionCreated, UpdateSessionBody } from './schemas.ts';
 import { assertChangeable, findMerchantSession, updateSession } from './sessions.ts';
+import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency } from './terms.ts';
 import { payabilityWarnings, sessionCreatedBody } from './views.ts';
 
 const doc: RouteDoc = {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import pg from 'pg';
-import { createPublicClient, http, type Address } from 'viem';
+import { type Address, createPublicClient, http } from 'viem';
 import { sandboxUsdcAbi } from '../sandbox/contracts/artifacts.ts';
 import { fundViaHttp, sandboxControlsViaHttp } from '../sandbox/index.ts';
 

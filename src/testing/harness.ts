@@ -1,12 +1,12 @@
 // Suites run on every engine, and Till services started in the test's own process.
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
-import { loadConfig, type Config } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
 import { createService, type Service } from '../main.ts';
 import { startSandbox } from '../sandbox/index.ts';
-import { createServiceStorage, sandboxSettings, type Engine } from './environment.ts';
-import { newAccount, type Authorization } from './payer.ts';
-import { challenge, createMerchant, createSession, fundedPayer, pay, signedPayment, type MerchantOptions, type TestMerchant, type X402Offer } from './shop.ts';
+import { createServiceStorage, type Engine, sandboxSettings } from './environment.ts';
+import { type Authorization, newAccount } from './payer.ts';
+import { challenge, createMerchant, createSession, fundedPayer, type MerchantOptions, pay, signedPayment, type TestMerchant, type X402Offer } from './shop.ts';
 
 export type { Engine };
 

@@ -10,7 +10,7 @@ import type { Address, LocalAccount } from 'viem';
 import type { Db } from '../db/index.ts';
 import { createApiKey, type KeyMode } from '../merchants/api-keys.ts';
 import { createMerchant as insertMerchant } from '../merchants/merchants.ts';
-import { newAccount, signedXPayment, type Authorization } from './payer.ts';
+import { type Authorization, newAccount, signedXPayment } from './payer.ts';
 
 /** E1 (POST), E2 (PUT) and, with `/{sessionId}`, the merchant's read of a session. */
 export const SESSIONS_PATH = '/api/checkout/v2/payment_session';

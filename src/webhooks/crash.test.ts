@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { setWebhook } from './endpoints.ts';
 import { enqueueWebhookEvent, type WebhookSession } from './events.ts';

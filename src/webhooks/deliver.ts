@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { request, type Dispatcher } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import { ForbiddenTargetError } from './ssrf.ts';
 
 export const REQUEST_TIMEOUT_MS = 15_000;

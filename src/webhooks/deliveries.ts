@@ -1,6 +1,6 @@
-import type { Db } from '../db/index.ts';
 import { TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
+import type { Db } from '../db/index.ts';
 import { subscribedEvents } from './endpoints.ts';
 import { TEST_EVENT_TYPE } from './event-types.ts';
 import { buildTestBody } from './events.ts';

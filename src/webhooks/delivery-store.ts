@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
-import type { AppContext } from '../context.ts';
-import type { Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
 import { openSecret } from '../common/secrets.ts';
+import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
 import type { AttemptOutcome, WebhookMessage } from './deliver.ts';
 import { disableWebhook } from './endpoints.ts';
 import type { AttemptDecision } from './retry.ts';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../db/index.ts';
-import type { Config } from '../config.ts';
 import { TillError } from '../common/errors.ts';
 import { openSecret, sealSecret } from '../common/secrets.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES, type WebhookEventType } from './event-types.ts';
 
 /** A refused webhook setting (URL or event list): an `invalid_field` naming the field. */

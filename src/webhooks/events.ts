@@ -1,8 +1,8 @@
-import { NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import type { Selectable } from 'kysely';
+import { newId } from '../common/ids.ts';
+import { NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
 import type { PaymentSessionsTable, PaymentsTable } from '../db/schema.ts';
-import { newId } from '../common/ids.ts';
 import { decimalNumber } from '../money/iso4217.ts';
 import { TEST_EVENT_TYPE, type WebhookEventType } from './event-types.ts';
 import { writeEvent } from './outbox.ts';

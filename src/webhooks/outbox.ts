@@ -1,5 +1,5 @@
-import type { Db } from '../db/index.ts';
 import { newId } from '../common/ids.ts';
+import type { Db } from '../db/index.ts';
 import { subscribedEvents } from './endpoints.ts';
 
 export type OutboxEvent = {

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { requireMerchant } from '../auth/api-key-auth.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { requireMerchant } from '../auth/api-key-auth.ts';
 import { redeliverEvent } from './deliveries.ts';
 
 const Params = z.strictObject({ eventId: z.string().min(1).max(64) });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError, DEFAULT_RETRY_SCHEDULE, loadWebhookSettings, parseRetrySchedule } from '../config.ts';
-import { parseRetryAfter, type AttemptOutcome } from './deliver.ts';
+import { type AttemptOutcome, parseRetryAfter } from './deliver.ts';
 import { decideAfterAttempt } from './retry.ts';
 
 const outcome = (statusCode: number | null, retryAfterMs: number | null = null): AttemptOutcome => ({

@@ -3,8 +3,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { postWebhook, type WebhookMessage } from './deliver.ts';
-import { createWebhookAgent, isForbiddenAddress, isRefusedAddress, refusalOf } from './ssrf.ts';
 import { startReceiver } from './fixtures/receiver.ts';
+import { createWebhookAgent, isForbiddenAddress, isRefusedAddress, refusalOf } from './ssrf.ts';
 
 const message = (url: string): WebhookMessage => ({
   url,

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
-import type { AppContext } from '../context.ts';
-import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { requireMerchant } from '../auth/api-key-auth.ts';
+import type { AppContext } from '../context.ts';
+import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { sendTestEvent } from './deliveries.ts';
 import { DeliveryQueued } from './redeliver.route.ts';
 

@@ -2,16 +2,16 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
-import { createSession, sessionRequest } from '../testing/shop.ts';
-import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { openDatabase } from '../db/index.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { createSession, sessionRequest } from '../testing/shop.ts';
 import { webhookHeaders } from './deliver.ts';
 import { checkWebhookUrl, getWebhook, setWebhook, WebhookSettingsError } from './endpoints.ts';
 import type { WebhookEventType } from './event-types.ts';
 import { enqueueWebhookEvent } from './events.ts';
-import { startWebhookWorker, type WebhookWorker } from './worker.ts';
-import { startReceiver, type Reply } from './fixtures/receiver.ts';
+import { type Reply, startReceiver } from './fixtures/receiver.ts';
 import { waitFor } from './fixtures/wait.ts';
+import { startWebhookWorker, type WebhookWorker } from './worker.ts';
 
 const PAYMENT = { id: 'pay_1', amount_minor: 1999n, currency: 'EUR', public_order_id: 'TX-abc', tx_hash: '0xfeed' };
 
@@ -59,17 +59,15 @@ for (const { engine, skip } of engines) {
       return { merchantId, apiKey, session, ...secrets };
     };
     const enqueue = (session: Awaited<ReturnType<typeof merchantWithSession>>['session'], type: WebhookEventType = 'payment.succeeded') =>
-      service.context.db
-        .transaction()
-        .execute((trx) =>
-          enqueueWebhookEvent(trx, {
-            type,
-            session,
-            ...(type.startsWith('payment') ? { payment: PAYMENT } : {}),
-            occurredAt: 1_700_000_000_123,
-            explorerTxUrl: service.config.explorerTxUrl,
-          }),
-        );
+      service.context.db.transaction().execute((trx) =>
+        enqueueWebhookEvent(trx, {
+          type,
+          session,
+          ...(type.startsWith('payment') ? { payment: PAYMENT } : {}),
+          occurredAt: 1_700_000_000_123,
+          explorerTxUrl: service.config.explorerTxUrl,
+        }),
+      );
     const delivery = (eventId: string) =>
       service.context.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
     const attempts = (eventId: string) =>

@@ -1,11 +1,11 @@
 import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
-import type { AppContext } from '../context.ts';
 import type { WebhookSettings } from '../config.ts';
-import { postWebhook, REQUEST_TIMEOUT_MS, type AttemptOutcome } from './deliver.ts';
+import type { AppContext } from '../context.ts';
+import { type AttemptOutcome, postWebhook, REQUEST_TIMEOUT_MS } from './deliver.ts';
 import { listenForDeliveries } from './delivery-notifications.ts';
-import { createDeliveryStore, type ClaimedDelivery, type DeliveryStore, type FinishedAttempt } from './delivery-store.ts';
-import { decideAfterAttempt, type AttemptDecision } from './retry.ts';
+import { type ClaimedDelivery, createDeliveryStore, type DeliveryStore, type FinishedAttempt } from './delivery-store.ts';
+import { type AttemptDecision, decideAfterAttempt } from './retry.ts';
 import { createWebhookAgent } from './ssrf.ts';
 
 export type FaultPoint = 'after-claim' | 'after-post' | 'before-record';

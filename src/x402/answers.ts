@@ -1,5 +1,5 @@
-import { getAddress } from 'viem';
 import { encodePaymentResponseHeader } from '@x402/core/http';
+import { getAddress } from 'viem';
 import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
 import { explorerUrl, type PaymentRow } from '../payments/payments.ts';
 import { challenge, type Offer } from './challenge.ts';

@@ -1,4 +1,4 @@
-import { TransactionReceiptNotFoundError, createPublicClient, getAddress, http, parseAbi, parseEventLogs, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, getAddress, type Hex, http, type PublicClient, parseAbi, parseEventLogs, TransactionReceiptNotFoundError } from 'viem';
 import { CHAIN_ID } from '../common/network.ts';
 
 const eip3009Abi = parseAbi([

@@ -1,6 +1,6 @@
 import type { PaymentRequired } from '@x402/core/types';
-import { MAX_TIMEOUT_SECONDS, SCHEME, X402_ERRORS, X402_VERSION, type X402ErrorCode } from './protocol.ts';
 import { NETWORK_V1, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
+import { MAX_TIMEOUT_SECONDS, SCHEME, X402_ERRORS, X402_VERSION, type X402ErrorCode } from './protocol.ts';
 
 /** The absolute URL a session is paid at: the challenge's `resource`, built from TILL_BASE_URL, never from the Host header. */
 export function sessionResourceUrl(baseUrl: string, sessionId: string): string {

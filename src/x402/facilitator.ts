@@ -1,5 +1,5 @@
 import { HTTPFacilitatorClient } from '@x402/core/http';
-import { SettleError, VerifyError, type PaymentPayload, type PaymentRequirements, type SettleResponse, type VerifyResponse } from '@x402/core/types';
+import { type PaymentPayload, type PaymentRequirements, SettleError, type SettleResponse, VerifyError, type VerifyResponse } from '@x402/core/types';
 import type { Histogram } from 'prom-client';
 
 export type Facilitator = {

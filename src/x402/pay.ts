@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { TillError } from '../common/errors.ts';
-import { claimPayment, findPaymentByAuthorization, firstSuccessfulPayment, type ClaimResult, type PaymentRow } from '../payments/payments.ts';
+import { type ClaimResult, claimPayment, findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
 import { isExpired, type SessionRow } from '../sessions/sessions.ts';
-import { challengeAnswer, inProgressAnswer, paidAnswer, RETRY_AFTER_S, type Answer } from './answers.ts';
+import { type Answer, challengeAnswer, inProgressAnswer, paidAnswer, RETRY_AFTER_S } from './answers.ts';
 import type { Offer } from './challenge.ts';
 import { facilitatorErrorCode, localCheck } from './checks.ts';
 import { decodeProof, type Proof } from './payload.ts';

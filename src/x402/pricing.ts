@@ -1,10 +1,10 @@
-import { TillError, invalidField } from '../common/errors.ts';
+import { invalidField, TillError } from '../common/errors.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent, decimalNumber } from '../money/iso4217.ts';
 import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
-import { challengeAnswer, type Answer } from './answers.ts';
-import { sessionResourceUrl, type Offer } from './challenge.ts';
-import { quoteFor, type Quote, type SessionToQuote } from './quotes.ts';
+import { type Answer, challengeAnswer } from './answers.ts';
+import { type Offer, sessionResourceUrl } from './challenge.ts';
+import { type Quote, quoteFor, type SessionToQuote } from './quotes.ts';
 import type { PayFlow } from './services.ts';
 
 /** The payout address a session is quoted to; without one nobody can pay it (the merchant's to fix). */

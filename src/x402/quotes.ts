@@ -1,11 +1,11 @@
 import type { Selectable } from 'kysely';
+import { newId } from '../common/ids.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
 import type { PaymentQuotesTable } from '../db/schema.ts';
-import { newId } from '../common/ids.ts';
 import { currencyExponent } from '../money/iso4217.ts';
-import { fiatMinorToUsdcBaseUnits } from '../money/usdc.ts';
 import type { RatesProvider } from '../money/rates.ts';
+import { fiatMinorToUsdcBaseUnits } from '../money/usdc.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { MAX_TIMEOUT_SECONDS, QUOTE_TTL_MS } from './protocol.ts';
 

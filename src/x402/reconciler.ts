@@ -3,17 +3,17 @@ import {
   findStalePending,
   findUnfinalized,
   markFinal,
+  type PaymentRow,
   recordFailure,
   recordReversal,
   recordSettlement,
   recordTransferLocation,
-  type PaymentRow,
 } from '../payments/payments.ts';
 import type { ChainReader } from './chain.ts';
-import type { Facilitator } from './facilitator.ts';
 import { sessionResourceUrl } from './challenge.ts';
-import { facilitatorRequest, proofOf } from './settlement.ts';
+import type { Facilitator } from './facilitator.ts';
 import { findQuote } from './quotes.ts';
+import { facilitatorRequest, proofOf } from './settlement.ts';
 
 export type ReconcilerOptions = {
   chain: ChainReader;

@@ -1,5 +1,5 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Counter } from 'prom-client';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import type { RatesProvider } from '../money/rates.ts';

@@ -1,16 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { getAddress } from 'viem';
 import type { PaymentPayload } from '@x402/core/types';
-import type { Db } from '../db/index.ts';
-import type { AppContext } from '../context.ts';
+import { getAddress } from 'viem';
 import { TillError } from '../common/errors.ts';
-import { findPaymentByAuthorization, recordSettlement, type ClaimTerms, type PaymentRow } from '../payments/payments.ts';
+import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
+import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
+import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { v2Requirements } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
 import type { Proof } from './payload.ts';
 import { X402_VERSION } from './protocol.ts';
-import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
 import type { Quote } from './quotes.ts';
 
 /** The facilitator is handed the payload and requirements rebuilt from our stored quote, in v2. */

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
   // One endpoint per merchant. The key and signing secret are sent or shown again, so they are sealed, not hashed.
