@@ -58,7 +58,7 @@ for (const name of selected) {
   try {
     const module = (await import(`./${name}.ts`)) as BenchModule;
     if (typeof module.run !== 'function') throw new Error(`bench/${name}.ts must export run(options: BenchOptions, log): Promise<BenchReport>`);
-    reports.push(await module.run(options, (line) => process.stdout.write(line + '\n')));
+    reports.push(await module.run(options, (line) => process.stdout.write(`${line}\n`)));
   } catch (error) {
     failed = true;
     process.stderr.write(`${name} failed: ${(error as Error).stack ?? error}\n`);

@@ -106,4 +106,4 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
   }
 }
 
-if (import.meta.main) await run({ durationSeconds: 0, connections: 0 }, (line) => process.stdout.write(line + '\n'));
+if (import.meta.main) await run({ durationSeconds: 0, connections: 0 }, (line) => process.stdout.write(`${line}\n`));

@@ -29,7 +29,7 @@ describe('till merchant and keys', () => {
     assert.equal(created.status, 0, created.stderr);
     assert.match(created.stdout, /^Merchant mer_\S+ created\.\nAPI key key_\S+ \(shown once, store it now\): sk_test_\S+\n$/);
     assert.match(created.stderr, /Warning: merchant mer_\S+ has no payout wallet.*till merchant set-wallet mer_\S+ 0xYourAddress/);
-    const json = JSON.parse(till(['merchant', 'create', '--name', 'Paid shop', '--wallet', '0x' + 'ab'.repeat(20), '--json'], env).stdout);
+    const json = JSON.parse(till(['merchant', 'create', '--name', 'Paid shop', '--wallet', `0x${'ab'.repeat(20)}`, '--json'], env).stdout);
     assert.match(json.keyId, /^key_/);
     assert.equal(json.warning, undefined);
   });

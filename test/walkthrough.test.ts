@@ -41,7 +41,13 @@ function watch(child: ChildProcess) {
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output}`)), timeoutMs);
-        waiters.push({ pattern, resolve: (m) => (clearTimeout(timer), resolve(m)) });
+        waiters.push({
+          pattern,
+          resolve: (m) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        });
       });
     },
   };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';

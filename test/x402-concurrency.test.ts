@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import type { Address } from 'viem';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { nowSeconds, signedXPayment } from '../src/testing/payer.ts';
@@ -34,11 +34,14 @@ for (const { engine, skip } of engines) {
       };
     }
 
-    const tally = (answers: Answer[]) =>
-      answers.reduce<Record<string, number>>(
-        (counts, a) => ({ ...counts, [`${a.status}${a.error ? ` ${a.error}` : ''}`]: (counts[`${a.status}${a.error ? ` ${a.error}` : ''}`] ?? 0) + 1 }),
-        {},
-      );
+    const tally = (answers: Answer[]) => {
+      const counts: Record<string, number> = {};
+      for (const a of answers) {
+        const key = `${a.status}${a.error ? ` ${a.error}` : ''}`;
+        counts[key] = (counts[key] ?? 0) + 1;
+      }
+      return counts;
+    };
 
     test('50 concurrent requests with the same proof: settled once, one transfer, every answer 200 or payment_in_progress', async (t) => {
       // STATIC: a settled session does not short-circuit, so only the proof's own claim prevents a second settle.

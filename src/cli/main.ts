@@ -51,7 +51,7 @@ async function main(argv: string[]): Promise<void> {
   const [name, ...args] = argv;
   const command = name ? commands[name] : undefined;
   if (!command) {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(`${USAGE}\n`);
     process.exitCode = name && name !== 'help' && name !== '--help' ? 2 : 0;
     return;
   }

@@ -1,6 +1,6 @@
 /** Prints a result for people, or as one JSON document with --json for scripts. */
 export function printResult(json: boolean, value: Record<string, unknown>, human: string): void {
-  process.stdout.write(json ? JSON.stringify(value) + '\n' : human + '\n');
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
 }
 
 export class UsageError extends Error {}

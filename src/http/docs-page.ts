@@ -33,14 +33,18 @@ type Operation = {
  * [links](https://…) — rendered from escaped text, so nothing in a description becomes markup
  * by accident.
  */
+/** Stands in for a code span while the rest is escaped and marked up (a private-use character no description contains). */
+const CODE_MARK = '\uE000';
+const CODE_SPAN = new RegExp(`${CODE_MARK}(\\d+)${CODE_MARK}`, 'g');
+
 export function renderInlineMarkdown(text: string): string {
   const codeSpans: string[] = [];
-  const withoutCode = text.replace(/`([^`]+)`/g, (_match, code: string) => `\u0000${codeSpans.push(code) - 1}\u0000`);
+  const withoutCode = text.replace(/`([^`]+)`/g, (_match, code: string) => `${CODE_MARK}${codeSpans.push(code) - 1}${CODE_MARK}`);
   return escapeHtml(withoutCode)
     .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
     .replace(/\*([^*\s][^*]*)\*/g, '<em>$1</em>')
     .replace(/\[([^\]]+)\]\(((?:https?:\/\/|\/|#)[^)\s]*)\)/g, '<a href="$2">$1</a>')
-    .replace(/\u0000(\d+)\u0000/g, (_match, index: string) => `<code>${escapeHtml(codeSpans[Number(index)])}</code>`);
+    .replace(CODE_SPAN, (_match, index: string) => `<code>${escapeHtml(codeSpans[Number(index)])}</code>`);
 }
 
 const componentName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);

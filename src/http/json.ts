@@ -11,7 +11,10 @@ export function parseJsonKeepingNumberText(text: string): unknown {
   return JSON.parse(text, function (this: object, key: string, value: unknown, context?: { source?: string }) {
     if (typeof value === 'number' && context?.source !== undefined) {
       let sources = numberSources.get(this);
-      if (!sources) numberSources.set(this, (sources = new Map()));
+      if (!sources) {
+        sources = new Map();
+        numberSources.set(this, sources);
+      }
       sources.set(key, context.source);
     }
     return value;

@@ -78,7 +78,7 @@ export function buildOpenApi(baseUrl: string, routes: readonly RouteDoc[]) {
         ]),
       ),
     };
-    (paths[route.url] ??= {})[route.method.toLowerCase()] = operation;
+    paths[route.url] = { ...paths[route.url], [route.method.toLowerCase()]: operation };
   }
   return {
     openapi: '3.1.0',

@@ -31,7 +31,7 @@ test('exponent notation is normalised before counting decimals', () => {
   assert.equal(minor('1050E-2', 2), 1050n);
   assert.equal(minor('0.105e2', 2), 1050n);
   assert.equal(refusal('1e-3', 2), 'has more decimals than the currency allows');
-  assert.equal(minor('1' + '0'.repeat(5000) + 'e-5000', 2), 100n);
+  assert.equal(minor(`1${'0'.repeat(5000)}e-5000`, 2), 100n);
 });
 
 test('zero-decimal currencies take whole numbers only', () => {

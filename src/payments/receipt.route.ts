@@ -103,7 +103,7 @@ export function registerReceiptRoutes(app: FastifyInstance, context: AppContext)
     reply.header('vary', 'Accept');
     const html = prefersHtml(request.headers.accept);
     const sandbox = context.config.mode === 'sandbox';
-    if (!row || !row.tx_hash || row.settled_at === null) {
+    if (!row?.tx_hash || row.settled_at === null) {
       if (!html) throw new TillError('not_found', { what: `Order ${publicOrderId}` });
       return reply
         .code(404)

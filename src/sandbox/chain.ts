@@ -1,15 +1,5 @@
 import { createRequire } from 'node:module';
-import {
-  type Address,
-  createPublicClient,
-  createWalletClient,
-  custom,
-  defineChain,
-  type EIP1193RequestFn,
-  type Hex,
-  type PrivateKeyAccount,
-  publicActions,
-} from 'viem';
+import { type Address, createWalletClient, custom, defineChain, type EIP1193RequestFn, type Hex, type PrivateKeyAccount, publicActions } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { MULTICALL3_ADDRESS, SANDBOX_CHAIN_ID, SANDBOX_FACILITATOR_PRIVATE_KEY, SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_USDC_ADDRESS } from './constants.ts';
 import { multicall3DeployedBytecode, sandboxUsdcAbi, sandboxUsdcBytecode } from './contracts/artifacts.ts';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { sessionRequest } from '../testing/shop.ts';
 

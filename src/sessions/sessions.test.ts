@@ -11,8 +11,8 @@ for (const { engine, skip } of engines) {
 
     before(async () => {
       service = await startTestService(engine);
-      key = (await service.merchant({ walletAddress: '0x' + 'ab'.repeat(20) })).apiKey;
-      otherKey = (await service.merchant({ name: 'Other', walletAddress: '0x' + 'cd'.repeat(20) })).apiKey;
+      key = (await service.merchant({ walletAddress: `0x${'ab'.repeat(20)}` })).apiKey;
+      otherKey = (await service.merchant({ name: 'Other', walletAddress: `0x${'cd'.repeat(20)}` })).apiKey;
     });
     after(() => service?.stop());
 
@@ -131,7 +131,7 @@ for (const { engine, skip } of engines) {
         assert.equal(updated.json().warnings[0].code, 'no_payout_wallet');
         await service.context.db
           .updateTable('merchants')
-          .set({ wallet_address: '0x' + '12'.repeat(20) })
+          .set({ wallet_address: `0x${'12'.repeat(20)}` })
           .where('id', '=', merchantId)
           .execute();
         assert.equal((await update({ sessionId, concept: 'Gift' }, apiKey)).json().warnings, undefined);
@@ -165,7 +165,7 @@ for (const { engine, skip } of engines) {
     describe('errors: every bad input is a 4xx naming the field', () => {
       const base = { amount: 10, currency: 'USD' };
       const long = (n: number) => 'x'.repeat(n);
-      const url = (n: number) => 'https://shop.example/' + 'a'.repeat(n - 'https://shop.example/'.length);
+      const url = (n: number) => `https://shop.example/${'a'.repeat(n - 'https://shop.example/'.length)}`;
       const cases: [string, string, number, string][] = [
         ['amount missing', JSON.stringify({ currency: 'USD' }), 400, 'amount'],
         ['amount zero', JSON.stringify({ ...base, amount: 0 }), 400, 'amount'],
@@ -199,7 +199,7 @@ for (const { engine, skip } of engines) {
         ['cancelUrl ftp', JSON.stringify({ ...base, cancelUrl: 'ftp://shop.example/x' }), 400, 'cancelUrl'],
         ['failUrl not a URL', JSON.stringify({ ...base, failUrl: 'not a url' }), 400, 'failUrl'],
         ['unknown field', JSON.stringify({ ...base, price: 10 }), 400, 'price'],
-        ['payTo cannot be set over the API', JSON.stringify({ ...base, payTo: '0x' + '1'.repeat(40) }), 400, 'payTo'],
+        ['payTo cannot be set over the API', JSON.stringify({ ...base, payTo: `0x${'1'.repeat(40)}` }), 400, 'payTo'],
       ];
       for (const [name, payload, status, field] of cases) {
         test(`${name} → ${status} naming ${field}`, async () => {
@@ -318,7 +318,7 @@ for (const { engine, skip } of engines) {
         const missing = await create(body, '');
         assert.equal(missing.statusCode, 401);
         assert.equal(missing.json().error.code, 'unauthorized');
-        const wrong = await create(body, 'sk_test_' + 'A'.repeat(43));
+        const wrong = await create(body, `sk_test_${'A'.repeat(43)}`);
         assert.equal(wrong.statusCode, 401);
         const malformed = await create(body, 'not-a-key');
         assert.equal(malformed.statusCode, 401);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { setWebhook } from './endpoints.ts';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { openDatabase } from '../db/index.ts';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PaymentPayload } from '@x402/core/types';
 import { getAddress } from 'viem';
 import { TillError } from '../common/errors.ts';
-import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
+import { NETWORK_V2 } from '../common/network.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordSettlement } from '../payments/payments.ts';
@@ -99,7 +99,7 @@ export async function settleClaimed(
 ): Promise<SettleOutcome> {
   const { db } = context;
   await context.faultHook?.('x402:after-claim');
-  let response;
+  let response: Awaited<ReturnType<Facilitator['settle']>>;
   try {
     response = await facilitator.settle(request.payload, request.requirements);
   } catch {
@@ -130,7 +130,7 @@ export async function waitForOutcome(db: Db, payer: string, nonce: string, timeo
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const payment = await findPaymentByAuthorization(db, payer, nonce);
-    if (!payment || payment.status !== 'PENDING' || Date.now() >= deadline) return payment;
+    if (payment?.status !== 'PENDING' || Date.now() >= deadline) return payment;
     await sleep(100);
   }
 }
