@@ -1,0 +1,266 @@
+// The hosted payment page in Debian's Chromium, on the sandbox chain: a test wallet injected over
+// EIP-6963 pays, the page lands on successUrl; the states, axe-core, screenshots, and no request to
+// another origin.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Address } from 'viem';
+import { browserSkip, injectTestWallet, launchChromium, screenshots, seriousViolations, type WalletCall } from '../../testing/browser.ts';
+import { sandboxSettings } from '../../testing/environment.ts';
+import { type PayingShop, startPayingShop, startTestService, type TestService } from '../../testing/harness.ts';
+import { newAccount } from '../../testing/payer.ts';
+import { createSession } from '../../testing/shop.ts';
+import { setWebhook } from '../../webhooks/endpoints.ts';
+import { startReceiver } from '../../webhooks/fixtures/receiver.ts';
+import { waitFor } from '../../webhooks/fixtures/wait.ts';
+import { X402_ERRORS } from '../../x402/protocol.ts';
+import { X402_SENTENCES } from './browser/messages.ts';
+
+const SHOP = 'https://shop.example';
+
+test('every x402 error code has a sentence for buyers', () => {
+  assert.deepEqual(Object.keys(X402_SENTENCES).sort(), Object.keys(X402_ERRORS).sort());
+});
+
+describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
+  let shop: PayingShop;
+  let browser: Browser;
+  let hook: Awaited<ReturnType<typeof startReceiver>>;
+  let later: TestService;
+  let laterUrl: string;
+  let offset = 0;
+
+  before(async () => {
+    [shop, browser, hook] = await Promise.all([
+      startPayingShop('sqlite', { TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }, { name: 'Corner Coffee', workers: true }),
+      launchChromium(),
+      startReceiver(),
+    ]);
+    await setWebhook(shop.service.context.db, shop.service.config.secretKey, shop.merchantId, { url: hook.url }, 'sandbox');
+    // A second service on the same chain whose clock can jump ahead, for expired sessions.
+    later = await startTestService('sqlite', sandboxSettings(shop.sandbox), { now: () => Date.now() + offset });
+    laterUrl = await later.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  after(async () => {
+    await browser?.close();
+    await hook?.close();
+    await later?.stop();
+    await shop?.stop();
+  });
+
+  type Opened = { page: Page; context: BrowserContext; requests: string[]; calls: WalletCall[] };
+
+  /** A fresh browser context on the page of `sessionId`, with a test wallet unless `account` is null. */
+  async function open(
+    sessionId: string,
+    wallet: { account: ReturnType<typeof newAccount>; chainId?: string; rejectSignature?: boolean } | null,
+    base = shop.baseUrl,
+  ): Promise<Opened & { status: number }> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const requests: string[] = [];
+    page.on('request', (request) => {
+      requests.push(request.url());
+    });
+    // The merchant's pages, answered here: only navigations of the buyer may go there.
+    await page.route(`${SHOP}/**`, (route) =>
+      route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>Shop</title><p>Back at the shop' }),
+    );
+    const calls = wallet ? await injectTestWallet(page, { ...wallet, rpcUrl: shop.sandbox.rpcUrl }) : [];
+    const response = await page.goto(`${base}/checkout/pay?uid=${encodeURIComponent(sessionId)}`);
+    return { page, context, requests, calls, status: response!.status() };
+  }
+
+  /** Every request went to the service, but the buyer's navigations to the session's own URLs. */
+  function assertOwnOrigin(requests: string[], base: string, allowed: string[] = []) {
+    const foreign = requests.filter((url) => !url.startsWith(`${base}/`) && !allowed.some((prefix) => url.startsWith(prefix)));
+    assert.deepEqual(foreign, []);
+  }
+
+  async function assertAccessible(page: Page) {
+    const violations = await seriousViolations(page);
+    assert.deepEqual(
+      violations.map((v) => `${v.id}: ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`),
+      [],
+    );
+  }
+
+  let orders = 1041;
+  const fixedSession = () =>
+    shop.createSession({
+      amount: 4.5,
+      currency: 'USD',
+      concept: 'Flat white and a croissant',
+      orderId: `A-${++orders}`,
+      successUrl: `${SHOP}/thanks?ref=A-${orders}`,
+      cancelUrl: `${SHOP}/cart`,
+      failUrl: `${SHOP}/failed`,
+    });
+
+  test('a test wallet pays a fixed session: exact quote moves on chain, the page lands on successUrl, the webhook arrives', async () => {
+    const sessionId = await fixedSession();
+    const offer = await shop.challenge(sessionId);
+    const payer = await shop.fundedPayer('10');
+    const before = await shop.sandbox.balanceOf(shop.merchantWallet as Address);
+    const { page, context, requests, calls, status } = await open(sessionId, { account: payer });
+    try {
+      assert.equal(status, 200);
+      await page.getByText('Sandbox: test money').waitFor();
+      assert.equal(await page.locator('#usdc-text').textContent(), '4.50');
+      await screenshots(page, 'checkout', 'payable');
+      await assertAccessible(page);
+      await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
+      await page.getByText('Paid. Thank you!').waitFor();
+      await assertAccessible(page);
+      await screenshots(page, 'checkout', 'paid-in-page');
+      const receiptHref = await page.getByRole('link', { name: 'View the receipt' }).getAttribute('href');
+      assert.match(receiptHref!, /^\/checkout\/v2\/orders\/receipt\/TX-/);
+      await page.waitForURL(`${SHOP}/thanks?**`, { timeout: 15_000 });
+      const landed = new URL(page.url());
+      assert.equal(landed.searchParams.get('ref'), 'A-1042');
+      assert.equal(landed.searchParams.get('paymentSessionId'), sessionId);
+      assert.equal(`/checkout/v2/orders/receipt/${landed.searchParams.get('publicOrderId')}`, receiptHref);
+      assert.equal((await shop.sandbox.balanceOf(shop.merchantWallet as Address)) - before, offer.value);
+      assert.ok(calls.some((c) => c.method === 'eth_signTypedData_v4'));
+      assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
+      await waitFor(
+        () => hook.received.some((r) => JSON.parse(r.body).event === 'payment.succeeded' && r.body.includes(sessionId)),
+        'the payment.succeeded webhook',
+      );
+
+      // The same page again: paid, with the receipt, and nothing to pay.
+      const again = await open(sessionId, null);
+      assert.equal(again.status, 200);
+      await again.page.getByRole('heading', { name: 'Paid' }).waitFor();
+      assert.equal(await again.page.getByRole('button', { name: /Pay with/ }).count(), 0);
+      assert.ok(await again.page.getByRole('link', { name: /View the receipt/ }).isVisible());
+      await screenshots(again.page, 'checkout', 'already-paid');
+      await assertAccessible(again.page);
+      await again.context.close();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('an editable session is paid at a chosen amount above the floor; below it is refused on the page and by the server', async () => {
+    const sessionId = await shop.createSession({
+      amount: 10,
+      currency: 'USD',
+      editable: true,
+      minAmount: 5,
+      concept: 'Donation',
+      successUrl: `${SHOP}/thanks`,
+    });
+    const payer = await shop.fundedPayer('20');
+    const { page, context, requests } = await open(sessionId, { account: payer });
+    try {
+      const input = page.getByLabel('Amount to pay (USD)');
+      await input.fill('3');
+      await page.getByRole('button', { name: 'Update' }).click();
+      await page.getByText('The amount must be at least 5.00 USD.').waitFor();
+      assert.equal(await input.getAttribute('aria-invalid'), 'true');
+      assert.ok(await page.getByRole('button', { name: 'Pay with Test Wallet' }).isDisabled());
+      await screenshots(page, 'checkout', 'editable-below-floor');
+      await assertAccessible(page);
+      const server = await fetch(`${shop.baseUrl}/x402/session/${sessionId}?amount=3`);
+      assert.equal(server.status, 402);
+      assert.equal(((await server.json()) as { error: string }).error, 'amount_below_minimum');
+
+      await input.fill('12.34');
+      await page.getByRole('button', { name: 'Update' }).click();
+      await page.locator('#usdc-text', { hasText: '12.34' }).waitFor();
+      const before = await shop.sandbox.balanceOf(shop.merchantWallet as Address);
+      await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
+      await page.getByText('Paid. Thank you!').waitFor();
+      assert.equal((await shop.sandbox.balanceOf(shop.merchantWallet as Address)) - before, 12_340_000n);
+      assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('cancel lands on cancelUrl', async () => {
+    const sessionId = await fixedSession();
+    const { page, context } = await open(sessionId, { account: newAccount() });
+    try {
+      await page.getByRole('link', { name: 'Cancel and return to the merchant' }).click();
+      await page.waitForURL(`${SHOP}/cart`);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a wallet with too little USDC is told so and no payment is attempted', async () => {
+    const sessionId = await fixedSession();
+    const payer = await shop.fundedPayer('1');
+    const { page, context, requests, calls } = await open(sessionId, { account: payer });
+    try {
+      await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
+      await page.locator('#outcome').getByText('Your wallet holds 1.00 USDC on Base, and this payment needs 4.50 USDC.').waitFor();
+      assert.ok(!calls.some((c) => c.method === 'eth_signTypedData_v4'));
+      assert.ok(!requests.some((url) => url.includes('/x402/') && url.includes('X-PAYMENT')));
+      await screenshots(page, 'checkout', 'insufficient-balance');
+      await assertAccessible(page);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a rejected signature leaves the page ready to retry; a wallet on another chain is asked to switch', async () => {
+    const sessionId = await fixedSession();
+    const payer = await shop.fundedPayer('10');
+    const { page, context, calls } = await open(sessionId, { account: payer, chainId: '0x1', rejectSignature: true });
+    try {
+      await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
+      await page.getByText('You declined in your wallet. Nothing was charged; you can try again.').waitFor();
+      assert.deepEqual(
+        calls.filter((c) => c.method === 'wallet_switchEthereumChain').map((c) => c.params),
+        [[{ chainId: '0x2105' }]],
+      );
+      assert.ok(await page.getByRole('button', { name: 'Pay with Test Wallet' }).isEnabled());
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('the sandbox wallet pays with no injected provider', async () => {
+    const sessionId = await fixedSession();
+    const { page, context, requests } = await open(sessionId, null);
+    try {
+      await page.getByRole('button', { name: /Pay with Sandbox wallet/ }).click();
+      await page.getByText('Paid. Thank you!').waitFor({ timeout: 30_000 });
+      assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('unknown, expired and no-wallet sessions each show their page with its status', async () => {
+    const unknown = await open('ps_nope', null);
+    assert.equal(unknown.status, 404);
+    await unknown.page.getByRole('heading', { name: 'Payment not found' }).waitFor();
+    await screenshots(unknown.page, 'checkout', 'unknown');
+    await assertAccessible(unknown.page);
+    await unknown.context.close();
+
+    const noWalletMerchant = await shop.service.merchant({ name: 'Walletless Books' });
+    const noWalletSession = await createSession(shop.baseUrl, noWalletMerchant.apiKey, { amount: 9, currency: 'USD', cancelUrl: `${SHOP}/cart` });
+    const noWallet = await open(noWalletSession, null);
+    assert.equal(noWallet.status, 422);
+    await noWallet.page.getByRole('heading', { name: "This shop can't take this payment yet" }).waitFor();
+    await screenshots(noWallet.page, 'checkout', 'no-wallet');
+    await assertAccessible(noWallet.page);
+    await noWallet.context.close();
+
+    const merchant = await later.merchant({ walletAddress: newAccount().address });
+    offset = 0;
+    const expiring = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', concept: 'Old order' });
+    offset = 2 * 86_400_000;
+    const expired = await open(expiring, null, laterUrl);
+    assert.equal(expired.status, 410);
+    await expired.page.getByRole('heading', { name: 'This payment has expired' }).waitFor();
+    await screenshots(expired.page, 'checkout', 'expired');
+    await assertAccessible(expired.page);
+    await expired.context.close();
+  });
+});
