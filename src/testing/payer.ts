@@ -8,7 +8,6 @@ import { TRANSFER_WITH_AUTHORIZATION } from '../common/network.ts';
 /** An EIP-3009 TransferWithAuthorization, as the buyer signs it. */
 export type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
 
-
 export const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
 export const randomNonce = (): Hex => `0x${randomBytes(32).toString('hex')}`;
 

@@ -2,6 +2,8 @@
 // EIP-6963 pays, the page lands on successUrl; the states, axe-core, screenshots, and no request to
 // another origin.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Address } from 'viem';
@@ -29,22 +31,39 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
   let later: TestService;
   let laterUrl: string;
   let offset = 0;
+  // Exchange rates for the live service: EUR, observed 57 s ago (of 60 allowed), until turned off.
+  let ratesUp = true;
+  const rates = createServer((_request, response) => {
+    if (!ratesUp) return void response.writeHead(500).end();
+    response
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ base: 'USD', timestamp: Math.floor(Date.now() / 1000) - 57, rates: { EUR: 0.92 } }));
+  });
 
   before(async () => {
     [shop, browser, hook] = await Promise.all([
       startPayingShop('sqlite', { TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' }, { name: 'Corner Coffee', workers: true }),
       launchChromium(),
       startReceiver(),
+      new Promise<void>((resolve) => rates.listen(0, '127.0.0.1', resolve)),
     ]);
+    const ratesUrl = `http://127.0.0.1:${(rates.address() as AddressInfo).port}/rates.json`;
     await setWebhook(shop.service.context.db, shop.service.config.secretKey, shop.merchantId, { url: hook.url }, 'sandbox');
-    // A second service on the same chain whose clock can jump ahead, for expired sessions.
-    later = await startTestService('sqlite', sandboxSettings(shop.sandbox), { now: () => Date.now() + offset });
+    // A second service, in live mode on the same chain, whose clock can jump ahead (expired
+    // sessions) and whose exchange rates do not answer (USD needs none; EUR's goes stale).
+    const { TILL_FACILITATOR_URL, TILL_BASE_RPC_URL, TILL_USDC_ADDRESS } = sandboxSettings(shop.sandbox);
+    later = await startTestService(
+      'sqlite',
+      { TILL_FACILITATOR_URL, TILL_BASE_RPC_URL, TILL_USDC_ADDRESS, TILL_RATES_URL: ratesUrl, TILL_RATES_MAX_AGE_SECONDS: '60' } as Record<string, string>,
+      { now: () => Date.now() + offset },
+    );
     laterUrl = await later.app.listen({ port: 0, host: '127.0.0.1' });
   });
   after(async () => {
     await browser?.close();
     await hook?.close();
     await later?.stop();
+    rates.close();
     await shop?.stop();
   });
 
@@ -110,7 +129,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       await screenshots(page, 'checkout', 'payable');
       await assertAccessible(page);
       await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
-      await page.getByText('Paid. Thank you!').waitFor();
+      await page.locator('#outcome').getByText('Paid. Thank you!').waitFor();
       await assertAccessible(page);
       await screenshots(page, 'checkout', 'paid-in-page');
       const receiptHref = await page.getByRole('link', { name: 'View the receipt' }).getAttribute('href');
@@ -171,7 +190,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       await page.locator('#usdc-text', { hasText: '12.34' }).waitFor();
       const before = await shop.sandbox.balanceOf(shop.merchantWallet as Address);
       await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
-      await page.getByText('Paid. Thank you!').waitFor();
+      await page.locator('#outcome').getByText('Paid. Thank you!').waitFor();
       assert.equal((await shop.sandbox.balanceOf(shop.merchantWallet as Address)) - before, 12_340_000n);
       assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
     } finally {
@@ -228,10 +247,40 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     const { page, context, requests } = await open(sessionId, null);
     try {
       await page.getByRole('button', { name: /Pay with Sandbox wallet/ }).click();
-      await page.getByText('Paid. Thank you!').waitFor({ timeout: 30_000 });
+      await page.locator('#outcome').getByText('Paid. Thank you!').waitFor({ timeout: 30_000 });
       assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
     } finally {
       await context.close();
+    }
+  });
+
+  test('in live mode the page has no sandbox banner and no sandbox wallet; no exchange rate is a 503 page', async () => {
+    const merchant = await later.merchant({ walletAddress: newAccount().address });
+    const usd = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', concept: 'Live order' });
+    const live = await open(usd, null, laterUrl);
+    try {
+      assert.equal(live.status, 200);
+      await live.page.getByRole('heading', { name: 'Pay 9.00 USD' }).waitFor();
+      assert.equal(await live.page.getByText('Sandbox').count(), 0);
+      assert.equal(await live.page.locator('script[src*="sandbox"]').count(), 0);
+      assert.equal((await fetch(`${laterUrl}/assets/checkout-sandbox-wallet.js`)).status, 404);
+      await live.page.getByText('No browser wallet was found.').waitFor();
+      await screenshots(live.page, 'checkout', 'live-no-wallet-extension');
+      await assertAccessible(live.page);
+    } finally {
+      await live.context.close();
+    }
+    const eur = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'EUR' });
+    ratesUp = false;
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    const noRate = await open(eur, null, laterUrl);
+    try {
+      assert.equal(noRate.status, 503);
+      await noRate.page.getByRole('heading', { name: "We can't price this payment right now" }).waitFor();
+      await screenshots(noRate.page, 'checkout', 'rate-unavailable');
+      await assertAccessible(noRate.page);
+    } finally {
+      await noRate.context.close();
     }
   });
 

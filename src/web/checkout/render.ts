@@ -43,7 +43,12 @@ function shell(title: string, view: View, main: string, scripts = ''): string {
 }
 
 function heading(session: SessionToQuote): string {
-  const reference = [session.concept, session.order_id ? `Order ${session.order_id}` : ''].filter(Boolean).map(escapeHtml).join(' · ');
+  const reference = [
+    session.concept ? escapeHtml(session.concept) : '',
+    session.order_id ? `<span class="nowrap">Order ${escapeHtml(session.order_id)}</span>` : '',
+  ]
+    .filter(Boolean)
+    .join(' · ');
   return `<p class="merchant">${escapeHtml(session.merchant_name)}</p>${reference ? `<p class="concept">${reference}</p>` : ''}`;
 }
 

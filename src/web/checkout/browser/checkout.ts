@@ -41,8 +41,10 @@ function start(root: HTMLElement): void {
   let finished = false;
   let expired = false;
 
-  const say = (text: string) => {
+  /** Progress, read out by screen readers; shown unless an outcome box says the same. */
+  const say = (text: string, shown = true) => {
     status.textContent = text;
+    status.classList.toggle('visually-hidden', !shown);
   };
   const payUrl = () => (chosenAmount === undefined ? data.payUrl! : `${data.payUrl}?amount=${encodeURIComponent(chosenAmount)}`);
   const usdcString = (units: bigint) => {
@@ -322,7 +324,7 @@ function start(root: HTMLElement): void {
     amountForm?.querySelectorAll('input,button').forEach((el) => {
       (el as HTMLInputElement).disabled = true;
     });
-    say('Payment received.');
+    say('Paid. Thank you! Your receipt is ready.', false);
     outcome.className = 'outcome success';
     const receipt = `/checkout/v2/orders/receipt/${encodeURIComponent(paid.paymentId)}`;
     const text = document.createElement('p');
@@ -367,6 +369,6 @@ function start(root: HTMLElement): void {
     if (failUrl) actions.append(link(failUrl.toString(), 'Return to the merchant'));
     outcome.replaceChildren(text, actions);
     outcome.hidden = false;
-    say(sentence);
+    say(sentence, false);
   }
 }
