@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Address } from 'viem';
 import { browserSkip, injectTestWallet, launchChromium, screenshots, seriousViolations, type WalletCall } from '../../testing/browser.ts';
@@ -198,6 +199,23 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
   });
 
+  test('the page, its stylesheet and main script weigh at most 60 KB gzipped, and the first render needs no script', async () => {
+    const sessionId = await fixedSession();
+    let gzipped = 0;
+    for (const path of [`/checkout/pay?uid=${sessionId}`, '/assets/checkout.css', '/assets/checkout.js'])
+      gzipped += gzipSync(await (await fetch(`${shop.baseUrl}${path}`)).text()).length;
+    assert.ok(gzipped <= 60 * 1024, `${gzipped} bytes gzipped`);
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${shop.baseUrl}/checkout/pay?uid=${sessionId}`);
+      await page.getByRole('heading', { name: 'Pay 4.50 USD' }).waitFor();
+      assert.equal(await page.locator('#usdc-text').textContent(), '4.50');
+    } finally {
+      await context.close();
+    }
+  });
+
   test('cancel lands on cancelUrl', async () => {
     const sessionId = await fixedSession();
     const { page, context } = await open(sessionId, { account: newAccount() });
@@ -242,11 +260,12 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
   });
 
-  test('the sandbox wallet pays with no injected provider', async () => {
+  test('the sandbox wallet pays with no injected provider, by keyboard alone', async () => {
     const sessionId = await fixedSession();
     const { page, context, requests } = await open(sessionId, null);
     try {
-      await page.getByRole('button', { name: /Pay with Sandbox wallet/ }).click();
+      await page.getByRole('button', { name: /Pay with Sandbox wallet/ }).focus();
+      await page.keyboard.press('Enter');
       await page.locator('#outcome').getByText('Paid. Thank you!').waitFor({ timeout: 30_000 });
       assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
     } finally {
