@@ -29,6 +29,10 @@ export type TestWalletOptions = {
   rpcUrl: string;
   /** Answer eth_signTypedData_v4 with error 4001 (the user rejected). */
   rejectSignature?: boolean;
+  /** Sign with this account instead (a signature that does not match `from`). */
+  signWith?: LocalAccount;
+  /** The wallet does not know Base: wallet_switchEthereumChain answers 4902 until it is added. */
+  lacksBase?: boolean;
 };
 
 /**
@@ -39,6 +43,7 @@ export type TestWalletOptions = {
 export async function injectTestWallet(page: Page, options: TestWalletOptions): Promise<WalletCall[]> {
   const calls: WalletCall[] = [];
   let chainId = options.chainId ?? '0x2105';
+  let knowsBase = !options.lacksBase;
   await page.exposeFunction('tillTestWallet', async (method: string, paramsJson: string) => {
     const params = paramsJson ? JSON.parse(paramsJson) : undefined;
     calls.push({ method, params });
@@ -49,6 +54,11 @@ export async function injectTestWallet(page: Page, options: TestWalletOptions): 
       case 'eth_chainId':
         return { result: chainId };
       case 'wallet_switchEthereumChain':
+        if (!knowsBase) return { error: { code: 4902, message: 'Unrecognized chain ID.' } };
+        chainId = (params as [{ chainId: string }])[0].chainId;
+        return { result: null };
+      case 'wallet_addEthereumChain':
+        knowsBase = true;
         chainId = (params as [{ chainId: string }])[0].chainId;
         return { result: null };
       case 'eth_signTypedData_v4': {
@@ -57,7 +67,7 @@ export async function injectTestWallet(page: Page, options: TestWalletOptions): 
         const { EIP712Domain: _domain, ...types } = typed.types;
         const message = { ...typed.message };
         for (const field of types[typed.primaryType]) if (field.type.startsWith('uint')) message[field.name] = BigInt(message[field.name]);
-        const signature = await options.account.signTypedData!({ domain: typed.domain, types, primaryType: typed.primaryType, message });
+        const signature = await (options.signWith ?? options.account).signTypedData!({ domain: typed.domain, types, primaryType: typed.primaryType, message });
         return { result: signature };
       }
       default: {

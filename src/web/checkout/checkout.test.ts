@@ -8,7 +8,15 @@ import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Address } from 'viem';
-import { browserSkip, injectTestWallet, launchChromium, screenshots, seriousViolations, type WalletCall } from '../../testing/browser.ts';
+import {
+  browserSkip,
+  injectTestWallet,
+  launchChromium,
+  screenshots,
+  seriousViolations,
+  type TestWalletOptions,
+  type WalletCall,
+} from '../../testing/browser.ts';
 import { sandboxSettings } from '../../testing/environment.ts';
 import { type PayingShop, startPayingShop, startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
@@ -71,11 +79,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
   type Opened = { page: Page; context: BrowserContext; requests: string[]; calls: WalletCall[] };
 
   /** A fresh browser context on the page of `sessionId`, with a test wallet unless `account` is null. */
-  async function open(
-    sessionId: string,
-    wallet: { account: ReturnType<typeof newAccount>; chainId?: string; rejectSignature?: boolean } | null,
-    base = shop.baseUrl,
-  ): Promise<Opened & { status: number }> {
+  async function open(sessionId: string, wallet: Omit<TestWalletOptions, 'rpcUrl'> | null, base = shop.baseUrl): Promise<Opened & { status: number }> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const requests: string[] = [];
@@ -216,6 +220,14 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
   });
 
+  /** A fixed session's page, opened with a test wallet holding `usdc`, its Pay button clicked. */
+  async function clickPay(usdc: string, wallet: Omit<TestWalletOptions, 'rpcUrl' | 'account'> = {}) {
+    const sessionId = await fixedSession();
+    const opened = await open(sessionId, { account: await shop.fundedPayer(usdc), ...wallet });
+    await opened.page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
+    return opened;
+  }
+
   test('cancel lands on cancelUrl', async () => {
     const sessionId = await fixedSession();
     const { page, context } = await open(sessionId, { account: newAccount() });
@@ -228,11 +240,8 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
   });
 
   test('a wallet with too little USDC is told so and no payment is attempted', async () => {
-    const sessionId = await fixedSession();
-    const payer = await shop.fundedPayer('1');
-    const { page, context, requests, calls } = await open(sessionId, { account: payer });
+    const { page, context, requests, calls } = await clickPay('1');
     try {
-      await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
       await page.locator('#outcome').getByText('Your wallet holds 1.00 USDC on Base, and this payment needs 4.50 USDC.').waitFor();
       assert.ok(!calls.some((c) => c.method === 'eth_signTypedData_v4'));
       assert.ok(!requests.some((url) => url.includes('/x402/') && url.includes('X-PAYMENT')));
@@ -244,17 +253,84 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
   });
 
   test('a rejected signature leaves the page ready to retry; a wallet on another chain is asked to switch', async () => {
-    const sessionId = await fixedSession();
-    const payer = await shop.fundedPayer('10');
-    const { page, context, calls } = await open(sessionId, { account: payer, chainId: '0x1', rejectSignature: true });
+    const { page, context, calls } = await clickPay('10', { chainId: '0x1', rejectSignature: true });
     try {
-      await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
       await page.getByText('You declined in your wallet. Nothing was charged; you can try again.').waitFor();
       assert.deepEqual(
         calls.filter((c) => c.method === 'wallet_switchEthereumChain').map((c) => c.params),
         [[{ chainId: '0x2105' }]],
       );
       assert.ok(await page.getByRole('button', { name: 'Pay with Test Wallet' }).isEnabled());
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a wallet that does not know Base is asked to add it', async () => {
+    const { page, context, calls } = await clickPay('10', { chainId: '0x1', lacksBase: true });
+    try {
+      await page.locator('#outcome').getByText('Paid. Thank you!').waitFor();
+      const added = calls.find((c) => c.method === 'wallet_addEthereumChain')?.params as [{ chainId: string; chainName: string; rpcUrls: string[] }];
+      assert.equal(added[0].chainId, '0x2105');
+      assert.equal(added[0].chainName, 'Base');
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a definitive failure offers Try again and the failUrl; the page does not leave on its own', async () => {
+    const { page, context } = await clickPay('10', { signWith: newAccount() });
+    try {
+      await page.locator('#outcome').getByText(X402_SENTENCES.invalid_signature).waitFor();
+      assert.equal(await page.getByRole('link', { name: 'Return to the merchant', exact: true }).getAttribute('href'), `${SHOP}/failed`);
+      assert.ok(await page.getByRole('link', { name: 'Cancel and return to the merchant' }).isHidden());
+      await screenshots(page, 'checkout', 'failed');
+      await assertAccessible(page);
+      await page.getByRole('button', { name: 'Try again' }).click();
+      assert.ok(await page.locator('#outcome').isHidden());
+      assert.ok(await page.getByRole('link', { name: 'Cancel and return to the merchant' }).isVisible());
+      assert.ok(page.url().startsWith(shop.baseUrl));
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('payment_in_progress is asked again quietly until the payment settles', async () => {
+    const sessionId = await fixedSession();
+    const payer = await shop.fundedPayer('10');
+    const { page, context } = await open(sessionId, { account: payer });
+    let held = 0;
+    // The first answer to the proof says another payment is being settled, as the endpoint does.
+    await page.route(`${shop.baseUrl}/x402/session/**`, async (route) => {
+      if (!route.request().headers()['x-payment'] || held++ > 0) return route.continue();
+      await route.fulfill({
+        status: 402,
+        headers: { 'retry-after': '1', 'content-type': 'application/json' },
+        body: JSON.stringify({ x402Version: 2, error: 'payment_in_progress', message: X402_ERRORS.payment_in_progress, accepts: [] }),
+      });
+    });
+    try {
+      await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
+      await page.locator('#outcome').getByText('Paid. Thank you!').waitFor();
+      assert.equal(held, 2);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a STATIC session is paid again and again', async () => {
+    const sessionId = await shop.createSession({ amount: 1.25, currency: 'USD', orderType: 'STATIC', concept: 'Tip jar' });
+    const payer = await shop.fundedPayer('10');
+    const before = await shop.sandbox.balanceOf(shop.merchantWallet as Address);
+    const { page, context } = await open(sessionId, { account: payer });
+    try {
+      for (let i = 0; i < 2; i++) {
+        if (i) await page.reload();
+        assert.equal(await page.locator('#countdown').count(), 0);
+        await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
+        await page.locator('#outcome').getByText('Paid. Thank you!').waitFor();
+      }
+      assert.equal((await shop.sandbox.balanceOf(shop.merchantWallet as Address)) - before, 2_500_000n);
     } finally {
       await context.close();
     }

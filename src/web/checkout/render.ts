@@ -143,7 +143,7 @@ export async function renderCheckout(state: CheckoutState, view: View, now: numb
       return finalPage(
         'Paid',
         view,
-        `${heading(session)}<h1>Paid</h1><p class="success">This payment is complete: ${escapeHtml(formatMoney(payment.amount_minor, payment.currency))} paid with ${escapeHtml(formatUsdc(payment.value))} USDC. There is nothing more to pay.</p><p><a href="${escapeHtml(receipt)}">View the receipt ${escapeHtml(orderId)}</a></p>${session.success_url ? returnLink(successTarget(session.success_url, session.id, orderId), 'Return to the merchant') : ''}`,
+        `${heading(session)}<h1>Paid</h1><div class="outcome success"><p>This payment is complete: ${escapeHtml(formatMoney(payment.amount_minor, payment.currency))} paid with ${escapeHtml(formatUsdc(payment.value))} USDC. There is nothing more to pay.</p><p><a href="${escapeHtml(receipt)}">View the receipt</a> <code>${escapeHtml(orderId)}</code></p></div>${session.success_url ? returnLink(successTarget(session.success_url, session.id, orderId), 'Return to the merchant') : ''}`,
       );
     }
     case 'no_wallet':

@@ -361,12 +361,15 @@ function start(root: HTMLElement): void {
     retry.textContent = 'Try again';
     retry.addEventListener('click', () => {
       outcome.hidden = true;
+      if (cancel) cancel.hidden = false;
       say('');
       walletList.querySelector('button')?.focus();
     });
     actions.append(retry);
     const failUrl = definitive ? storedUrl(data.failUrl) : undefined;
+    // After a definitive failure the way back is failUrl, in place of the cancel link.
     if (failUrl) actions.append(link(failUrl.toString(), 'Return to the merchant'));
+    if (cancel) cancel.hidden = Boolean(failUrl);
     outcome.replaceChildren(text, actions);
     outcome.hidden = false;
     say(sentence, false);
