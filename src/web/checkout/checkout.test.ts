@@ -59,11 +59,19 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     const ratesUrl = `http://127.0.0.1:${(rates.address() as AddressInfo).port}/rates.json`;
     await setWebhook(shop.service.context.db, shop.service.config.secretKey, shop.merchantId, { url: hook.url }, 'sandbox');
     // A second service, in live mode on the same chain, whose clock can jump ahead (expired
-    // sessions) and whose exchange rates do not answer (USD needs none; EUR's goes stale).
+    // sessions), whose exchange rates go stale (USD needs none; EUR's does) and which makes one
+    // new quote per session and minute.
     const { TILL_FACILITATOR_URL, TILL_BASE_RPC_URL, TILL_USDC_ADDRESS } = sandboxSettings(shop.sandbox);
     later = await startTestService(
       'sqlite',
-      { TILL_FACILITATOR_URL, TILL_BASE_RPC_URL, TILL_USDC_ADDRESS, TILL_RATES_URL: ratesUrl, TILL_RATES_MAX_AGE_SECONDS: '60' } as Record<string, string>,
+      {
+        TILL_FACILITATOR_URL,
+        TILL_BASE_RPC_URL,
+        TILL_USDC_ADDRESS,
+        TILL_RATES_URL: ratesUrl,
+        TILL_RATES_MAX_AGE_SECONDS: '60',
+        TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '1',
+      } as Record<string, string>,
       { now: () => Date.now() + offset },
     );
     laterUrl = await later.app.listen({ port: 0, host: '127.0.0.1' });
@@ -147,6 +155,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       assert.equal((await shop.sandbox.balanceOf(shop.merchantWallet as Address)) - before, offer.value);
       assert.ok(calls.some((c) => c.method === 'eth_signTypedData_v4'));
       assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
+      assert.deepEqual(await context.cookies(), []);
       await waitFor(
         () => hook.received.some((r) => JSON.parse(r.body).event === 'payment.succeeded' && r.body.includes(sessionId)),
         'the payment.succeeded webhook',
@@ -185,6 +194,9 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       assert.equal(await input.getAttribute('aria-invalid'), 'true');
       assert.ok(await page.getByRole('button', { name: 'Pay with Test Wallet' }).isDisabled());
       await screenshots(page, 'checkout', 'editable-below-floor');
+      // Nothing is wider than the narrowest phone.
+      await page.setViewportSize({ width: 320, height: 640 });
+      assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 320);
       await assertAccessible(page);
       const server = await fetch(`${shop.baseUrl}/x402/session/${sessionId}?amount=3`);
       assert.equal(server.status, 402);
@@ -349,7 +361,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
   });
 
-  test('in live mode the page has no sandbox banner and no sandbox wallet; no exchange rate is a 503 page', async () => {
+  test('in live mode the page has no sandbox banner and no sandbox wallet; no exchange rate is a 503 page, too many quotes a 429', async () => {
     const merchant = await later.merchant({ walletAddress: newAccount().address });
     const usd = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', concept: 'Live order' });
     const live = await open(usd, null, laterUrl);
@@ -364,6 +376,17 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       await assertAccessible(live.page);
     } finally {
       await live.context.close();
+    }
+    // A second new quote within the minute is refused: the page says to come back.
+    const editable = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', editable: true });
+    assert.equal((await fetch(`${laterUrl}/x402/session/${editable}?amount=7`)).status, 402);
+    const busy = await open(editable, null, laterUrl);
+    try {
+      assert.equal(busy.status, 429);
+      await busy.page.getByRole('heading', { name: 'Too many requests for this payment' }).waitFor();
+      await assertAccessible(busy.page);
+    } finally {
+      await busy.context.close();
     }
     const eur = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'EUR' });
     ratesUp = false;

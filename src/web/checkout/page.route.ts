@@ -23,6 +23,7 @@ const doc: RouteDoc = {
     404: { description: 'Unknown session' },
     410: { description: 'Expired session' },
     422: { description: "No payout wallet configured (the merchant's to fix)" },
+    429: { description: 'Too many new quotes for this session in the last minute (Retry-After)' },
     503: { description: 'No fresh exchange rate (Retry-After), or no payment network configured' },
   },
 };
@@ -49,7 +50,7 @@ export function registerCheckoutPage(services: X402Services | undefined) {
       const parsed = Query.safeParse(request.query);
       const state = parsed.success ? await checkoutState(context, services, parsed.data.uid) : ({ kind: 'unknown', status: 404 } as const);
       const html = await renderCheckout(state, { baseUrl: config.baseUrl, sandbox }, context.now());
-      if (state.kind === 'rate_unavailable') reply.header('retry-after', '30');
+      if (state.kind === 'rate_unavailable' || state.kind === 'busy') reply.header('retry-after', state.kind === 'busy' ? '60' : '30');
       return reply.code(state.status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(html);
     });
   };

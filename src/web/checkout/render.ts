@@ -77,7 +77,7 @@ function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: V
       : '';
   const minText = session.min_amount_minor === null ? '' : formatMinor(session.min_amount_minor, exponent);
   const amountForm = editable
-    ? `<form id="amount-form" class="amount-form" novalidate><label for="amount">Amount to pay (${escapeHtml(session.currency)})</label><div class="amount-row"><input id="amount" name="amount" type="text" inputmode="decimal" autocomplete="off" required value="${formatMinor(quote.amount_minor, exponent)}" aria-describedby="amount-help"${minText ? ` data-min="${minText}"` : ''}><button type="submit" class="secondary">Update</button></div><p id="amount-help" class="help">${minText ? `At least ${escapeHtml(formatMoney(session.min_amount_minor!, session.currency))}.` : 'Choose the amount you want to pay.'}</p></form>`
+    ? `<form id="amount-form" class="amount-form" novalidate><input type="hidden" name="uid" value="${escapeHtml(session.id)}"><label for="amount">Amount to pay (${escapeHtml(session.currency)})</label><div class="amount-row"><input id="amount" name="amount" type="text" inputmode="decimal" autocomplete="off" required value="${formatMinor(quote.amount_minor, exponent)}" aria-describedby="amount-help"${minText ? ` data-min="${minText}"` : ''}><button type="submit" class="secondary">Update</button></div><p id="amount-help" class="help">${minText ? `At least ${escapeHtml(formatMoney(session.min_amount_minor!, session.currency))}.` : 'Choose the amount you want to pay.'}</p></form>`
     : '';
   const data = {
     'session-id': session.id,
@@ -157,6 +157,12 @@ export async function renderCheckout(state: CheckoutState, view: View, now: numb
         'Try again shortly',
         view,
         `${heading(state.session)}<h1>We can't price this payment right now</h1><p>There is no up-to-date USDC exchange rate for ${escapeHtml(state.session.currency)} at the moment. Nothing was charged. Please try again in a minute.</p><p class="actions"><a class="button" href="${escapeHtml(redirectUrlFor('', state.session.id))}">Try again</a></p>`,
+      );
+    case 'busy':
+      return finalPage(
+        'Try again shortly',
+        view,
+        `${heading(state.session)}<h1>Too many requests for this payment</h1><p>This payment was asked for too often in the last minute. Nothing was charged. Please try again in a minute.</p><p class="actions"><a class="button" href="${escapeHtml(redirectUrlFor('', state.session.id))}">Try again</a></p>`,
       );
     case 'unavailable':
       return finalPage(

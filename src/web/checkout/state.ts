@@ -13,6 +13,7 @@ export type CheckoutState =
   | { kind: 'paid'; status: 200; session: SessionToQuote; payment: PaymentRow }
   | { kind: 'no_wallet'; status: 422; session: SessionToQuote }
   | { kind: 'rate_unavailable'; status: 503; session: SessionToQuote }
+  | { kind: 'busy'; status: 429; session: SessionToQuote }
   | { kind: 'unavailable'; status: 503; session: SessionToQuote }
   | { kind: 'payable'; status: 200; session: SessionToQuote; quote: Quote; payTo: string; asset: string };
 
@@ -40,8 +41,8 @@ export async function checkoutState(context: AppContext, services: X402Services 
     return { kind: 'payable', status: 200, session, quote, payTo, asset: services.usdcAddress };
   } catch (error) {
     if (error instanceof TillError && error.code === 'no_pay_to') return { kind: 'no_wallet', status: 422, session };
-    if (error instanceof TillError && (error.code === 'rate_unavailable' || error.code === 'rate_limited'))
-      return { kind: 'rate_unavailable', status: 503, session };
+    if (error instanceof TillError && error.code === 'rate_unavailable') return { kind: 'rate_unavailable', status: 503, session };
+    if (error instanceof TillError && error.code === 'rate_limited') return { kind: 'busy', status: 429, session };
     throw error;
   }
 }
