@@ -402,6 +402,15 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
   });
 
+  test('a malformed uid is an unknown session, never an error', async () => {
+    for (const query of ['', '?uid=', '?uid[]=x', '?uid=a&uid=b', `?uid=${'x'.repeat(300)}`, '?uid=%00%ff', '?uid=%F0%9F%92%B3', '?uid=<script>']) {
+      const response = await fetch(`${shop.baseUrl}/checkout/pay${query}`);
+      assert.equal(response.status, 404, query);
+      assert.match(response.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+      assert.doesNotMatch(await response.text(), /<script>/);
+    }
+  });
+
   test('unknown, expired and no-wallet sessions each show their page with its status', async () => {
     const unknown = await open('ps_nope', null);
     assert.equal(unknown.status, 404);

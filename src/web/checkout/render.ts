@@ -23,7 +23,8 @@ export function shortAddress(address: string): string {
 }
 
 /** `https://shop.example/ok?paymentSessionId=…&publicOrderId=…`: the session's own success URL with the two parameters added. */
-export function successTarget(successUrl: string, sessionId: string, publicOrderId: string): string {
+export function successTarget(successUrl: string, sessionId: string, publicOrderId: string): string | null {
+  if (!URL.canParse(successUrl)) return null;
   const url = new URL(successUrl);
   url.searchParams.set('paymentSessionId', sessionId);
   url.searchParams.set('publicOrderId', publicOrderId);
