@@ -384,6 +384,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     try {
       assert.equal(busy.status, 429);
       await busy.page.getByRole('heading', { name: 'Too many requests for this payment' }).waitFor();
+      await screenshots(busy.page, 'checkout', 'too-many-quotes');
       await assertAccessible(busy.page);
     } finally {
       await busy.context.close();

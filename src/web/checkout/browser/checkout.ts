@@ -373,5 +373,6 @@ function start(root: HTMLElement): void {
     outcome.replaceChildren(text, actions);
     outcome.hidden = false;
     say(sentence, false);
+    outcome.focus();
   }
 }
