@@ -361,6 +361,19 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
   });
 
+  /** A session's page answers `status` with `heading`, passes axe-core, and is photographed as `name`. */
+  async function assertStatePage(sessionId: string, base: string, status: number, heading: string, name: string) {
+    const { page, context, status: answered } = await open(sessionId, null, base);
+    try {
+      assert.equal(answered, status);
+      await page.getByRole('heading', { name: heading }).waitFor();
+      await screenshots(page, 'checkout', name);
+      await assertAccessible(page);
+    } finally {
+      await context.close();
+    }
+  }
+
   test('in live mode the page has no sandbox banner and no sandbox wallet; no exchange rate is a 503 page, too many quotes a 429', async () => {
     const merchant = await later.merchant({ walletAddress: newAccount().address });
     const usd = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', concept: 'Live order' });
@@ -380,27 +393,11 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     // A second new quote within the minute is refused: the page says to come back.
     const editable = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', editable: true });
     assert.equal((await fetch(`${laterUrl}/x402/session/${editable}?amount=7`)).status, 402);
-    const busy = await open(editable, null, laterUrl);
-    try {
-      assert.equal(busy.status, 429);
-      await busy.page.getByRole('heading', { name: 'Too many requests for this payment' }).waitFor();
-      await screenshots(busy.page, 'checkout', 'too-many-quotes');
-      await assertAccessible(busy.page);
-    } finally {
-      await busy.context.close();
-    }
+    await assertStatePage(editable, laterUrl, 429, 'Too many requests for this payment', 'too-many-quotes');
     const eur = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'EUR' });
     ratesUp = false;
     await new Promise((resolve) => setTimeout(resolve, 4_000));
-    const noRate = await open(eur, null, laterUrl);
-    try {
-      assert.equal(noRate.status, 503);
-      await noRate.page.getByRole('heading', { name: "We can't price this payment right now" }).waitFor();
-      await screenshots(noRate.page, 'checkout', 'rate-unavailable');
-      await assertAccessible(noRate.page);
-    } finally {
-      await noRate.context.close();
-    }
+    await assertStatePage(eur, laterUrl, 503, "We can't price this payment right now", 'rate-unavailable');
   });
 
   test('a malformed uid is an unknown session, never an error', async () => {
@@ -413,31 +410,16 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
   });
 
   test('unknown, expired and no-wallet sessions each show their page with its status', async () => {
-    const unknown = await open('ps_nope', null);
-    assert.equal(unknown.status, 404);
-    await unknown.page.getByRole('heading', { name: 'Payment not found' }).waitFor();
-    await screenshots(unknown.page, 'checkout', 'unknown');
-    await assertAccessible(unknown.page);
-    await unknown.context.close();
+    await assertStatePage('ps_nope', shop.baseUrl, 404, 'Payment not found', 'unknown');
 
     const noWalletMerchant = await shop.service.merchant({ name: 'Walletless Books' });
     const noWalletSession = await createSession(shop.baseUrl, noWalletMerchant.apiKey, { amount: 9, currency: 'USD', cancelUrl: `${SHOP}/cart` });
-    const noWallet = await open(noWalletSession, null);
-    assert.equal(noWallet.status, 422);
-    await noWallet.page.getByRole('heading', { name: "This shop can't take this payment yet" }).waitFor();
-    await screenshots(noWallet.page, 'checkout', 'no-wallet');
-    await assertAccessible(noWallet.page);
-    await noWallet.context.close();
+    await assertStatePage(noWalletSession, shop.baseUrl, 422, "This shop can't take this payment yet", 'no-wallet');
 
     const merchant = await later.merchant({ walletAddress: newAccount().address });
     offset = 0;
     const expiring = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', concept: 'Old order' });
     offset = 2 * 86_400_000;
-    const expired = await open(expiring, null, laterUrl);
-    assert.equal(expired.status, 410);
-    await expired.page.getByRole('heading', { name: 'This payment has expired' }).waitFor();
-    await screenshots(expired.page, 'checkout', 'expired');
-    await assertAccessible(expired.page);
-    await expired.context.close();
+    await assertStatePage(expiring, laterUrl, 410, 'This payment has expired', 'expired');
   });
 });
