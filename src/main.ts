@@ -12,6 +12,8 @@ import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
 import { registerSessionRoutes } from './sessions/routes.ts';
+import { checkoutAssets } from './web/checkout/assets.ts';
+import { registerCheckoutPage } from './web/checkout/page.route.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { startWebhookWorker } from './webhooks/worker.ts';
 import { createChainReader } from './x402/chain.ts';
@@ -51,6 +53,8 @@ export type CreateServiceOptions = {
 
 /** Composition root: config → database → services → HTTP app (→ workers, per role). */
 export async function createService(config: Config, options: CreateServiceOptions = {}): Promise<Service> {
+  // The hosted page's scripts are bundled first, so a broken build stops the start.
+  await checkoutAssets();
   const database = openDatabase(config);
   await migrateToLatest(database.db);
   const context: AppContext = {
@@ -65,7 +69,14 @@ export async function createService(config: Config, options: CreateServiceOption
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
   const x402 = createX402Services(context);
-  const app = await buildApp(context, [registerSessionRoutes, registerX402Routes(x402), registerReceiptRoutes, registerWebhookRoutes, registerSandboxProxy]);
+  const app = await buildApp(context, [
+    registerSessionRoutes,
+    registerX402Routes(x402),
+    registerReceiptRoutes,
+    registerWebhookRoutes,
+    registerSandboxProxy,
+    registerCheckoutPage(x402),
+  ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];
   if (options.workers !== false && config.role !== 'api') {

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
+import { browserSkip, launchChromium } from '../src/testing/browser.ts';
 import { freePort } from '../src/testing/environment.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -53,6 +54,9 @@ function watch(child: ChildProcess) {
   };
 }
 
+/** The service `npm start` runs for the first test, for the second. */
+let serving: { port: number; apiKey: string } | undefined;
+
 const dataDir = mkdtempSync(join(tmpdir(), 'till-walkthrough-'));
 const children: ChildProcess[] = [];
 after(async () => {
@@ -83,6 +87,7 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   const started = watch(service);
   const [, apiKey] = await started.waitFor(/TEST API key[^:]*: (sk_test_\S+)/, 120_000);
   await started.waitFor(/Till is serving on/, 120_000);
+  serving = { port, apiKey: apiKey! };
 
   // The documented substitutions: the printed key, and free ports for the service and the receiver.
   const block = walkthroughBlock();
@@ -103,4 +108,26 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   assert.match(output, /"transactionHash":"0x[0-9a-f]{64}"/);
   await walked.waitFor(new RegExp(`received payment\\.succeeded for ${sessionId} \\(order order-1001, status SUCCESS\\), signature verified`), 30_000);
   assert.doesNotMatch(walked.output(), /refused a delivery/);
+});
+
+test("README walkthrough in a browser: a new session's redirectUrl is paid with the sandbox wallet", { skip: browserSkip }, async () => {
+  assert.ok(serving, 'the service of the first test is running');
+  const till = `http://localhost:${serving.port}`;
+  const response = await fetch(`${till}/api/checkout/v2/payment_session`, {
+    method: 'POST',
+    headers: { 'x-sc-apikey': serving.apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: 3, currency: 'USD', orderId: 'order-1002', successUrl: 'https://shop.example/thanks' }),
+  });
+  const { redirectUrl } = (await response.json()) as { redirectUrl: string };
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    await page.route('https://shop.example/**', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<title>Shop</title>' }));
+    await page.goto(redirectUrl);
+    await page.getByRole('button', { name: /Pay with Sandbox wallet/ }).click();
+    await page.waitForURL('https://shop.example/thanks?**', { timeout: 60_000 });
+    assert.match(page.url(), /paymentSessionId=ps_[\w-]+&publicOrderId=TX-[0-9A-F]{32}$/);
+  } finally {
+    await browser.close();
+  }
 });

@@ -7,3 +7,15 @@ export const NETWORK_V2 = 'eip155:8453';
 export const TOKEN_SYMBOL = 'USDC';
 /** EIP-712 domain of USDC on Base (and of the sandbox token, which copies it). */
 export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;
+
+/** EIP-712 types of the EIP-3009 TransferWithAuthorization a buyer signs to pay. */
+export const TRANSFER_WITH_AUTHORIZATION = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;

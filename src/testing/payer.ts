@@ -3,20 +3,10 @@ import { randomBytes } from 'node:crypto';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { Address, Hex, LocalAccount } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { TRANSFER_WITH_AUTHORIZATION } from '../common/network.ts';
 
 /** An EIP-3009 TransferWithAuthorization, as the buyer signs it. */
 export type Authorization = { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
-
-export const TRANSFER_WITH_AUTHORIZATION = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
 
 export const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
 export const randomNonce = (): Hex => `0x${randomBytes(32).toString('hex')}`;
