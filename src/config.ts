@@ -52,6 +52,10 @@ export type Config = {
   x402ProofsPerMinutePerSession: number;
   x402QuotesPerMinutePerSession: number;
   webhooks: WebhookSettings;
+  /** A signed-in merchant user's browser session ends after this long without a request… */
+  signInIdleSeconds: number;
+  /** …and this long after sign-in, whatever its activity. */
+  signInMaxSeconds: number;
 };
 
 export class ConfigError extends Error {
@@ -224,5 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '600')),
     x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '120')),
     webhooks: loadWebhookSettings(env, mode),
+    signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
+    signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
   };
 }

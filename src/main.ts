@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
+import { registerSignInRoutes } from './accounts/sign-in.route.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -65,7 +66,14 @@ export async function createService(config: Config, options: CreateServiceOption
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
   const x402 = createX402Services(context);
-  const app = await buildApp(context, [registerSessionRoutes, registerX402Routes(x402), registerReceiptRoutes, registerWebhookRoutes, registerSandboxProxy]);
+  const app = await buildApp(context, [
+    registerSessionRoutes,
+    registerX402Routes(x402),
+    registerReceiptRoutes,
+    registerWebhookRoutes,
+    registerSandboxProxy,
+    registerSignInRoutes,
+  ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];
   if (options.workers !== false && config.role !== 'api') {

@@ -99,6 +99,9 @@ const TABLE_OWNERS: Record<string, string> = {
   webhook_events: 'src/webhooks/outbox.ts',
   webhook_deliveries: 'src/webhooks/delivery-store.ts',
   webhook_attempts: 'src/webhooks/delivery-store.ts',
+  users: 'src/accounts/users.ts',
+  user_sessions: 'src/accounts/user-sessions.ts',
+  sign_in_throttle: 'src/accounts/throttle.ts',
 };
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };

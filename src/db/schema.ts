@@ -117,6 +117,9 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  users: UsersTable;
+  user_sessions: UserSessionsTable;
+  sign_in_throttle: SignInThrottleTable;
 }
 
 export type { Generated };
@@ -172,4 +175,32 @@ export interface WebhookAttemptsTable {
   error: string | null;
   latency_ms: number;
   response_excerpt: string | null;
+}
+
+/** A person who signs in for a merchant; `email` is lower-cased, `password_hash` an Argon2id PHC string. */
+export interface UsersTable {
+  id: string;
+  merchant_id: string;
+  email: string;
+  password_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A signed-in browser; `id_hash` is the SHA-256 of the cookie value. */
+export interface UserSessionsTable {
+  id_hash: string;
+  user_id: string;
+  created_at: number;
+  last_seen_at: number;
+  /** The absolute end of the session, whatever its activity. */
+  expires_at: number;
+}
+
+/** Sign-in failures of one subject (`email:…` or `ip:…`) in the current window. */
+export interface SignInThrottleTable {
+  subject: string;
+  failures: number;
+  last_failure_at: number;
+  next_attempt_at: number;
 }
