@@ -9,6 +9,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
+import { registerTokenRoute } from './oauth/token.route.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
@@ -73,6 +74,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerWebhookRoutes,
     registerSandboxProxy,
     registerSignInRoutes,
+    registerTokenRoute,
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];

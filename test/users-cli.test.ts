@@ -65,4 +65,20 @@ describe('till users', () => {
     assert.ok(password && password.length === 20);
     assert.ok(await verify(await passwordHash('gen@shop.example'), password));
   });
+
+  test('clients create prints the secret once as JSON; clients revoke and signing-keys rotate work', () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Server shop', '--json'], env).stdout);
+    const created = till(['clients', 'create', '--merchant', merchantId, '--json'], env);
+    assert.equal(created.status, 0, created.stderr);
+    const client = JSON.parse(created.stdout);
+    assert.match(client.client_id, /^cli_[\w-]{22}$/);
+    assert.match(client.client_secret, /^cs_[\w-]{43}$/);
+    assert.equal(client.merchant_id, merchantId);
+    assert.match(till(['clients', 'create', '--merchant', 'mer_nope'], env).stderr, /no merchant mer_nope/);
+    assert.equal(till(['clients', 'revoke', client.client_id], env).status, 0);
+    assert.match(till(['clients', 'revoke', client.client_id], env).stderr, /no active client/);
+    const first = JSON.parse(till(['signing-keys', 'rotate', '--json'], env).stdout).kid;
+    const second = JSON.parse(till(['signing-keys', 'rotate', '--json'], env).stdout).kid;
+    assert.ok(first && second && first !== second);
+  });
 });

@@ -1,4 +1,5 @@
 import { ConfigError } from '../config.ts';
+import { clientsCommand, signingKeysCommand } from './clients.ts';
 import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
 import { UsageError } from './output.ts';
 import { sandboxCommand } from './sandbox.ts';
@@ -20,6 +21,10 @@ Commands:
   till users create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json]
                                                a user who signs in for the merchant (password generated and shown once without --password-stdin)
   till users reset-password --email EMAIL [--password-stdin] [--json]
+  till clients create --merchant MERCHANT_ID [--json]
+                                               client credentials for a merchant's server (secret shown once)
+  till clients revoke CLIENT_ID [--json]
+  till signing-keys rotate [--json]            a new token-signing key; old ones stay published until their tokens expire
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
   till webhooks test --merchant MERCHANT_ID [--json]
@@ -36,6 +41,8 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   sandbox: sandboxCommand,
   webhooks: webhooksCommand,
   users: usersCommand,
+  clients: clientsCommand,
+  'signing-keys': signingKeysCommand,
 };
 
 /**

@@ -120,6 +120,8 @@ export interface Database {
   users: UsersTable;
   user_sessions: UserSessionsTable;
   sign_in_throttle: SignInThrottleTable;
+  oauth_clients: OAuthClientsTable;
+  signing_keys: SigningKeysTable;
 }
 
 export type { Generated };
@@ -203,4 +205,24 @@ export interface SignInThrottleTable {
   failures: number;
   last_failure_at: number;
   next_attempt_at: number;
+}
+
+/** A merchant server's client-credentials client; `secret_hash` is the SHA-256 of its secret. */
+export interface OAuthClientsTable {
+  id: string;
+  merchant_id: string;
+  secret_hash: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+/** A token-signing key: private JWK sealed under TILL_SECRET_KEY, public JWK as JSON. */
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  private_jwk_sealed: string;
+  public_jwk: string;
+  created_at: number;
+  /** Set when a newer key took over signing; still published until its tokens have expired. */
+  retired_at: number | null;
 }
