@@ -9,6 +9,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
+import { registerDiscoveryRoutes } from './oauth/discovery.route.ts';
 import { registerTokenRoute } from './oauth/token.route.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
@@ -75,6 +76,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerSandboxProxy,
     registerSignInRoutes,
     registerTokenRoute,
+    registerDiscoveryRoutes,
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];
