@@ -1,4 +1,4 @@
-import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import { createLocalJWKSet, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import { newId } from '../common/ids.ts';
 import { openSecret, sealSecret } from '../common/secrets.ts';
 import type { Db } from '../db/index.ts';
@@ -6,7 +6,13 @@ import type { Db } from '../db/index.ts';
 export const SIGNING_ALG = 'ES256';
 
 export type SigningKey = { kid: string; key: CryptoKey };
-type KeySet = { signing: SigningKey; published: (JWK & { kid: string })[]; loadedAt: number };
+type KeySet = {
+  signing: SigningKey;
+  published: (JWK & { kid: string })[];
+  /** The published keys as a verifier's key lookup, imported once per load. */
+  verifier: ReturnType<typeof createLocalJWKSet>;
+  loadedAt: number;
+};
 
 /** Each database's keys, read again at most this often (or at once when a token names an unknown key). */
 const RELOAD_MS = 60_000;
@@ -38,7 +44,8 @@ async function load(db: Db, secretKey: Buffer, now: number): Promise<KeySet> {
   // Two instances starting at once may both make a key: the newest signs, both are published.
   const current = rows.find((row) => row.retired_at === null)!;
   const key = (await importJWK(JSON.parse(openSecret(current.private_jwk_sealed, secretKey)), SIGNING_ALG)) as CryptoKey;
-  return { signing: { kid: current.kid, key }, published: rows.map((row) => JSON.parse(row.public_jwk)), loadedAt: now };
+  const published = rows.map((row) => JSON.parse(row.public_jwk));
+  return { signing: { kid: current.kid, key }, published, verifier: createLocalJWKSet({ keys: published }), loadedAt: now };
 }
 
 /** The signing key and published keys, made on first use. `refresh` reloads them now. */

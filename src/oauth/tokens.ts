@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createLocalJWKSet, errors, jwtVerify, SignJWT } from 'jose';
+import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import { SIGNING_ALG, signingKeys } from './signing-keys.ts';
@@ -33,6 +33,26 @@ export async function issueCheckoutToken(
   return { accessToken, expiresIn: CHECKOUT_TOKEN_SECONDS };
 }
 
+type Verified = { clientId: string; merchantId: string; expiresAt: number };
+
+/**
+ * Tokens already verified, per database, until they expire: a merchant's server sends the same
+ * token for a day, and an ES256 verification costs more than the rest of the check. Bounded; the
+ * oldest entry goes first.
+ */
+const verifiedTokens = new WeakMap<Db, Map<string, Verified>>();
+const VERIFIED_CACHE_SIZE = 10_000;
+
+function remember(db: Db, token: string, verified: Verified): void {
+  let cache = verifiedTokens.get(db);
+  if (!cache) {
+    cache = new Map();
+    verifiedTokens.set(db, cache);
+  }
+  if (cache.size >= VERIFIED_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  cache.set(token, verified);
+}
+
 /**
  * The client and merchant a token names, when it is ours (signature, issuer, type), for the payment
  * API (audience), and not expired; undefined otherwise. Whether the client is still active is the
@@ -45,6 +65,8 @@ export async function verifyCheckoutToken(
   now: number,
 ): Promise<{ clientId: string; merchantId: string } | undefined> {
   if (token.length > 4096) return undefined;
+  const known = verifiedTokens.get(db)?.get(token);
+  if (known && now < known.expiresAt) return { clientId: known.clientId, merchantId: known.merchantId };
   const options = {
     algorithms: [SIGNING_ALG],
     issuer: config.authUrl,
@@ -55,7 +77,7 @@ export async function verifyCheckoutToken(
   };
   const attempt = async (refresh: boolean) => {
     const keys = await signingKeys(db, config.secretKey, now, refresh);
-    return jwtVerify(token, createLocalJWKSet({ keys: keys.published }), options);
+    return jwtVerify(token, keys.verifier, options);
   };
   try {
     let verified: Awaited<ReturnType<typeof attempt>>;
@@ -66,8 +88,9 @@ export async function verifyCheckoutToken(
       if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
       verified = await attempt(true);
     }
-    const { client_id: clientId, merchant_id: merchantId, sub } = verified.payload;
-    if (typeof clientId !== 'string' || typeof merchantId !== 'string' || sub !== clientId) return undefined;
+    const { client_id: clientId, merchant_id: merchantId, sub, exp } = verified.payload;
+    if (typeof clientId !== 'string' || typeof merchantId !== 'string' || sub !== clientId || typeof exp !== 'number') return undefined;
+    remember(db, token, { clientId, merchantId, expiresAt: exp * 1000 });
     return { clientId, merchantId };
   } catch (error) {
     if (error instanceof errors.JOSEError) return undefined;
