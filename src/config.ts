@@ -56,6 +56,8 @@ export type Config = {
   signInIdleSeconds: number;
   /** …and this long after sign-in, whatever its activity. */
   signInMaxSeconds: number;
+  /** An upstream OpenID Connect provider merchants' users may sign in with; unset: email and password only. */
+  oidc: { issuer: string; clientId: string; clientSecret: string } | undefined;
 };
 
 export class ConfigError extends Error {
@@ -158,6 +160,20 @@ function parseHeaders(raw: string | undefined): Record<string, string> {
   return headers.data;
 }
 
+/** The upstream identity provider: its three settings together, or none of them. */
+function loadOidc(env: NodeJS.ProcessEnv): Config['oidc'] {
+  const issuer = read(env, 'TILL_OIDC_ISSUER', httpUrl, undefined);
+  const clientId = env.TILL_OIDC_CLIENT_ID || undefined;
+  const clientSecret = env.TILL_OIDC_CLIENT_SECRET || undefined;
+  if (!issuer && !clientId && !clientSecret) return undefined;
+  if (!issuer || !clientId || !clientSecret)
+    throw new ConfigError(
+      issuer ? (clientId ? 'TILL_OIDC_CLIENT_SECRET' : 'TILL_OIDC_CLIENT_ID') : 'TILL_OIDC_ISSUER',
+      'is required with the other TILL_OIDC_ settings',
+    );
+  return { issuer, clientId, clientSecret };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const listenPort = required(read(env, 'PORT', port, '8080'));
   const host = required(read(env, 'TILL_HOST', z.string().min(1), '127.0.0.1'));
@@ -230,5 +246,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: loadWebhookSettings(env, mode),
     signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
     signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
+    oidc: loadOidc(env),
   };
 }
