@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { registerSignInRoutes } from './accounts/sign-in.route.ts';
+import { purgeForgottenFailures } from './accounts/throttle.ts';
+import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -82,7 +84,9 @@ export async function createService(config: Config, options: CreateServiceOption
   const workers: Worker[] = [];
   if (options.workers !== false && config.role !== 'api') {
     workers.push(startWebhookWorker(context, { settings: config.webhooks }));
-    workers.push(startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs, purges: [purgeOldQuotes] }));
+    workers.push(
+      startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs, purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures] }),
+    );
     if (x402 && config.baseRpcUrl) {
       workers.push(
         startReconciler(context, {

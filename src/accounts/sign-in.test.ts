@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { WRONG_CREDENTIALS } from './sign-in.route.ts';
-import { EMAIL_POLICY, IP_POLICY } from './throttle.ts';
+import { EMAIL_POLICY, IP_POLICY, purgeForgottenFailures } from './throttle.ts';
+import { purgeEndedUserSessions } from './user-sessions.ts';
 import { createUser, setPassword } from './users.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -219,6 +220,25 @@ for (const { engine, skip } of engines) {
       clock += IP_POLICY.slowdownMaxMs;
       assert.equal((await attacker.signIn(email, PASSWORD)).statusCode, 429);
       assert.equal((await new Browser(service, '203.0.113.201').signIn(email, PASSWORD)).statusCode, 303);
+    });
+
+    test('the sweep removes ended sessions and forgotten failure counts, and keeps live ones', async () => {
+      const email = await newUser();
+      const ended = new Browser(service, '192.0.2.40');
+      await ended.signIn(email, PASSWORD);
+      await new Browser(service, '192.0.2.41').signIn(email, 'wrong password!');
+      clock += service.config.signInMaxSeconds * 1000 + EMAIL_POLICY.forgetAfterMs;
+      const live = new Browser(service, '192.0.2.42');
+      await live.signIn(email, PASSWORD);
+      await new Browser(service, '192.0.2.43').signIn('recent@shop.example', 'wrong password!');
+      const { db } = service.context;
+      assert.ok((await purgeEndedUserSessions(db, clock)) >= 1);
+      assert.ok((await purgeForgottenFailures(db, clock)) >= 2);
+      const subjects = (await db.selectFrom('sign_in_throttle').select('subject').execute()).map((row) => row.subject);
+      assert.ok(subjects.includes('email:recent@shop.example') && subjects.includes('ip:192.0.2.43'));
+      assert.ok(!subjects.includes('ip:192.0.2.41'));
+      assert.equal((await ended.request('GET', '/account')).statusCode, 303);
+      assert.equal((await live.request('GET', '/account')).statusCode, 200);
     });
 
     test('a password reset takes effect at once; bad input gets an answer, never a 500', async () => {

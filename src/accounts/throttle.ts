@@ -64,3 +64,14 @@ export async function recordFailure(db: Db, subjects: Subject[], now: number): P
 export async function clearFailures(db: Db, subject: Subject): Promise<void> {
   await db.deleteFrom('sign_in_throttle').where('subject', '=', subject.key).execute();
 }
+
+/** Counts that would be forgotten at the next failure anyway, removed by the periodic sweep. */
+export async function purgeForgottenFailures(db: Db, now: number): Promise<number> {
+  const forgetAfter = Math.max(EMAIL_POLICY.forgetAfterMs, IP_POLICY.forgetAfterMs);
+  const result = await db
+    .deleteFrom('sign_in_throttle')
+    .where('last_failure_at', '<', now - forgetAfter)
+    .where('next_attempt_at', '<=', now)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -52,3 +52,9 @@ export async function endAllUserSessions(db: Db, userId: string): Promise<void> 
 export function sessionCsrfToken(secretKey: Buffer, idHash: string): string {
   return createHmac('sha256', secretKey).update(`csrf:${idHash}`).digest('base64url');
 }
+
+/** Sessions past their absolute end, removed by the periodic sweep (idle ones are also removed when next read). */
+export async function purgeEndedUserSessions(db: Db, now: number): Promise<number> {
+  const result = await db.deleteFrom('user_sessions').where('expires_at', '<', now).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

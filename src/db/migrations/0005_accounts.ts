@@ -24,6 +24,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('expires_at', 'bigint', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('user_sessions_user').on('user_sessions').column('user_id').execute();
+  await db.schema.createIndex('user_sessions_expires').on('user_sessions').column('expires_at').execute();
 
   // One row per throttled subject: `email:…` (known or not) or `ip:…`.
   await db.schema
@@ -33,6 +34,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('last_failure_at', 'bigint', (c) => c.notNull())
     .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
     .execute();
+  await db.schema.createIndex('sign_in_throttle_last_failure').on('sign_in_throttle').column('last_failure_at').execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
