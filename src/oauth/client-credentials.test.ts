@@ -144,6 +144,7 @@ for (const { engine, skip } of engines) {
       assert.equal(answer.statusCode, 401);
       assert.equal(answer.json().error.code, 'unauthorized');
       assert.match(answer.json().error.message, /bearer token is not valid/);
+      assert.equal(answer.headers['www-authenticate'], 'Bearer error="invalid_token"');
       const good = await accessToken();
       const [head, body] = good.split('.');
       for (const bad of ['garbage', `${head}.${body}.AAAA`, `${good}x`, 'a'.repeat(10_000), ''])
