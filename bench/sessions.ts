@@ -3,17 +3,20 @@
 import { freePort } from '../src/testing/environment.ts';
 import { apiHeaders, SESSIONS_PATH, sessionRequest } from '../src/testing/shop.ts';
 import {
+  averageLoad,
   type BenchOptions,
   type BenchReport,
   childEnv,
-  createBenchDatabase,
   createBenchStorage,
   createMerchantWithCli,
   type Engine,
   fmt,
   type LoadResult,
-  mean,
+  loadRow,
+  postgresUnreachable,
+  ratioReport,
   runLoad,
+  type Skipped,
   startServer,
 } from './support.ts';
 
@@ -69,63 +72,36 @@ async function measure(engine: Engine, target: Target, options: BenchOptions, lo
   }
 }
 
-type EngineFigures = { engine: Engine; ceiling: LoadResult; till: LoadResult; ratio: number } | { engine: Engine; skipped: string };
-
-function average(results: LoadResult[]): LoadResult {
-  return {
-    requestsPerSecond: mean(results.map((r) => r.requestsPerSecond)),
-    latencyP50: mean(results.map((r) => r.latencyP50)),
-    latencyP99: mean(results.map((r) => r.latencyP99)),
-    total: results.reduce((sum, r) => sum + r.total, 0),
-    failures: results.reduce((sum, r) => sum + r.failures, 0),
-  };
-}
+type EngineFigures = { engine: Engine; ceiling: LoadResult; till: LoadResult; ratio: number } | Skipped;
 
 async function benchEngine(engine: Engine, options: BenchOptions, log: (line: string) => void): Promise<EngineFigures> {
-  if (engine === 'postgres') {
-    try {
-      await (await createBenchDatabase('postgres')).drop();
-    } catch (error) {
-      return { engine, skipped: `PostgreSQL unreachable (${(error as Error).message})` };
-    }
-  }
+  const unreachable = await postgresUnreachable(engine);
+  if (unreachable) return { engine, skipped: unreachable };
   const runs: Record<Target, LoadResult[]> = { ceiling: [], till: [] };
   // Alternating ceiling and Till spreads a noisy machine's drift over both.
   for (let round = 0; round < ROUNDS; round++) {
     for (const target of ['ceiling', 'till'] as const) runs[target].push(await measure(engine, target, options, log));
   }
-  const ceiling = average(runs.ceiling);
-  const till = average(runs.till);
+  const ceiling = averageLoad(runs.ceiling);
+  const till = averageLoad(runs.till);
   return { engine, ceiling, till, ratio: till.requestsPerSecond / ceiling.requestsPerSecond };
-}
-
-function row(engine: Engine, label: string, result: LoadResult, ratio: string): string {
-  const failures = result.failures ? ` (${result.failures} failed)` : '';
-  return `| ${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'} | ${label} | ${fmt(result.requestsPerSecond, 0)}${failures} | ${fmt(result.latencyP50, 1)} | ${fmt(result.latencyP99, 1)} | ${ratio} |`;
 }
 
 export async function run(options: BenchOptions, log: (line: string) => void = () => {}): Promise<BenchReport> {
   const figures: EngineFigures[] = [];
   for (const engine of ['sqlite', 'postgres'] as const) figures.push(await benchEngine(engine, options, log));
-
-  const lines = [
-    `Measured ${new Date().toISOString().slice(0, 10)}: ${options.connections} connections, ${options.durationSeconds} s per run after a ${WARMUP_SECONDS} s warm-up, ${ROUNDS} runs each alternating ceiling and Till; figures are the means.`,
-    '',
-    '| Engine | Server | req/s | p50 ms | p99 ms | Till / ceiling |',
-    '|---|---|---:|---:|---:|---:|',
-  ];
-  const summary: string[] = [];
-  for (const figure of figures) {
-    if ('skipped' in figure) {
-      lines.push(`| ${figure.engine} | skipped: ${figure.skipped} | | | | |`);
-      summary.push(`${figure.engine}: skipped — ${figure.skipped}`);
-      continue;
-    }
-    const verdict = figure.ratio >= TARGET_RATIO ? `meets the ${TARGET_RATIO} target` : `BELOW the ${TARGET_RATIO} target`;
-    lines.push(row(figure.engine, 'ceiling (node:http + INSERT)', figure.ceiling, ''), row(figure.engine, 'Till', figure.till, `**${fmt(figure.ratio, 2)}**`));
-    summary.push(
+  return ratioReport({
+    name: 'sessions',
+    intro: `Measured ${new Date().toISOString().slice(0, 10)}: ${options.connections} connections, ${options.durationSeconds} s per run after a ${WARMUP_SECONDS} s warm-up, ${ROUNDS} runs each alternating ceiling and Till; figures are the means.`,
+    labelColumn: 'Server',
+    ratioColumn: 'Till / ceiling',
+    target: TARGET_RATIO,
+    figures,
+    rows: (figure) => [
+      loadRow(figure.engine, 'ceiling (node:http + INSERT)', figure.ceiling, ''),
+      loadRow(figure.engine, 'Till', figure.till, `**${fmt(figure.ratio, 2)}**`),
+    ],
+    summary: (figure, verdict) =>
       `${figure.engine}: Till ${fmt(figure.till.requestsPerSecond, 0)} req/s, ceiling ${fmt(figure.ceiling.requestsPerSecond, 0)} req/s → ${fmt(figure.ratio, 2)} (${verdict})`,
-    );
-  }
-  return { name: 'sessions', summary: summary.join('\n'), markdown: lines.join('\n') };
+  });
 }

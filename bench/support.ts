@@ -129,3 +129,62 @@ export async function runLoad(request: LoadRequest, load: { connections: number;
     failures: unexpected + result.errors + result.timeouts,
   };
 }
+
+/** The mean of several runs of one load. */
+export function averageLoad(results: LoadResult[]): LoadResult {
+  return {
+    requestsPerSecond: mean(results.map((r) => r.requestsPerSecond)),
+    latencyP50: mean(results.map((r) => r.latencyP50)),
+    latencyP99: mean(results.map((r) => r.latencyP99)),
+    total: results.reduce((sum, r) => sum + r.total, 0),
+    failures: results.reduce((sum, r) => sum + r.failures, 0),
+  };
+}
+
+/** Why PostgreSQL cannot be benched here, or undefined when it can (always undefined for SQLite). */
+export async function postgresUnreachable(engine: Engine): Promise<string | undefined> {
+  if (engine !== 'postgres') return undefined;
+  try {
+    await (await createBenchDatabase('postgres')).drop();
+    return undefined;
+  } catch (error) {
+    return `PostgreSQL unreachable (${(error as Error).message})`;
+  }
+}
+
+/** One row of a figures table: engine, what was measured, req/s, p50, p99, and a ratio cell. */
+export function loadRow(engine: Engine, label: string, result: LoadResult, ratio: string): string {
+  const failures = result.failures ? ` (${result.failures} failed)` : '';
+  return `| ${engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'} | ${label} | ${fmt(result.requestsPerSecond, 0)}${failures} | ${fmt(result.latencyP50, 1)} | ${fmt(result.latencyP99, 1)} | ${ratio} |`;
+}
+
+export type Skipped = { engine: Engine; skipped: string };
+
+/**
+ * A report of per-engine figures judged by a ratio against a target: the intro line, a table with
+ * the given label and ratio columns, and a one-line summary per engine.
+ */
+export function ratioReport<F extends { engine: Engine; ratio: number }>(spec: {
+  name: string;
+  intro: string;
+  labelColumn: string;
+  ratioColumn: string;
+  target: number;
+  figures: (F | Skipped)[];
+  rows: (figure: F) => string[];
+  summary: (figure: F, verdict: string) => string;
+}): BenchReport {
+  const lines = [spec.intro, '', `| Engine | ${spec.labelColumn} | req/s | p50 ms | p99 ms | ${spec.ratioColumn} |`, '|---|---|---:|---:|---:|---:|'];
+  const summary: string[] = [];
+  for (const figure of spec.figures) {
+    if ('skipped' in figure) {
+      lines.push(`| ${figure.engine} | skipped: ${figure.skipped} | | | | |`);
+      summary.push(`${figure.engine}: skipped — ${figure.skipped}`);
+      continue;
+    }
+    const verdict = figure.ratio >= spec.target ? `meets the ${spec.target} target` : `BELOW the ${spec.target} target`;
+    lines.push(...spec.rows(figure));
+    summary.push(spec.summary(figure, verdict));
+  }
+  return { name: spec.name, summary: summary.join('\n'), markdown: lines.join('\n') };
+}

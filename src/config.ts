@@ -52,6 +52,12 @@ export type Config = {
   x402ProofsPerMinutePerSession: number;
   x402QuotesPerMinutePerSession: number;
   webhooks: WebhookSettings;
+  /** A signed-in merchant user's browser session ends after this long without a request… */
+  signInIdleSeconds: number;
+  /** …and this long after sign-in, whatever its activity. */
+  signInMaxSeconds: number;
+  /** An upstream OpenID Connect provider merchants' users may sign in with; unset: email and password only. */
+  oidc: { issuer: string; clientId: string; clientSecret: string } | undefined;
 };
 
 export class ConfigError extends Error {
@@ -154,6 +160,20 @@ function parseHeaders(raw: string | undefined): Record<string, string> {
   return headers.data;
 }
 
+/** The upstream identity provider: its three settings together, or none of them. */
+function loadOidc(env: NodeJS.ProcessEnv): Config['oidc'] {
+  const issuer = read(env, 'TILL_OIDC_ISSUER', httpUrl, undefined);
+  const clientId = env.TILL_OIDC_CLIENT_ID || undefined;
+  const clientSecret = env.TILL_OIDC_CLIENT_SECRET || undefined;
+  if (!issuer && !clientId && !clientSecret) return undefined;
+  if (!issuer || !clientId || !clientSecret)
+    throw new ConfigError(
+      issuer ? (clientId ? 'TILL_OIDC_CLIENT_SECRET' : 'TILL_OIDC_CLIENT_ID') : 'TILL_OIDC_ISSUER',
+      'is required with the other TILL_OIDC_ settings',
+    );
+  return { issuer, clientId, clientSecret };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const listenPort = required(read(env, 'PORT', port, '8080'));
   const host = required(read(env, 'TILL_HOST', z.string().min(1), '127.0.0.1'));
@@ -224,5 +244,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '600')),
     x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '120')),
     webhooks: loadWebhookSettings(env, mode),
+    signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
+    signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
+    oidc: loadOidc(env),
   };
 }

@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
+import { registerSignInRoutes } from './accounts/sign-in.route.ts';
+import { purgeForgottenFailures } from './accounts/throttle.ts';
+import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -8,6 +11,8 @@ import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
+import { registerDiscoveryRoutes } from './oauth/discovery.route.ts';
+import { registerTokenRoute } from './oauth/token.route.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
@@ -76,12 +81,17 @@ export async function createService(config: Config, options: CreateServiceOption
     registerWebhookRoutes,
     registerSandboxProxy,
     registerCheckoutPage(x402),
+    registerSignInRoutes,
+    registerTokenRoute,
+    registerDiscoveryRoutes,
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];
   if (options.workers !== false && config.role !== 'api') {
     workers.push(startWebhookWorker(context, { settings: config.webhooks }));
-    workers.push(startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs, purges: [purgeOldQuotes] }));
+    workers.push(
+      startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs, purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures] }),
+    );
     if (x402 && config.baseRpcUrl) {
       workers.push(
         startReconciler(context, {

@@ -99,6 +99,11 @@ const TABLE_OWNERS: Record<string, string> = {
   webhook_events: 'src/webhooks/outbox.ts',
   webhook_deliveries: 'src/webhooks/delivery-store.ts',
   webhook_attempts: 'src/webhooks/delivery-store.ts',
+  users: 'src/accounts/users.ts',
+  user_sessions: 'src/accounts/user-sessions.ts',
+  sign_in_throttle: 'src/accounts/throttle.ts',
+  oauth_clients: 'src/oauth/clients.ts',
+  signing_keys: 'src/oauth/signing-keys.ts',
 };
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };

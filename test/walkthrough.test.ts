@@ -86,8 +86,21 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   children.push(service);
   const started = watch(service);
   const [, apiKey] = await started.waitFor(/TEST API key[^:]*: (sk_test_\S+)/, 120_000);
+  const [, signInUrl, email, password] = await started.waitFor(/Sign in at (\S+) as (\S+) with password \(shown once\): (\S+)/, 120_000);
   await started.waitFor(/Till is serving on/, 120_000);
   serving = { port, apiKey: apiKey! };
+
+  // The demo merchant's user signs in with what was printed.
+  const form = await fetch(signInUrl!);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  const signedIn = await fetch(signInUrl!, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: String(form.headers.get('set-cookie')).split(';')[0]! },
+    body: new URLSearchParams({ csrf, email: email!, password: password! }),
+  });
+  assert.equal(signedIn.status, 303);
+  assert.equal(signedIn.headers.get('location'), '/account');
 
   // The documented substitutions: the printed key, and free ports for the service and the receiver.
   const block = walkthroughBlock();

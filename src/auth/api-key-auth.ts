@@ -1,16 +1,33 @@
 import type { FastifyRequest } from 'fastify';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
-import { type AuthenticatedKey, authenticateApiKey } from '../merchants/api-keys.ts';
+import { authenticateApiKey } from '../merchants/api-keys.ts';
+import { activeClient } from '../oauth/clients.ts';
+import { verifyCheckoutToken } from '../oauth/tokens.ts';
 
 export const API_KEY_HEADER = 'x-sc-apikey';
 
-/** The merchant behind the request's X-SC-ApiKey, or a 401 in the common error shape. */
-export async function requireMerchant(context: AppContext, request: FastifyRequest): Promise<AuthenticatedKey> {
+export type AuthenticatedMerchant = { merchantId: string; walletConfigured: boolean };
+
+/**
+ * The merchant behind the request: its X-SC-ApiKey, or a client-credentials bearer token for the
+ * payment API (audience `{base_url}/checkout`) whose client is still active. Anything else is a 401
+ * in the common error shape.
+ */
+export async function requireMerchant(context: AppContext, request: FastifyRequest): Promise<AuthenticatedMerchant> {
   const header = request.headers[API_KEY_HEADER];
   const presented = Array.isArray(header) ? undefined : header;
+  const authorization = request.headers.authorization;
+  if (!presented && authorization && /^bearer /i.test(authorization)) return requireBearer(context, authorization.slice(7).trim());
   if (!presented) throw new TillError('unauthorized', { presented: false });
   const key = await authenticateApiKey(context.db, presented.trim(), context.config.mode);
   if (!key) throw new TillError('unauthorized', { presented: true });
-  return key;
+  return { merchantId: key.merchantId, walletConfigured: key.walletConfigured };
+}
+
+async function requireBearer(context: AppContext, token: string): Promise<AuthenticatedMerchant> {
+  const claims = await verifyCheckoutToken(context.db, context.config, token, context.now());
+  const client = claims && (await activeClient(context.db, claims.clientId));
+  if (!client || client.merchantId !== claims.merchantId) throw new TillError('unauthorized', { presented: true, bearer: true });
+  return client;
 }

@@ -1,8 +1,10 @@
 import { ConfigError } from '../config.ts';
+import { clientsCommand, signingKeysCommand } from './clients.ts';
 import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
 import { UsageError } from './output.ts';
 import { sandboxCommand } from './sandbox.ts';
 import { serveCommand } from './serve.ts';
+import { usersCommand } from './users.ts';
 import { webhooksCommand } from './webhooks.ts';
 
 const USAGE = `till — self-hostable payment sessions
@@ -16,6 +18,13 @@ Commands:
   till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate] [--json]
   till keys create --merchant MERCHANT_ID [--json]
   till keys revoke KEY_ID [--json]
+  till users create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json]
+                                               a user who signs in for the merchant (password generated and shown once without --password-stdin)
+  till users reset-password --email EMAIL [--password-stdin] [--json]
+  till clients create --merchant MERCHANT_ID [--json]
+                                               client credentials for a merchant's server (secret shown once)
+  till clients revoke CLIENT_ID [--json]
+  till signing-keys rotate [--json]            a new token-signing key; old ones stay published until their tokens expire
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
   till webhooks test --merchant MERCHANT_ID [--json]
@@ -31,6 +40,9 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   keys: keysCommand,
   sandbox: sandboxCommand,
   webhooks: webhooksCommand,
+  users: usersCommand,
+  clients: clientsCommand,
+  'signing-keys': signingKeysCommand,
 };
 
 /**

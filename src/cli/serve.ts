@@ -1,10 +1,12 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createUser } from '../accounts/users.ts';
 import { type Config, loadConfig } from '../config.ts';
 import { createService } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { countMerchants, createMerchant } from '../merchants/merchants.ts';
 import { noneLeft } from './output.ts';
 import { ensureSandbox, type SandboxEndpoints } from './sandbox.ts';
+import { generatePassword } from './users.ts';
 
 /** With no real facilitator configured, payments go through the local sandbox, reached over HTTP only. */
 async function withSandbox(config: Config): Promise<{ config: Config; sandbox: SandboxEndpoints | undefined }> {
@@ -22,6 +24,9 @@ async function withSandbox(config: Config): Promise<{ config: Config; sandbox: S
   };
 }
 
+/** The sandbox demo merchant's user; `till users reset-password --email demo@till.localhost` if its password is lost. */
+export const DEMO_USER_EMAIL = 'demo@till.localhost';
+
 export async function serveCommand(args: string[]): Promise<void> {
   noneLeft(args);
   const { config, sandbox } = await withSandbox(loadConfig());
@@ -33,8 +38,10 @@ export async function serveCommand(args: string[]): Promise<void> {
     const wallet = privateKeyToAccount(generatePrivateKey()).address;
     const merchant = await createMerchant(db, { name: 'Demo store (sandbox)', walletAddress: wallet });
     const key = await createApiKey(db, merchant.id, 'test');
+    const password = generatePassword();
+    const user = await createUser(db, { merchantId: merchant.id, email: DEMO_USER_EMAIL, password });
     process.stdout.write(
-      `\n  Sandbox demo merchant ${merchant.id} created, paid out to ${wallet}.\n  TEST API key (sandbox only, fake money; shown once): ${key.apiKey}\n\n`,
+      `\n  Sandbox demo merchant ${merchant.id} created, paid out to ${wallet}.\n  TEST API key (sandbox only, fake money; shown once): ${key.apiKey}\n  Sign in at ${config.baseUrl}/sign-in as ${user.email} with password (shown once): ${password}\n\n`,
     );
   }
 

@@ -39,10 +39,15 @@ export const ERROR_CATALOGUE = {
     'The request is malformed at the HTTP level (e.g. a Content-Length that does not match the body)',
     (p: { problem: string }) => p.problem,
   ),
-  unauthorized: entry(401, 'The API key is missing, unknown, revoked or for the other mode', (p: { presented: boolean }) =>
-    p.presented
-      ? 'The API key is not valid: it is unknown, revoked, or not for this mode (sk_test_ keys work only in the sandbox, sk_live_ keys only with a real facilitator)'
-      : 'A valid API key is required in the X-SC-ApiKey header',
+  unauthorized: entry(
+    401,
+    'The API key is missing, unknown, revoked or for the other mode; or the bearer token is expired, revoked or not for the payment API',
+    (p: { presented: boolean; bearer?: boolean }) =>
+      p.bearer
+        ? 'The bearer token is not valid: it is expired, its client was revoked, or it is not for the payment API (audience {base_url}/checkout)'
+        : p.presented
+          ? 'The API key is not valid: it is unknown, revoked, or not for this mode (sk_test_ keys work only in the sandbox, sk_live_ keys only with a real facilitator)'
+          : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
   ),
   not_found: entry(404, 'The object does not exist, belongs to another merchant, or the route is unknown', (p: { what: string }) => `${p.what} was not found`),
   session_settled: entry(409, 'The session has been paid and can no longer change', () => 'This session has been paid and can no longer change'),

@@ -4,6 +4,8 @@ import * as foundation from './migrations/0001_foundation.ts';
 import * as payments from './migrations/0002_payments.ts';
 import * as webhooks from './migrations/0003_webhooks.ts';
 import * as quoteRetention from './migrations/0004_quote_retention.ts';
+import * as accounts from './migrations/0005_accounts.ts';
+import * as oauth from './migrations/0006_oauth.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -11,6 +13,8 @@ const migrations: Record<string, Migration> = {
   '0002_payments': payments,
   '0003_webhooks': webhooks,
   '0004_quote_retention': quoteRetention,
+  '0005_accounts': accounts,
+  '0006_oauth': oauth,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

@@ -117,6 +117,11 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  users: UsersTable;
+  user_sessions: UserSessionsTable;
+  sign_in_throttle: SignInThrottleTable;
+  oauth_clients: OAuthClientsTable;
+  signing_keys: SigningKeysTable;
 }
 
 export type { Generated };
@@ -172,4 +177,52 @@ export interface WebhookAttemptsTable {
   error: string | null;
   latency_ms: number;
   response_excerpt: string | null;
+}
+
+/** A person who signs in for a merchant; `email` is lower-cased, `password_hash` an Argon2id PHC string. */
+export interface UsersTable {
+  id: string;
+  merchant_id: string;
+  email: string;
+  password_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A signed-in browser; `id_hash` is the SHA-256 of the cookie value. */
+export interface UserSessionsTable {
+  id_hash: string;
+  user_id: string;
+  created_at: number;
+  last_seen_at: number;
+  /** The absolute end of the session, whatever its activity. */
+  expires_at: number;
+}
+
+/** Sign-in failures of one subject (`email:…` or `ip:…`) in the current window. */
+export interface SignInThrottleTable {
+  subject: string;
+  failures: number;
+  last_failure_at: number;
+  next_attempt_at: number;
+}
+
+/** A merchant server's client-credentials client; `secret_hash` is the SHA-256 of its secret. */
+export interface OAuthClientsTable {
+  id: string;
+  merchant_id: string;
+  secret_hash: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+/** A token-signing key: private JWK sealed under TILL_SECRET_KEY, public JWK as JSON. */
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  private_jwk_sealed: string;
+  public_jwk: string;
+  created_at: number;
+  /** Set when a newer key took over signing; still published until its tokens have expired. */
+  retired_at: number | null;
 }

@@ -52,7 +52,10 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', async (request, reply, payload) => {
+    // RFC 6750 §3: a refused bearer token is answered with a Bearer challenge.
+    if (reply.statusCode === 401 && /^bearer /i.test(request.headers.authorization ?? '') && !reply.hasHeader('www-authenticate'))
+      reply.header('www-authenticate', 'Bearer error="invalid_token"');
     const type = String(reply.getHeader('content-type') ?? '');
     if (type.startsWith('text/html')) {
       reply.header('content-security-policy', PAGE_CSP);

@@ -43,6 +43,7 @@ function renderLanding(view: { mode: string; version: string; baseUrl: string; s
 <li><a href="/docs">API reference</a> — every endpoint, its fields and its answers</li>
 <li><a href="/openapi.json">OpenAPI 3.1 document</a> — for client generators</li>
 <li><a href="/healthz">Health</a> and <a href="/readyz">readiness</a></li>
+<li><a href="/sign-in">Merchant sign-in</a></li>
 </ul>
 ${view.sandbox ? sandboxSection(view.sandbox, view.usdcAddress) : ''}`,
   );

@@ -1,0 +1,234 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { openSecret, sealSecret } from '../common/secrets.ts';
+import type { AppContext } from '../context.ts';
+import { clearCookie, cookieName, formFields, readCookies, registerFormParser, setCookie } from '../http/forms.ts';
+import { escapeHtml, page } from '../http/html.ts';
+import { addRoute } from '../http/routes.ts';
+import { beginUpstreamSignIn, finishUpstreamSignIn, type PendingSignIn, upstreamProvider } from './oidc.ts';
+import { clearFailures, emailSubject, ipSubject, recordFailure, waitBeforeAttempt } from './throttle.ts';
+import { endUserSession } from './user-sessions.ts';
+import { checkPassword, findUserByEmail, normalizeEmail } from './users.ts';
+import {
+  currentUser,
+  forgetSession,
+  formCsrfToken,
+  formCsrfValid,
+  safeReturnPath,
+  secureCookies,
+  sessionCookie,
+  sessionCsrfValid,
+  signIn,
+} from './web-session.ts';
+
+const TAG = 'Merchant sign-in';
+const HTML_RESPONSE = { description: 'An HTML page' };
+
+/** The one answer to every refused sign-in: the same for an unknown email and a wrong password. */
+export const WRONG_CREDENTIALS = 'The email or password is not right.';
+
+function signInPage(view: { csrf: string; returnTo: string; email?: string; problem?: string; upstream: boolean }): string {
+  return page(
+    'Sign in · Till',
+    `<main><h1>Sign in</h1>
+${view.problem ? `<p role="alert" class="problem">${escapeHtml(view.problem)}</p>` : ''}
+<form method="post" action="/sign-in">
+<input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}">
+<input type="hidden" name="return_to" value="${escapeHtml(view.returnTo)}">
+<p><label for="email">Email</label><br><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(view.email ?? '')}"></p>
+<p><label for="password">Password</label><br><input id="password" name="password" type="password" autocomplete="current-password" required></p>
+<p><button type="submit">Sign in</button></p>
+</form>
+${view.upstream ? `<p><a href="/sign-in/oidc?return_to=${encodeURIComponent(view.returnTo)}">Sign in with your identity provider</a></p>` : ''}</main>`,
+  );
+}
+
+const html = (reply: FastifyReply, status: number, body: string) =>
+  reply.code(status).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
+
+const oidcCookie = (context: AppContext) => cookieName('till_oidc', secureCookies(context));
+
+/** The sealed state of an upstream sign-in under way, if the cookie is ours and not expired. */
+function readPending(context: AppContext, sealed: string | undefined): PendingSignIn | undefined {
+  if (!sealed) return undefined;
+  try {
+    const pending = JSON.parse(openSecret(sealed, context.config.secretKey)) as PendingSignIn;
+    return pending.expiresAt > context.now() ? { ...pending, returnTo: safeReturnPath(pending.returnTo) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
+
+export function registerSignInRoutes(app: FastifyInstance, context: AppContext): void {
+  app.register(async (pages) => {
+    registerFormParser(pages);
+
+    addRoute(
+      pages,
+      { method: 'GET', url: '/sign-in', summary: 'The sign-in page of merchant users', tag: TAG, security: 'none', responses: { 200: HTML_RESPONSE } },
+      {},
+      async (request, reply) => {
+        const returnTo = safeReturnPath((request.query as Record<string, string | undefined>).return_to);
+        if (await currentUser(context, request)) return reply.redirect(returnTo, 303);
+        return html(reply, 200, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, upstream: !!context.config.oidc }));
+      },
+    );
+
+    addRoute(
+      pages,
+      {
+        method: 'POST',
+        url: '/sign-in',
+        summary: 'Signs a merchant user in (form post from the sign-in page)',
+        description:
+          'Takes `email`, `password`, `csrf` and `return_to` as a form. Repeated failures slow down, then lock, the email and the client IP for a while; an unknown email and a wrong password get the same answer.',
+        tag: TAG,
+        security: 'none',
+        responses: { 303: { description: 'Signed in: on to `return_to`' }, 401: HTML_RESPONSE, 403: HTML_RESPONSE, 429: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const fields = formFields(request);
+        const returnTo = safeReturnPath(fields.return_to);
+        const email = normalizeEmail(fields.email ?? '').slice(0, 254);
+        const again = (status: number, problem: string) =>
+          html(reply, status, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, email, problem, upstream: !!context.config.oidc }));
+        if (!formCsrfValid(context, request, fields.csrf)) return again(403, 'This form has expired. Please sign in again.');
+        const subjects = [emailSubject(email), ipSubject(request.ip)];
+        const now = context.now();
+        const wait = await waitBeforeAttempt(context.db, subjects, now);
+        if (wait > 0) {
+          reply.header('retry-after', String(Math.ceil(wait / 1000)));
+          return again(429, `Too many attempts. Try again in ${minutes(wait)} minute${minutes(wait) === 1 ? '' : 's'}.`);
+        }
+        const user = email && fields.password ? await checkPassword(context.db, email, fields.password) : undefined;
+        if (!user) {
+          await recordFailure(context.db, subjects, now);
+          return again(401, WRONG_CREDENTIALS);
+        }
+        await clearFailures(context.db, subjects[0]!);
+        await signIn(context, request, reply, user);
+        return reply.redirect(returnTo, 303);
+      },
+    );
+
+    addRoute(
+      pages,
+      {
+        method: 'GET',
+        url: '/sign-in/oidc',
+        summary: 'Sign-in through the upstream OpenID Connect provider (TILL_OIDC_ISSUER): on to the provider',
+        tag: TAG,
+        security: 'none',
+        responses: { 303: { description: "On to the provider's authorization endpoint" }, 404: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const provider = await upstreamProvider(context.config);
+        if (!provider)
+          return html(
+            reply,
+            404,
+            page('Sign in · Till', '<main><h1>No identity provider is configured</h1><p><a href="/sign-in">Sign in with a password</a></p></main>'),
+          );
+        const returnTo = safeReturnPath((request.query as Record<string, string | undefined>).return_to);
+        const { url, pending } = await beginUpstreamSignIn(provider, returnTo, context.now());
+        setCookie(reply, oidcCookie(context), sealSecret(JSON.stringify(pending), context.config.secretKey), {
+          secure: secureCookies(context),
+          maxAgeSeconds: 600,
+        });
+        return reply.redirect(url.href, 303);
+      },
+    );
+
+    addRoute(
+      pages,
+      {
+        method: 'GET',
+        url: '/sign-in/oidc/callback',
+        summary: "The upstream provider's answer: a verified email that is a user's signs that user in",
+        tag: TAG,
+        security: 'none',
+        responses: { 303: { description: 'Signed in: on to `return_to`' }, 401: HTML_RESPONSE, 403: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const provider = await upstreamProvider(context.config);
+        const refused = (status: number, text: string) => {
+          clearCookie(reply, oidcCookie(context), { secure: secureCookies(context) });
+          return html(
+            reply,
+            status,
+            page('Sign in · Till', `<main><h1>Not signed in</h1><p>${escapeHtml(text)}</p><p><a href="/sign-in">Try again</a></p></main>`),
+          );
+        };
+        const pending = readPending(context, readCookies(request)[oidcCookie(context)]);
+        if (!provider || !pending) return refused(401, 'The sign-in with your identity provider expired or was not started here.');
+        let email: string | undefined;
+        try {
+          email = await finishUpstreamSignIn(provider, new URL(request.url, context.config.baseUrl), pending);
+        } catch (error) {
+          request.log.warn({ err: error }, 'upstream sign-in refused');
+          return refused(401, 'Your identity provider did not confirm the sign-in.');
+        }
+        if (!email) return refused(403, 'Your identity provider did not give a verified email address.');
+        const user = await findUserByEmail(context.db, email);
+        if (!user)
+          return refused(403, `No Till user has the email ${email}. Ask your operator to add one: till users create --merchant MERCHANT_ID --email ${email}`);
+        clearCookie(reply, oidcCookie(context), { secure: secureCookies(context) });
+        await signIn(context, request, reply, user);
+        return reply.redirect(pending.returnTo, 303);
+      },
+    );
+
+    addRoute(
+      pages,
+      {
+        method: 'POST',
+        url: '/sign-out',
+        summary: 'Signs the merchant user out (form post with the session CSRF token)',
+        tag: TAG,
+        security: 'none',
+        responses: { 303: { description: 'Signed out: on to the sign-in page' }, 403: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const signedIn = await currentUser(context, request);
+        if (signedIn && !sessionCsrfValid(signedIn, formFields(request).csrf))
+          return html(reply, 403, page('Sign out · Till', '<main><h1>This form has expired</h1><p><a href="/account">Back</a></p></main>'));
+        const token = readCookies(request)[sessionCookie(context)];
+        if (token) await endUserSession(context.db, token);
+        forgetSession(context, reply);
+        return reply.redirect('/sign-in', 303);
+      },
+    );
+
+    addRoute(
+      pages,
+      {
+        method: 'GET',
+        url: '/account',
+        summary: 'Who is signed in, with a sign-out button',
+        tag: TAG,
+        security: 'none',
+        responses: { 200: HTML_RESPONSE, 303: { description: 'Not signed in: on to the sign-in page' } },
+      },
+      {},
+      async (request, reply) => {
+        const signedIn = await currentUser(context, request);
+        if (!signedIn) return reply.redirect('/sign-in?return_to=%2Faccount', 303);
+        return html(
+          reply,
+          200,
+          page(
+            'Account · Till',
+            `<main><h1>Signed in</h1>
+<p>You are signed in as <strong>${escapeHtml(signedIn.user.email)}</strong> for merchant <code>${escapeHtml(signedIn.user.merchantId)}</code>.</p>
+<form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${escapeHtml(signedIn.csrfToken)}"><button type="submit">Sign out</button></form></main>`,
+          ),
+        );
+      },
+    );
+  });
+}

@@ -1,0 +1,104 @@
+import { hash, verify } from '@node-rs/argon2';
+import { newId } from '../common/ids.ts';
+import type { Db } from '../db/index.ts';
+
+export type User = { id: string; merchantId: string; email: string; createdAt: number };
+
+export const PASSWORD_MIN_LENGTH = 12;
+/** Argon2 hashes any length; a cap keeps one request from costing more than another. */
+export const PASSWORD_MAX_LENGTH = 1024;
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** The one form of an address: trimmed and lower-cased. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export function emailProblem(email: string): string | undefined {
+  if (email.length > 254 || !EMAIL.test(email)) return 'is not an email address';
+  return undefined;
+}
+
+export function passwordProblem(password: string): string | undefined {
+  if (password.length < PASSWORD_MIN_LENGTH) return `must be at least ${PASSWORD_MIN_LENGTH} characters`;
+  if (password.length > PASSWORD_MAX_LENGTH) return `must be at most ${PASSWORD_MAX_LENGTH} characters`;
+  return undefined;
+}
+
+/** Argon2id (the library's default algorithm) with its default, OWASP-recommended cost: 19 MiB, 2 passes. */
+export const hashPassword = (password: string): Promise<string> => hash(password);
+
+/** Verified against when the email is unknown, so an unknown email costs as long as a wrong password. */
+let decoyHash: Promise<string> | undefined;
+const decoy = () => {
+  decoyHash ??= hashPassword('decoy password that matches nothing');
+  return decoyHash;
+};
+
+export class UserError extends Error {}
+
+export async function createUser(db: Db, input: { merchantId: string; email: string; password: string }, now = Date.now()): Promise<User> {
+  const email = normalizeEmail(input.email);
+  const problem = emailProblem(email) ?? passwordProblem(input.password);
+  if (problem) throw new UserError(emailProblem(email) ? `email ${problem}` : `password ${problem}`);
+  const existing = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+  if (existing) throw new UserError(`a user with email ${email} already exists`);
+  const user = { id: newId('usr_'), merchantId: input.merchantId, email, createdAt: now };
+  await db
+    .insertInto('users')
+    .values({ id: user.id, merchant_id: user.merchantId, email, password_hash: await hashPassword(input.password), created_at: now, updated_at: now })
+    .execute();
+  return user;
+}
+
+/** Sets a new password; the caller ends the user's sessions. Undefined when there is no such user. */
+export async function setPassword(db: Db, email: string, password: string, now = Date.now()): Promise<User | undefined> {
+  const problem = passwordProblem(password);
+  if (problem) throw new UserError(`password ${problem}`);
+  const user = await findUserByEmail(db, email);
+  if (!user) return undefined;
+  await db
+    .updateTable('users')
+    .set({ password_hash: await hashPassword(password), updated_at: now })
+    .where('id', '=', user.id)
+    .execute();
+  return user;
+}
+
+const toUser = (row: { id: string; merchant_id: string; email: string; created_at: number }): User => ({
+  id: row.id,
+  merchantId: row.merchant_id,
+  email: row.email,
+  createdAt: Number(row.created_at),
+});
+
+export async function findUserByEmail(db: Db, email: string): Promise<User | undefined> {
+  const row = await db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
+  return row && toUser(row);
+}
+
+export async function findUser(db: Db, id: string): Promise<User | undefined> {
+  const row = await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toUser(row);
+}
+
+export async function countUsers(db: Db, merchantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number | bigint>().as('count'))
+    .where('merchant_id', '=', merchantId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/**
+ * The user whose email and password these are, or undefined. An unknown email is verified
+ * against a decoy hash, so both refusals take as long and look the same.
+ */
+export async function checkPassword(db: Db, email: string, password: string): Promise<User | undefined> {
+  const row = await db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
+  const candidate = password.length <= PASSWORD_MAX_LENGTH ? password : '';
+  const matches = await verify(row?.password_hash ?? (await decoy()), candidate).catch(() => false);
+  return row && matches && candidate ? toUser(row) : undefined;
+}

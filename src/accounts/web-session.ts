@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { constantTimeEqual } from '../common/secrets.ts';
+import type { AppContext } from '../context.ts';
+import { clearCookie, cookieName, readCookies, setCookie } from '../http/forms.ts';
+import { readUserSession, type SessionTimeouts, type SignedInSession, sessionCsrfToken, startUserSession } from './user-sessions.ts';
+import { findUser, type User } from './users.ts';
+
+/** Cookies are Secure (and `__Host-` prefixed) exactly when the service is served over https. */
+export const secureCookies = (context: AppContext) => context.config.baseUrl.startsWith('https:');
+const timeouts = (context: AppContext): SessionTimeouts => ({
+  idleSeconds: context.config.signInIdleSeconds,
+  absoluteSeconds: context.config.signInMaxSeconds,
+});
+
+export const sessionCookie = (context: AppContext) => cookieName('till_session', secureCookies(context));
+export const csrfCookie = (context: AppContext) => cookieName('till_csrf', secureCookies(context));
+
+export type SignedIn = { user: User; session: SignedInSession; csrfToken: string };
+
+/** The signed-in user of a request, with the CSRF token its forms carry; undefined when signed out. */
+export async function currentUser(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
+  const token = readCookies(request)[sessionCookie(context)];
+  const session = await readUserSession(context.db, token, timeouts(context), context.now());
+  if (!session) return undefined;
+  const user = await findUser(context.db, session.userId);
+  if (!user) return undefined;
+  return { user, session, csrfToken: sessionCsrfToken(context.config.secretKey, session.idHash) };
+}
+
+/** Starts a session for the user, ending the browser's previous one, and sets its cookie. */
+export async function signIn(context: AppContext, request: FastifyRequest, reply: FastifyReply, user: User): Promise<void> {
+  const previous = readCookies(request)[sessionCookie(context)];
+  const token = await startUserSession(context.db, user.id, previous, timeouts(context), context.now());
+  setCookie(reply, sessionCookie(context), token, { secure: secureCookies(context), maxAgeSeconds: context.config.signInMaxSeconds });
+  // A new sign-in form token too, so one seen before sign-in is worth nothing after it.
+  clearCookie(reply, csrfCookie(context), { secure: secureCookies(context) });
+}
+
+export function forgetSession(context: AppContext, reply: FastifyReply): void {
+  clearCookie(reply, sessionCookie(context), { secure: secureCookies(context) });
+}
+
+/**
+ * The signed-out forms' CSRF token (double submit): a random value in a cookie that the form
+ * repeats in a hidden field. The browser's cookie is kept when it has one.
+ */
+export function formCsrfToken(context: AppContext, request: FastifyRequest, reply: FastifyReply): string {
+  const existing = readCookies(request)[csrfCookie(context)];
+  if (existing && /^[\w-]{43}$/.test(existing)) return existing;
+  const token = randomBytes(32).toString('base64url');
+  setCookie(reply, csrfCookie(context), token, { secure: secureCookies(context) });
+  return token;
+}
+
+/** Whether a signed-out form's token matches its cookie. */
+export function formCsrfValid(context: AppContext, request: FastifyRequest, presented: string | undefined): boolean {
+  const expected = readCookies(request)[csrfCookie(context)];
+  return !!expected && !!presented && constantTimeEqual(expected, presented);
+}
+
+/** Whether a signed-in form's token is the session's. */
+export function sessionCsrfValid(signedIn: SignedIn, presented: string | undefined): boolean {
+  return !!presented && constantTimeEqual(signedIn.csrfToken, presented);
+}
+
+/** Where to go after sign-in: a path on this service only, never another site. */
+export function safeReturnPath(value: string | undefined): string {
+  if (!value?.startsWith('/') || value.startsWith('//') || value.includes('\\') || [...value].some((c) => c.charCodeAt(0) < 32) || value.length > 2048)
+    return '/account';
+  return value;
+}

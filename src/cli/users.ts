@@ -1,0 +1,73 @@
+import { randomInt } from 'node:crypto';
+import { endAllUserSessions } from '../accounts/user-sessions.ts';
+import { createUser, setPassword, UserError } from '../accounts/users.ts';
+import { findMerchant } from '../merchants/merchants.ts';
+import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
+import { withDatabase } from './with-database.ts';
+
+/** The password piped in on stdin: the first line, without its line ending. */
+async function readPasswordFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) throw new UsageError('--password-stdin reads the password from a pipe, e.g. printf %s "$PASSWORD" | till users create …');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '';
+}
+
+/** A password for a person to type once and change: 20 characters from an unambiguous alphabet. */
+export function generatePassword(): string {
+  const alphabet = 'abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+  return Array.from({ length: 20 }, () => alphabet[randomInt(alphabet.length)]).join('');
+}
+
+async function passwordFrom(args: string[]): Promise<{ password: string; generated: boolean }> {
+  if (takeFlag(args, '--password-stdin')) return { password: await readPasswordFromStdin(), generated: false };
+  return { password: generatePassword(), generated: true };
+}
+
+export async function usersCommand(args: string[]): Promise<void> {
+  const sub = args.shift();
+  const json = takeFlag(args, '--json');
+  if (sub === 'create') {
+    const merchantId = takeOption(args, '--merchant');
+    const email = takeOption(args, '--email');
+    const { password, generated } = await passwordFrom(args);
+    noneLeft(args);
+    if (!merchantId || !email) throw new UsageError('users create needs --merchant MERCHANT_ID --email EMAIL [--password-stdin]');
+    const user = await withDatabase(async ({ db }) => {
+      if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
+      return createUser(db, { merchantId, email, password }).catch(usage);
+    });
+    printResult(
+      json,
+      { userId: user.id, merchantId, email: user.email, ...(generated ? { password } : {}) },
+      `User ${user.id} (${user.email}) created for merchant ${merchantId}.${generated ? `\nPassword (shown once): ${password}` : ''}`,
+    );
+    return;
+  }
+  if (sub === 'reset-password') {
+    const email = takeOption(args, '--email');
+    const { password, generated } = await passwordFrom(args);
+    noneLeft(args);
+    if (!email) throw new UsageError('users reset-password needs --email EMAIL [--password-stdin]');
+    const user = await withDatabase(async ({ db }) => {
+      const found = await setPassword(db, email, password).catch(usage);
+      if (!found) throw new UsageError(`no user with email ${email}`);
+      await endAllUserSessions(db, found.id);
+      return found;
+    });
+    printResult(
+      json,
+      { userId: user.id, email: user.email, ...(generated ? { password } : {}) },
+      `Password of ${user.email} reset; its sessions are signed out.${generated ? `\nPassword (shown once): ${password}` : ''}`,
+    );
+    return;
+  }
+  throw new UsageError(
+    'users commands: create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json] | reset-password --email EMAIL [--password-stdin] [--json]',
+  );
+}
+
+function usage(error: unknown): never {
+  if (error instanceof UserError) throw new UsageError(error.message);
+  throw error;
+}

@@ -1,0 +1,79 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+/** Form posts are small: a few fields of a page. */
+const FORM_BODY_LIMIT = 16 * 1024;
+
+/**
+ * Lets an encapsulated group of routes (pages, the OAuth token endpoint) take
+ * `application/x-www-form-urlencoded` bodies, as flat string fields. A field sent twice is kept
+ * as its first value and listed in `repeated`. Call it inside `app.register`.
+ */
+export function registerFormParser(app: FastifyInstance): void {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
+    const fields: Record<string, string> = {};
+    const repeated: string[] = [];
+    for (const [name, value] of new URLSearchParams(body.toString())) {
+      if (Object.hasOwn(fields, name)) repeated.push(name);
+      else fields[name] = value;
+    }
+    Object.defineProperty(fields, REPEATED, { value: repeated, enumerable: false });
+    done(null, fields);
+  });
+}
+
+const REPEATED = Symbol('repeated form fields');
+
+/** The fields of a form body (or of a JSON object of strings); anything else is an empty form. */
+export function formFields(request: FastifyRequest): Record<string, string> {
+  const body = request.body;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return {};
+  return Object.fromEntries(Object.entries(body).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+}
+
+/** Names sent more than once in a form body. */
+export function repeatedFields(request: FastifyRequest): string[] {
+  const body = request.body as Record<symbol, unknown> | undefined;
+  return (body && (body[REPEATED] as string[] | undefined)) ?? [];
+}
+
+/** The cookies of a request, by name; a malformed pair is skipped. */
+export function readCookies(request: FastifyRequest): Record<string, string> {
+  const cookies: Record<string, string> = {};
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const index = part.indexOf('=');
+    if (index < 1) continue;
+    const name = part.slice(0, index).trim();
+    if (Object.hasOwn(cookies, name)) continue;
+    try {
+      cookies[name] = decodeURIComponent(part.slice(index + 1).trim());
+    } catch {
+      // not percent-encoded properly: ignored
+    }
+  }
+  return cookies;
+}
+
+export type CookieOptions = { secure: boolean; maxAgeSeconds?: number };
+
+/**
+ * Sets a cookie the page's script cannot read (HttpOnly), sent on top-level navigations from
+ * elsewhere but not on cross-site posts (SameSite=Lax), and over https only when the service is.
+ */
+export function setCookie(reply: FastifyReply, name: string, value: string, options: CookieOptions): void {
+  const parts = [`${name}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', 'SameSite=Lax'];
+  if (options.secure) parts.push('Secure');
+  if (options.maxAgeSeconds !== undefined) parts.push(`Max-Age=${options.maxAgeSeconds}`);
+  const existing = reply.getHeader('set-cookie');
+  const list = existing === undefined ? [] : Array.isArray(existing) ? existing.map(String) : [String(existing)];
+  reply.header('set-cookie', [...list, parts.join('; ')]);
+}
+
+export function clearCookie(reply: FastifyReply, name: string, options: CookieOptions): void {
+  setCookie(reply, name, '', { ...options, maxAgeSeconds: 0 });
+}
+
+/**
+ * Cookie names: with https, the `__Host-` prefix makes the browser refuse the cookie unless it is
+ * Secure, for this host only and for every path.
+ */
+export const cookieName = (name: string, secure: boolean) => (secure ? `__Host-${name}` : name);

@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto';
+import { newId } from '../common/ids.ts';
+import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
+import type { Db } from '../db/index.ts';
+
+export type IssuedClient = { clientId: string; clientSecret: string; merchantId: string };
+
+const CLIENT_ID = /^cli_[\w-]{22}$/;
+const CLIENT_SECRET = /^cs_[\w-]{43}$/;
+
+/** A client for a merchant's server; only the SHA-256 of its 256-bit secret is stored, so it is shown this once. */
+export async function createClient(db: Db, merchantId: string, now = Date.now()): Promise<IssuedClient> {
+  const clientId = newId('cli_');
+  const clientSecret = `cs_${randomBytes(32).toString('base64url')}`;
+  await db
+    .insertInto('oauth_clients')
+    .values({ id: clientId, merchant_id: merchantId, secret_hash: sha256Hex(clientSecret), created_at: now, revoked_at: null })
+    .execute();
+  return { clientId, clientSecret, merchantId };
+}
+
+export async function revokeClient(db: Db, clientId: string, now = Date.now()): Promise<boolean> {
+  const result = await db.updateTable('oauth_clients').set({ revoked_at: now }).where('id', '=', clientId).where('revoked_at', 'is', null).executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** The merchant of an active client whose secret this is; the hashes are compared in constant time. */
+export async function authenticateClient(db: Db, clientId: string, clientSecret: string): Promise<{ clientId: string; merchantId: string } | undefined> {
+  if (!CLIENT_ID.test(clientId) || !CLIENT_SECRET.test(clientSecret)) return undefined;
+  const row = await db.selectFrom('oauth_clients').selectAll().where('id', '=', clientId).executeTakeFirst();
+  const presented = sha256Hex(clientSecret);
+  const matches = constantTimeEqual(row?.secret_hash ?? sha256Hex(''), presented);
+  if (!row || !matches || row.revoked_at !== null) return undefined;
+  return { clientId: row.id, merchantId: row.merchant_id };
+}
+
+/** An active client with its merchant's wallet state, for a bearer token naming it. */
+export async function activeClient(db: Db, clientId: string): Promise<{ merchantId: string; walletConfigured: boolean } | undefined> {
+  const row = await db
+    .selectFrom('oauth_clients')
+    .innerJoin('merchants', 'merchants.id', 'oauth_clients.merchant_id')
+    .select(['oauth_clients.merchant_id', 'oauth_clients.revoked_at', 'merchants.wallet_address'])
+    .where('oauth_clients.id', '=', clientId)
+    .executeTakeFirst();
+  if (!row || row.revoked_at !== null) return undefined;
+  return { merchantId: row.merchant_id, walletConfigured: row.wallet_address !== null };
+}

@@ -1,0 +1,17 @@
+/**
+ * Every scope a coding agent can be granted (spec 5.3), with the line the consent screen shows.
+ * The first two are granted on first authorization; the others are opt-in (elevated): never
+ * pre-ticked, even when requested.
+ */
+export const SCOPES = [
+  { scope: 'settings:read', elevated: false, line: 'Read your payment settings (never your payout wallet address) and the quickstart' },
+  { scope: 'orders:read', elevated: false, line: 'Read your paid orders and their public receipts' },
+  { scope: 'sessions:write', elevated: true, line: 'Create payment links on your account, including links paying their own destination address' },
+  { scope: 'keys:read', elevated: true, line: 'List your API keys, masked to their last four characters' },
+  { scope: 'keys:write', elevated: true, line: 'Create new API keys' },
+] as const;
+
+export type Scope = (typeof SCOPES)[number]['scope'];
+
+/** What the protected resource metadata advertises (spec E6 shows exactly these). */
+export const DEFAULT_SCOPES: Scope[] = SCOPES.filter((s) => !s.elevated).map((s) => s.scope);

@@ -1,0 +1,119 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { TillError } from '../common/errors.ts';
+import type { AppContext } from '../context.ts';
+import { formFields, registerFormParser, repeatedFields } from '../http/forms.ts';
+import { addRoute } from '../http/routes.ts';
+import { authenticateClient } from './clients.ts';
+import { signingKeys } from './signing-keys.ts';
+import { checkoutAudience, issueCheckoutToken } from './tokens.ts';
+
+/**
+ * The token endpoint's refusals, in RFC 6749 §5.2's shape `{ error, error_description }` (not the
+ * payment API's): a second closed table, listed in docs/auth.md.
+ */
+export const OAUTH_ERRORS = {
+  invalid_request: { status: 400, meaning: 'A parameter is missing, repeated or malformed, or the client authenticated in two ways at once' },
+  invalid_client: { status: 401, meaning: 'Unknown client, wrong secret, or a revoked client' },
+  unsupported_grant_type: { status: 400, meaning: 'The grant_type is not one this endpoint takes' },
+  invalid_target: { status: 400, meaning: 'The audience (or resource) is not `{base_url}/checkout`' },
+} as const;
+
+type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
+
+function refuse(reply: FastifyReply, code: OAuthErrorCode, description: string): FastifyReply {
+  if (code === 'invalid_client') reply.header('www-authenticate', 'Basic realm="till", charset="UTF-8"');
+  return reply.code(OAUTH_ERRORS[code].status).header('cache-control', 'no-store').send({ error: code, error_description: description });
+}
+
+/** Client id and secret from HTTP Basic (RFC 6749 §2.3.1: each form-urlencoded), when the header is Basic. */
+function basicCredentials(request: FastifyRequest): { id: string; secret: string } | 'malformed' | undefined {
+  const header = request.headers.authorization;
+  if (!header || !/^basic /i.test(header)) return undefined;
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 1) return 'malformed';
+  try {
+    return { id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')) };
+  } catch {
+    return 'malformed';
+  }
+}
+
+const TokenResponse = z.object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.number().int() });
+const OAuthError = z.object({ error: z.enum(Object.keys(OAUTH_ERRORS) as [OAuthErrorCode]), error_description: z.string() });
+
+export function registerTokenRoute(app: FastifyInstance, context: AppContext): void {
+  app.register(async (oauth) => {
+    registerFormParser(oauth);
+    // A body that cannot be read gets the OAuth shape too.
+    oauth.setErrorHandler((error, _request, reply) => {
+      if (error instanceof TillError && error.status < 500) return refuse(reply, 'invalid_request', error.message);
+      throw error;
+    });
+
+    addRoute(
+      oauth,
+      {
+        method: 'POST',
+        url: '/oauth/token',
+        summary: 'Client credentials: a bearer token for the payment API',
+        description:
+          'Takes `grant_type=client_credentials`, `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body; the client may authenticate with HTTP Basic instead. The token is an ES256 JWT (`typ` `at+jwt`) valid 24 h, verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.',
+        tag: 'OAuth',
+        security: 'none',
+        responses: {
+          200: { description: 'The access token', schema: TokenResponse },
+          400: { description: '`invalid_request`, `unsupported_grant_type` or `invalid_target`', schema: OAuthError },
+          401: { description: '`invalid_client`', schema: OAuthError },
+        },
+      },
+      {},
+      async (request, reply) => {
+        const repeated = repeatedFields(request);
+        if (repeated.length) return refuse(reply, 'invalid_request', `${repeated[0]} is given more than once`);
+        const fields = formFields(request);
+        if (fields.grant_type === undefined) return refuse(reply, 'invalid_request', 'grant_type is required');
+        if (fields.grant_type !== 'client_credentials') return refuse(reply, 'unsupported_grant_type', 'grant_type must be client_credentials');
+        const audience = fields.audience ?? fields.resource ?? checkoutAudience(context.config);
+        if (audience !== checkoutAudience(context.config) || (fields.resource !== undefined && fields.resource !== audience))
+          return refuse(reply, 'invalid_target', `the only audience is ${checkoutAudience(context.config)}`);
+        const basic = basicCredentials(request);
+        if (basic === 'malformed') return refuse(reply, 'invalid_client', 'the Basic credentials are malformed');
+        if (
+          basic &&
+          (fields.client_id !== undefined || fields.client_secret !== undefined) &&
+          (fields.client_id !== basic.id || fields.client_secret !== undefined)
+        )
+          return refuse(reply, 'invalid_request', 'authenticate with HTTP Basic or with client_id and client_secret in the body, not both');
+        const id = basic?.id ?? fields.client_id;
+        const secret = basic?.secret ?? fields.client_secret;
+        if (!id || !secret) return refuse(reply, 'invalid_client', 'client_id and client_secret are required');
+        const client = await authenticateClient(context.db, id, secret);
+        if (!client) return refuse(reply, 'invalid_client', 'the client is unknown or revoked, or the secret is wrong');
+        const { accessToken, expiresIn } = await issueCheckoutToken(context.db, context.config, client, context.now());
+        return reply
+          .header('cache-control', 'no-store')
+          .header('pragma', 'no-cache')
+          .send({ access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn });
+      },
+    );
+  });
+
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/.well-known/jwks.json',
+      summary: 'The public keys that sign access tokens (JWKS)',
+      tag: 'OAuth',
+      security: 'none',
+      responses: { 200: { description: 'A JSON Web Key Set', schema: z.object({ keys: z.array(z.record(z.string(), z.string())) }) } },
+    },
+    {},
+    async (_request, reply) => {
+      const { published } = await signingKeys(context.db, context.config.secretKey, context.now());
+      return reply.header('cache-control', 'public, max-age=300').send({ keys: published });
+    },
+  );
+}

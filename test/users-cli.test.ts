@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { verify } from '@node-rs/argon2';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/index.ts';
+import { temporaryDirectories } from '../src/testing/environment.ts';
+
+const CLI = resolve(import.meta.dirname, '../src/cli/main.ts');
+const freshDataDir = temporaryDirectories('till-users-cli-');
+
+function till(args: string[], env: Record<string, string>, input?: string) {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TILL_') && name !== 'PORT'));
+  const result = spawnSync(process.execPath, [CLI, ...args], { env: { ...clean, TILL_LOG_LEVEL: 'silent', ...env }, encoding: 'utf8', input: input ?? '' });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('till users', () => {
+  const env = { TILL_DATA_DIR: freshDataDir() };
+  const passwordHash = async (email: string) => {
+    const database = openDatabase(loadConfig({ ...env, TILL_LOG_LEVEL: 'silent' }));
+    try {
+      return (await database.db.selectFrom('users').select('password_hash').where('email', '=', email).executeTakeFirstOrThrow()).password_hash;
+    } finally {
+      await database.close();
+    }
+  };
+
+  test('create takes the password on stdin and stores only its Argon2id hash; reset-password replaces it', async () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Users shop', '--json'], env).stdout);
+    const created = till(
+      ['users', 'create', '--merchant', merchantId, '--email', 'Owner@Shop.example', '--password-stdin', '--json'],
+      env,
+      'a long enough password\n',
+    );
+    assert.equal(created.status, 0, created.stderr);
+    const user = JSON.parse(created.stdout);
+    assert.equal(user.email, 'owner@shop.example');
+    assert.equal(user.password, undefined, 'a password given is never printed');
+    const hash = await passwordHash('owner@shop.example');
+    assert.match(hash, /^\$argon2id\$/);
+    assert.ok(await verify(hash, 'a long enough password'));
+
+    const again = till(['users', 'create', '--merchant', merchantId, '--email', 'owner@shop.example', '--password-stdin'], env, 'a long enough password\n');
+    assert.equal(again.status, 2);
+    assert.match(again.stderr, /already exists/);
+    const short = till(['users', 'create', '--merchant', merchantId, '--email', 'two@shop.example', '--password-stdin'], env, 'short\n');
+    assert.equal(short.status, 2);
+    assert.match(short.stderr, /at least 12 characters/);
+    const noMerchant = till(['users', 'create', '--merchant', 'mer_nope', '--email', 'x@shop.example', '--password-stdin'], env, 'a long enough password\n');
+    assert.match(noMerchant.stderr, /no merchant mer_nope/);
+
+    const reset = till(['users', 'reset-password', '--email', 'owner@shop.example', '--password-stdin'], env, 'another long password\n');
+    assert.equal(reset.status, 0, reset.stderr);
+    assert.ok(await verify(await passwordHash('owner@shop.example'), 'another long password'));
+    assert.match(till(['users', 'reset-password', '--email', 'nobody@shop.example', '--password-stdin'], env, 'another long password\n').stderr, /no user/);
+  });
+
+  test('without --password-stdin a password is generated and shown once', async () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Generated', '--json'], env).stdout);
+    const created = till(['users', 'create', '--merchant', merchantId, '--email', 'gen@shop.example'], env);
+    assert.equal(created.status, 0, created.stderr);
+    const password = /Password \(shown once\): (\S+)/.exec(created.stdout)?.[1];
+    assert.ok(password && password.length === 20);
+    assert.ok(await verify(await passwordHash('gen@shop.example'), password));
+  });
+
+  test('clients create prints the secret once as JSON; clients revoke and signing-keys rotate work', () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Server shop', '--json'], env).stdout);
+    const created = till(['clients', 'create', '--merchant', merchantId, '--json'], env);
+    assert.equal(created.status, 0, created.stderr);
+    const client = JSON.parse(created.stdout);
+    assert.match(client.client_id, /^cli_[\w-]{22}$/);
+    assert.match(client.client_secret, /^cs_[\w-]{43}$/);
+    assert.equal(client.merchant_id, merchantId);
+    assert.match(till(['clients', 'create', '--merchant', 'mer_nope'], env).stderr, /no merchant mer_nope/);
+    assert.equal(till(['clients', 'revoke', client.client_id], env).status, 0);
+    assert.match(till(['clients', 'revoke', client.client_id], env).stderr, /no active client/);
+    const first = JSON.parse(till(['signing-keys', 'rotate', '--json'], env).stdout).kid;
+    const second = JSON.parse(till(['signing-keys', 'rotate', '--json'], env).stdout).kid;
+    assert.ok(first && second && first !== second);
+  });
+});
