@@ -58,6 +58,8 @@ export type Config = {
   signInMaxSeconds: number;
   /** An upstream OpenID Connect provider merchants' users may sign in with; unset: email and password only. */
   oidc: { issuer: string; clientId: string; clientSecret: string } | undefined;
+  /** OAuth clients whose client_id is an http URL on this machine, for developing an agent locally; never in live mode. */
+  oauthDevAllowLoopbackClients: boolean;
 };
 
 export class ConfigError extends Error {
@@ -174,6 +176,14 @@ function loadOidc(env: NodeJS.ProcessEnv): Config['oidc'] {
   return { issuer, clientId, clientSecret };
 }
 
+/** Loopback clients are for an agent under development; a live service serves real merchants only. */
+function loadDevAllowLoopbackClients(env: NodeJS.ProcessEnv, mode: Config['mode']): boolean {
+  const allowed = flag(env, 'TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS', false);
+  if (allowed && mode === 'live')
+    throw new ConfigError('TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS', 'is for local development and is refused in live mode (TILL_FACILITATOR_URL is set)');
+  return allowed;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const listenPort = required(read(env, 'PORT', port, '8080'));
   const host = required(read(env, 'TILL_HOST', z.string().min(1), '127.0.0.1'));
@@ -247,5 +257,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
     signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
     oidc: loadOidc(env),
+    oauthDevAllowLoopbackClients: loadDevAllowLoopbackClients(env, mode),
   };
 }

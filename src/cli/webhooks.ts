@@ -1,9 +1,10 @@
 import { TillError } from '../common/errors.ts';
+import { refusalOf } from '../common/ssrf.ts';
 import type { Db } from '../db/index.ts';
 import { findMerchant } from '../merchants/merchants.ts';
+import { webhookTargetAllowance } from '../webhooks/deliver.ts';
 import { listDeliveries, redeliverEvent, sendTestEvent } from '../webhooks/deliveries.ts';
 import { setWebhook } from '../webhooks/endpoints.ts';
-import { refusalOf } from '../webhooks/ssrf.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -40,7 +41,7 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
       throw usageErrorOf(error);
     });
     // Told now, not discovered at the first delivery: where this URL leads and whether the guard lets it.
-    const refusal = await refusalOf(url, config.webhooks);
+    const refusal = await refusalOf(url, webhookTargetAllowance(config.webhooks));
     return { ...secrets, ...(refusal ? { warning: `deliveries to this URL will not be sent: ${refusal}` } : {}) };
   });
   if (result.warning && !json) process.stderr.write(`Warning: ${result.warning}\n`);

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { type Dispatcher, request } from 'undici';
-import { ForbiddenTargetError } from './ssrf.ts';
+import { ForbiddenTargetError, type TargetAllowance } from '../common/ssrf.ts';
 
 export const REQUEST_TIMEOUT_MS = 15_000;
 const EXCERPT_BYTES = 1024;
@@ -18,6 +18,18 @@ export type AttemptOutcome = {
   /** The SSRF guard refused the target: nothing was sent. */
   refused: boolean;
 };
+
+/** The operator's webhook settings as the SSRF guard's allowance, its refusals naming the setting that would allow the target. */
+export function webhookTargetAllowance(settings: Pick<TargetAllowance, 'allowLoopbackTargets' | 'allowPrivateTargets'>): TargetAllowance {
+  return {
+    allowLoopbackTargets: settings.allowLoopbackTargets,
+    allowPrivateTargets: settings.allowPrivateTargets,
+    allowedBy: {
+      loopback: 'allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS, on by default in the sandbox',
+      private: 'allowed only by TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS',
+    },
+  };
+}
 
 export type WebhookMessage = { url: string; eventId: string; body: string; webhookKey: string; signingSecret: string };
 

@@ -1,12 +1,12 @@
 import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
+import { createGuardedAgent } from '../common/ssrf.ts';
 import type { WebhookSettings } from '../config.ts';
 import type { AppContext } from '../context.ts';
-import { type AttemptOutcome, postWebhook, REQUEST_TIMEOUT_MS } from './deliver.ts';
+import { type AttemptOutcome, postWebhook, REQUEST_TIMEOUT_MS, webhookTargetAllowance } from './deliver.ts';
 import { listenForDeliveries } from './delivery-notifications.ts';
 import { type ClaimedDelivery, createDeliveryStore, type DeliveryStore, type FinishedAttempt } from './delivery-store.ts';
 import { type AttemptDecision, decideAfterAttempt } from './retry.ts';
-import { createWebhookAgent } from './ssrf.ts';
 
 export type FaultPoint = 'after-claim' | 'after-post' | 'before-record';
 
@@ -56,7 +56,7 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   const log = context.log.child({ component: 'webhooks' });
   const fault = options.faultHook ?? (() => {});
   const store = createDeliveryStore(context, tuning.leaseMs);
-  const agent = createWebhookAgent({ ...tuning.settings, ...(options.lookup ? { lookup: options.lookup } : {}) });
+  const agent = createGuardedAgent({ ...webhookTargetAllowance(tuning.settings), ...(options.lookup ? { lookup: options.lookup } : {}) });
 
   let stopped = false;
   let inFlight = 0;

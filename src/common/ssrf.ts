@@ -2,7 +2,11 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
 
-/** Addresses a webhook must never reach: loopback, private, CGNAT, link-local (metadata), unique-local, multicast, reserved. */
+/**
+ * The SSRF guard of every outbound request to a URL someone else chose (webhook deliveries, client
+ * metadata documents). Addresses never reached unless allowed: loopback, private, CGNAT,
+ * link-local (metadata), unique-local, multicast, reserved.
+ */
 const forbidden = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8],
@@ -46,8 +50,15 @@ function embeddedIpv4(address: string): string | undefined {
   return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }
 
-/** Which non-public targets an operator allows: loopback (a local receiver), or every private address. */
-export type TargetAllowance = { allowLoopbackTargets: boolean; allowPrivateTargets: boolean };
+/**
+ * Which non-public targets a capability allows: loopback (a service on this machine), or every
+ * private address; and, for its refusals, what would allow a refused one (a setting's name).
+ */
+export type TargetAllowance = {
+  allowLoopbackTargets: boolean;
+  allowPrivateTargets: boolean;
+  allowedBy?: { loopback?: string; private?: string };
+};
 
 const loopback = new BlockList();
 loopback.addSubnet('127.0.0.0', 8, 'ipv4');
@@ -57,7 +68,7 @@ export function isLoopbackAddress(address: string): boolean {
   return listed(loopback, address) ?? false;
 }
 
-/** Whether a delivery may connect to this address under the operator's allowance. */
+/** Whether a request may connect to this address under the allowance. */
 export function isRefusedAddress(address: string, allowance: TargetAllowance): boolean {
   if (allowance.allowPrivateTargets) return false;
   return isForbiddenAddress(address) && !(allowance.allowLoopbackTargets && isLoopbackAddress(address));
@@ -81,12 +92,12 @@ function listed(list: BlockList, address: string): boolean | undefined {
 }
 
 export class ForbiddenTargetError extends Error {
-  readonly code = 'WEBHOOK_TARGET_FORBIDDEN';
-  constructor(host: string, address: string) {
-    const kind = isLoopbackAddress(address)
-      ? 'a loopback address (allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS, on by default in the sandbox)'
-      : 'a private, link-local or otherwise non-public address (allowed only by TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS)';
-    super(`refused by the SSRF guard: ${host} is ${address}, ${kind}`);
+  readonly code = 'TARGET_FORBIDDEN';
+  constructor(host: string, address: string, allowedBy: TargetAllowance['allowedBy'] = {}) {
+    const loopback = isLoopbackAddress(address);
+    const kind = loopback ? 'a loopback address' : 'a private, link-local or otherwise non-public address';
+    const remedy = loopback ? allowedBy.loopback : allowedBy.private;
+    super(`refused by the SSRF guard: ${host} is ${address}, ${kind}${remedy ? ` (${remedy})` : ''}`);
   }
 }
 
@@ -97,7 +108,7 @@ function guardedLookup(resolve: LookupFunction, allowance: TargetAllowance): Loo
       if (error) return callback(error, '', 0);
       const list = addresses as unknown as LookupAddress[];
       const bad = list.find((a) => isRefusedAddress(a.address, allowance));
-      if (bad) return callback(new ForbiddenTargetError(hostname, bad.address), '', 0);
+      if (bad) return callback(new ForbiddenTargetError(hostname, bad.address, allowance.allowedBy), '', 0);
       if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
       return callback(null, list[0]!.address, list[0]!.family);
     });
@@ -105,17 +116,17 @@ function guardedLookup(resolve: LookupFunction, allowance: TargetAllowance): Loo
 }
 
 /**
- * Why a webhook URL's deliveries would be refused, found the way the guard finds it (an IP literal,
- * or every address its name resolves to); undefined when they would be sent. For telling an
- * operator at once, when the URL is set, rather than at the first delivery.
+ * Why requests to a URL would be refused, found the way the guard finds it (an IP literal, or every
+ * address its name resolves to); undefined when they would be sent. For telling an operator at
+ * once, when the URL is set (a webhook's), rather than at the first request.
  */
 export async function refusalOf(url: string, allowance: TargetAllowance, resolve: LookupFunction = dnsLookup as LookupFunction): Promise<string | undefined> {
   const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) return isRefusedAddress(host, allowance) ? new ForbiddenTargetError(host, host).message : undefined;
+  if (isIP(host)) return isRefusedAddress(host, allowance) ? new ForbiddenTargetError(host, host, allowance.allowedBy).message : undefined;
   return new Promise((settle) => {
     guardedLookup(resolve, allowance)(host, { all: true }, (error) => {
       if (error instanceof ForbiddenTargetError) settle(error.message);
-      else if (error) settle(`${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? error.message}); deliveries fail until it does`);
+      else if (error) settle(`${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? error.message}); requests fail until it does`);
       else settle(undefined);
     });
   });
@@ -123,11 +134,11 @@ export async function refusalOf(url: string, allowance: TargetAllowance, resolve
 
 /**
  * An undici dispatcher that connects only to addresses the allowance permits (public ones, and
- * loopback in the sandbox). The host is checked before connecting (IP literals, and every DNS
+ * loopback or private ones when allowed). The host is checked before connecting (IP literals, and every DNS
  * answer), and the address actually connected is checked again before a byte is sent. Redirects
  * are never followed by undici's `request`.
  */
-export function createWebhookAgent(options: TargetAllowance & { lookup?: LookupFunction; connectTimeoutMs?: number }): Agent {
+export function createGuardedAgent(options: TargetAllowance & { lookup?: LookupFunction; connectTimeoutMs?: number }): Agent {
   const connectTimeout = options.connectTimeoutMs ?? 10_000;
   if (options.allowPrivateTargets) return new Agent({ connect: { timeout: connectTimeout }, keepAliveTimeout: 10_000 });
   const connector = buildConnector({ timeout: connectTimeout, lookup: guardedLookup(options.lookup ?? (dnsLookup as LookupFunction), options) });
@@ -135,13 +146,13 @@ export function createWebhookAgent(options: TargetAllowance & { lookup?: LookupF
     keepAliveTimeout: 10_000,
     connect(connectOptions, callback) {
       const host = connectOptions.hostname.replace(/^\[|\]$/g, '');
-      if (isIP(host) && isRefusedAddress(host, options)) return callback(new ForbiddenTargetError(host, host), null);
+      if (isIP(host) && isRefusedAddress(host, options)) return callback(new ForbiddenTargetError(host, host, options.allowedBy), null);
       connector(connectOptions, (error, socket) => {
         if (error) return callback(error, null);
         const remote = socket!.remoteAddress;
         if (!remote || isRefusedAddress(remote, options)) {
           socket!.destroy();
-          return callback(new ForbiddenTargetError(host, remote ?? 'unknown'), null);
+          return callback(new ForbiddenTargetError(host, remote ?? 'unknown', options.allowedBy), null);
         }
         callback(null, socket!);
       });

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { postWebhook, type WebhookMessage } from './deliver.ts';
-import { startReceiver } from './fixtures/receiver.ts';
-import { createWebhookAgent, isForbiddenAddress, isRefusedAddress, refusalOf } from './ssrf.ts';
+import { postWebhook, type WebhookMessage, webhookTargetAllowance } from '../webhooks/deliver.ts';
+import { startReceiver } from '../webhooks/fixtures/receiver.ts';
+import { createGuardedAgent, isForbiddenAddress, isRefusedAddress, refusalOf } from './ssrf.ts';
 
 const message = (url: string): WebhookMessage => ({
   url,
@@ -71,7 +71,7 @@ describe('SSRF guard', () => {
       if (options.all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: '10.0.0.1', family: 4 }]);
       else callback(null, '10.0.0.1', 4);
     };
-    const agent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: false, lookup: internalLookup });
+    const agent = createGuardedAgent({ allowLoopbackTargets: false, allowPrivateTargets: false, lookup: internalLookup });
     const port = receiver.port;
     const targets = [
       `http://127.0.0.1:${port}/`,
@@ -92,7 +92,7 @@ describe('SSRF guard', () => {
       assert.match(outcome.error ?? '', /refused by the SSRF guard/, url);
     }
     // A name that really resolves to loopback, through the system resolver.
-    const systemAgent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: false });
+    const systemAgent = createGuardedAgent({ allowLoopbackTargets: false, allowPrivateTargets: false });
     const outcome = await postWebhook(systemAgent, message(`http://localhost:${port}/`), 2000);
     assert.match(outcome.error ?? '', /refused by the SSRF guard/);
     assert.equal(receiver.received.length, 0);
@@ -102,7 +102,7 @@ describe('SSRF guard', () => {
   });
 
   test('the sandbox allowance reaches loopback receivers and still refuses every other private address', async () => {
-    const agent = createWebhookAgent({ allowLoopbackTargets: true, allowPrivateTargets: false });
+    const agent = createGuardedAgent({ allowLoopbackTargets: true, allowPrivateTargets: false });
     for (const url of [receiver.url, receiver.url.replace('127.0.0.1', 'localhost'), `http://[::ffff:127.0.0.1]:${receiver.port}/hooks`]) {
       const outcome = await postWebhook(agent, message(url), 2000);
       assert.equal(outcome.statusCode, 200, url);
@@ -120,14 +120,19 @@ describe('SSRF guard', () => {
   });
 
   test('a URL whose deliveries would be refused is told apart before any delivery', async () => {
-    const sandbox = { allowLoopbackTargets: true, allowPrivateTargets: false };
-    const live = { allowLoopbackTargets: false, allowPrivateTargets: false };
+    const sandbox = webhookTargetAllowance({ allowLoopbackTargets: true, allowPrivateTargets: false });
+    const live = webhookTargetAllowance({ allowLoopbackTargets: false, allowPrivateTargets: false });
     assert.equal(await refusalOf('http://localhost:3000/webhooks', sandbox), undefined);
     assert.match(
       (await refusalOf('http://localhost:3000/webhooks', live)) ?? '',
       /localhost is (127\.0\.0\.1|::1), a loopback address \(allowed by TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS/,
     );
-    assert.match((await refusalOf('http://10.1.2.3/hook', sandbox)) ?? '', /10\.1\.2\.3 is 10\.1\.2\.3, a private/);
+    assert.match((await refusalOf('http://10.1.2.3/hook', sandbox)) ?? '', /10\.1\.2\.3 is 10\.1\.2\.3, a private.*TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS/);
+    // Without the words of a capability, the refusal names only the address.
+    assert.equal(
+      await refusalOf('http://127.0.0.1/hook', { allowLoopbackTargets: false, allowPrivateTargets: false }),
+      'refused by the SSRF guard: 127.0.0.1 is 127.0.0.1, a loopback address',
+    );
     const internal: LookupFunction = (_hostname, _options, callback) =>
       (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [
         { address: '93.184.216.34', family: 4 },
@@ -143,7 +148,7 @@ describe('SSRF guard', () => {
   test('a redirect is not followed, so a 302 to loopback reaches nothing', async () => {
     const target = await startReceiver();
     const redirector = await startReceiver(() => ({ status: 302, headers: { location: target.url } }));
-    const agent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: true });
+    const agent = createGuardedAgent({ allowLoopbackTargets: false, allowPrivateTargets: true });
     const outcome = await postWebhook(agent, message(redirector.url), 2000);
     assert.equal(outcome.statusCode, 302);
     assert.match(outcome.error ?? '', /redirects are not followed/);
@@ -155,7 +160,7 @@ describe('SSRF guard', () => {
   });
 
   test('TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS lifts the guard', async () => {
-    const agent = createWebhookAgent({ allowLoopbackTargets: false, allowPrivateTargets: true });
+    const agent = createGuardedAgent({ allowLoopbackTargets: false, allowPrivateTargets: true });
     const before = receiver.received.length;
     const outcome = await postWebhook(agent, message(receiver.url), 2000);
     assert.equal(outcome.statusCode, 200);
