@@ -11,7 +11,11 @@ import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
+import { purgeEndedAuthorizationRequests } from './oauth/authorization-requests.ts';
+import { registerAuthorizeRoutes } from './oauth/authorize.route.ts';
+import { createClientMetadataResolver } from './oauth/client-metadata.ts';
 import { registerDiscoveryRoutes } from './oauth/discovery.route.ts';
+import { purgeEndedGrantSecrets } from './oauth/grant-secrets.ts';
 import { registerTokenRoute } from './oauth/token.route.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
@@ -74,6 +78,7 @@ export async function createService(config: Config, options: CreateServiceOption
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
   const x402 = createX402Services(context);
+  const clientMetadata = createClientMetadataResolver(config);
   const app = await buildApp(context, [
     registerSessionRoutes,
     registerX402Routes(x402),
@@ -83,6 +88,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerCheckoutPage(x402),
     registerSignInRoutes,
     registerTokenRoute,
+    registerAuthorizeRoutes(clientMetadata),
     registerDiscoveryRoutes,
   ]);
   // Background roles: every instance may run them; they claim work through the database.
@@ -90,7 +96,10 @@ export async function createService(config: Config, options: CreateServiceOption
   if (options.workers !== false && config.role !== 'api') {
     workers.push(startWebhookWorker(context, { settings: config.webhooks }));
     workers.push(
-      startExpirySweeper(context, { intervalMs: config.expirySweepIntervalMs, purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures] }),
+      startExpirySweeper(context, {
+        intervalMs: config.expirySweepIntervalMs,
+        purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures, purgeEndedAuthorizationRequests, purgeEndedGrantSecrets],
+      }),
     );
     if (x402 && config.baseRpcUrl) {
       workers.push(
@@ -111,6 +120,7 @@ export async function createService(config: Config, options: CreateServiceOption
     async close() {
       await app.close();
       await Promise.all(workers.map((w) => w.stop()));
+      await clientMetadata.close();
       await database.close();
     },
   };

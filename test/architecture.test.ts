@@ -104,6 +104,9 @@ const TABLE_OWNERS: Record<string, string> = {
   sign_in_throttle: 'src/accounts/throttle.ts',
   oauth_clients: 'src/oauth/clients.ts',
   signing_keys: 'src/oauth/signing-keys.ts',
+  oauth_grants: 'src/oauth/grants.ts',
+  oauth_authorization_requests: 'src/oauth/authorization-requests.ts',
+  oauth_grant_secrets: 'src/oauth/grant-secrets.ts',
 };
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };

@@ -1,5 +1,6 @@
 import { ConfigError } from '../config.ts';
 import { clientsCommand, signingKeysCommand } from './clients.ts';
+import { grantsCommand } from './grants.ts';
 import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
 import { UsageError } from './output.ts';
 import { sandboxCommand } from './sandbox.ts';
@@ -24,6 +25,9 @@ Commands:
   till clients create --merchant MERCHANT_ID [--json]
                                                client credentials for a merchant's server (secret shown once)
   till clients revoke CLIENT_ID [--json]
+  till grants list --merchant MERCHANT_ID [--json]
+                                               the coding agents a merchant authorized (MCP), with scopes and last use
+  till grants revoke GRANT_ID --merchant MERCHANT_ID [--json]
   till signing-keys rotate [--json]            a new token-signing key; old ones stay published until their tokens expire
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
@@ -43,6 +47,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   users: usersCommand,
   clients: clientsCommand,
   'signing-keys': signingKeysCommand,
+  grants: grantsCommand,
 };
 
 /**

@@ -6,6 +6,7 @@ import * as webhooks from './migrations/0003_webhooks.ts';
 import * as quoteRetention from './migrations/0004_quote_retention.ts';
 import * as accounts from './migrations/0005_accounts.ts';
 import * as oauth from './migrations/0006_oauth.ts';
+import * as oauthGrants from './migrations/0007_oauth_grants.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '0004_quote_retention': quoteRetention,
   '0005_accounts': accounts,
   '0006_oauth': oauth,
+  '0007_oauth_grants': oauthGrants,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

@@ -122,6 +122,9 @@ export interface Database {
   sign_in_throttle: SignInThrottleTable;
   oauth_clients: OAuthClientsTable;
   signing_keys: SigningKeysTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_authorization_requests: OAuthAuthorizationRequestsTable;
+  oauth_grant_secrets: OAuthGrantSecretsTable;
 }
 
 export type { Generated };
@@ -225,4 +228,49 @@ export interface SigningKeysTable {
   created_at: number;
   /** Set when a newer key took over signing; still published until its tokens have expired. */
   retired_at: number | null;
+}
+
+/** What a merchant allowed a coding agent (an OAuth client named by its metadata document URL); `scopes` space-separated. */
+export interface OAuthGrantsTable {
+  id: string;
+  merchant_id: string;
+  user_id: string;
+  client_id: string;
+  client_name: string;
+  scopes: string;
+  created_at: number;
+  updated_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+  /** `merchant`, `client` (RFC 7009), `code_reused` or `refresh_token_reused`. */
+  revoked_reason: string | null;
+}
+
+/** An authorization request waiting for the merchant's consent; `scopes` are the requested ones. */
+export interface OAuthAuthorizationRequestsTable {
+  id: string;
+  client_id: string;
+  client_name: string;
+  redirect_uri: string;
+  state: string | null;
+  code_challenge: string;
+  scopes: string;
+  resource: string;
+  user_id: string | null;
+  created_at: number;
+  expires_at: number;
+  consumed_at: number | null;
+}
+
+/** An authorization code or a refresh token, by the SHA-256 of its value. */
+export interface OAuthGrantSecretsTable {
+  secret_hash: string;
+  kind: 'code' | 'refresh_token';
+  grant_id: string;
+  client_id: string;
+  redirect_uri: string | null;
+  code_challenge: string | null;
+  created_at: number;
+  expires_at: number;
+  consumed_at: number | null;
 }

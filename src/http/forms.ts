@@ -12,16 +12,19 @@ export function registerFormParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
     const fields: Record<string, string> = {};
     const repeated: string[] = [];
-    for (const [name, value] of new URLSearchParams(body.toString())) {
+    const pairs = [...new URLSearchParams(body.toString())];
+    for (const [name, value] of pairs) {
       if (Object.hasOwn(fields, name)) repeated.push(name);
       else fields[name] = value;
     }
     Object.defineProperty(fields, REPEATED, { value: repeated, enumerable: false });
+    Object.defineProperty(fields, ALL_PAIRS, { value: pairs, enumerable: false });
     done(null, fields);
   });
 }
 
 const REPEATED = Symbol('repeated form fields');
+const ALL_PAIRS = Symbol('every form field, in order');
 
 /** The fields of a form body (or of a JSON object of strings); anything else is an empty form. */
 export function formFields(request: FastifyRequest): Record<string, string> {
@@ -34,6 +37,13 @@ export function formFields(request: FastifyRequest): Record<string, string> {
 export function repeatedFields(request: FastifyRequest): string[] {
   const body = request.body as Record<symbol, unknown> | undefined;
   return (body && (body[REPEATED] as string[] | undefined)) ?? [];
+}
+
+/** Every value of a field that may be sent more than once (checkboxes sharing a name). */
+export function formValues(request: FastifyRequest, name: string): string[] {
+  const body = request.body as Record<symbol, unknown> | undefined;
+  const pairs = (body && (body[ALL_PAIRS] as [string, string][] | undefined)) ?? [];
+  return pairs.filter(([field]) => field === name).map(([, value]) => value);
 }
 
 /** The cookies of a request, by name; a malformed pair is skipped. */

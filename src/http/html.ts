@@ -20,9 +20,15 @@ h2{margin-top:2.5rem;border-bottom:2px solid #e4e4e7;padding-bottom:.25rem}h3{ma
 .operation,.schema{border-top:1px solid #e4e4e7}.note{color:#52525b;font-size:13px}
 td:first-child code{white-space:nowrap;overflow-wrap:normal}td:last-child{min-width:10rem}
 
-input:not([type=hidden]){display:block;box-sizing:border-box;width:100%;max-width:24rem;margin-top:.25rem;padding:.55rem .7rem;border:1px solid #71717a;border-radius:6px;font:inherit}
+input:not([type=hidden]):not([type=checkbox]){display:block;box-sizing:border-box;width:100%;max-width:24rem;margin-top:.25rem;padding:.55rem .7rem;border:1px solid #71717a;border-radius:6px;font:inherit}
 label{font-weight:600}input:focus-visible,button:focus-visible{outline:2px solid #1d4ed8;outline-offset:2px}
 button{padding:.55rem 1.1rem;border:1px solid #1d4ed8;border-radius:6px;background:#1d4ed8;color:#fff;font:600 15px/1.4 system-ui,sans-serif;cursor:pointer}
+button.secondary{background:#fff;color:#1d4ed8}
+fieldset{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem 1rem;margin:1rem 0}legend{font-weight:600;padding:0 .25rem}
+.scopes{list-style:none;padding:0;margin:0}.scopes li{display:flex;gap:.6rem;align-items:flex-start;padding:.5rem 0;border-bottom:1px solid #f4f4f5}.scopes li:last-child{border-bottom:0}
+.scopes input{width:1.15rem;height:1.15rem;margin:.2rem 0 0;flex:none}.scopes .line{font-weight:400;color:#3f3f46}
+.tag{display:inline-block;margin-left:.35rem;padding:0 .4rem;border-radius:4px;background:#f4f4f5;color:#3f3f46;font:600 12px/1.6 system-ui,sans-serif}
+.actions{display:flex;gap:.75rem;flex-wrap:wrap}
 .problem{padding:.6rem .9rem;border:1px solid #b91c1c;border-radius:6px;background:#fef2f2;color:#7f1d1d;max-width:24rem}
 
 .sandbox-banner{margin:0 0 1rem;padding:.6rem .9rem;border:2px solid #a16207;border-radius:6px;background:#fef9c3;color:#422006}

@@ -5,25 +5,21 @@ import type { AppContext } from '../context.ts';
 import { formFields, registerFormParser, repeatedFields } from '../http/forms.ts';
 import { addRoute } from '../http/routes.ts';
 import { authenticateClient } from './clients.ts';
+import { grantOfRefreshToken } from './grant-secrets.ts';
+import { revokeGrant } from './grants.ts';
+import { grantOfAccessToken } from './mcp-access.ts';
 import { signingKeys } from './signing-keys.ts';
+import { authorizationCodeGrant, type GrantAnswer, OAUTH_ERRORS, type OAuthErrorCode, refreshTokenGrant } from './token-grants.ts';
 import { checkoutAudience, issueCheckoutToken } from './tokens.ts';
-
-/**
- * The token endpoint's refusals, in RFC 6749 §5.2's shape `{ error, error_description }` (not the
- * payment API's): a second closed table, listed in docs/auth.md.
- */
-export const OAUTH_ERRORS = {
-  invalid_request: { status: 400, meaning: 'A parameter is missing, repeated or malformed, or the client authenticated in two ways at once' },
-  invalid_client: { status: 401, meaning: 'Unknown client, wrong secret, or a revoked client' },
-  unsupported_grant_type: { status: 400, meaning: 'The grant_type is not one this endpoint takes' },
-  invalid_target: { status: 400, meaning: 'The audience (or resource) is not `{base_url}/checkout`' },
-} as const;
-
-type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
 
 function refuse(reply: FastifyReply, code: OAuthErrorCode, description: string): FastifyReply {
   if (code === 'invalid_client') reply.header('www-authenticate', 'Basic realm="till", charset="UTF-8"');
   return reply.code(OAUTH_ERRORS[code].status).header('cache-control', 'no-store').send({ error: code, error_description: description });
+}
+
+function answer(reply: FastifyReply, outcome: GrantAnswer): FastifyReply {
+  if ('refuse' in outcome) return refuse(reply, outcome.refuse, outcome.description);
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(outcome.tokens);
 }
 
 /** Client id and secret from HTTP Basic (RFC 6749 §2.3.1: each form-urlencoded), when the header is Basic. */
@@ -40,7 +36,13 @@ function basicCredentials(request: FastifyRequest): { id: string; secret: string
   }
 }
 
-const TokenResponse = z.object({ access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.number().int() });
+const TokenResponse = z.object({
+  access_token: z.string(),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int(),
+  refresh_token: z.string().optional(),
+  scope: z.string().optional(),
+});
 const OAuthError = z.object({ error: z.enum(Object.keys(OAUTH_ERRORS) as [OAuthErrorCode]), error_description: z.string() });
 
 export function registerTokenRoute(app: FastifyInstance, context: AppContext): void {
@@ -57,14 +59,14 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
       {
         method: 'POST',
         url: '/oauth/token',
-        summary: 'Client credentials: a bearer token for the payment API',
+        summary: 'Token endpoint: client credentials for the payment API; authorization code and refresh token for coding agents',
         description:
-          'Takes `grant_type=client_credentials`, `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body; the client may authenticate with HTTP Basic instead. The token is an ES256 JWT (`typ` `at+jwt`) valid 24 h, verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.',
+          '`grant_type=client_credentials` takes `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body, or HTTP Basic; the token is valid 24 h. `grant_type=authorization_code` takes `code`, `redirect_uri`, `code_verifier` (PKCE) and `client_id` (the metadata document URL; no secret); `grant_type=refresh_token` takes `refresh_token` and `client_id`, and answers a new refresh token each time (a used one presented again revokes the authorization). Coding agents get a 15-minute token for `{mcp_url}/mcp` with a `refresh_token` and `scope`. Tokens are ES256 JWTs (`typ` `at+jwt`), verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.',
         tag: 'OAuth',
         security: 'none',
         responses: {
           200: { description: 'The access token', schema: TokenResponse },
-          400: { description: '`invalid_request`, `unsupported_grant_type` or `invalid_target`', schema: OAuthError },
+          400: { description: '`invalid_request`, `invalid_grant`, `invalid_scope`, `unsupported_grant_type` or `invalid_target`', schema: OAuthError },
           401: { description: '`invalid_client`', schema: OAuthError },
         },
       },
@@ -74,7 +76,14 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
         if (repeated.length) return refuse(reply, 'invalid_request', `${repeated[0]} is given more than once`);
         const fields = formFields(request);
         if (fields.grant_type === undefined) return refuse(reply, 'invalid_request', 'grant_type is required');
-        if (fields.grant_type !== 'client_credentials') return refuse(reply, 'unsupported_grant_type', 'grant_type must be client_credentials');
+        if (fields.grant_type === 'authorization_code' || fields.grant_type === 'refresh_token') {
+          if (basicCredentials(request) !== undefined || fields.client_secret !== undefined)
+            return refuse(reply, 'invalid_client', 'coding agents are public clients (token_endpoint_auth_method none): send client_id only');
+          const grant = fields.grant_type === 'authorization_code' ? authorizationCodeGrant : refreshTokenGrant;
+          return answer(reply, await grant(context, fields));
+        }
+        if (fields.grant_type !== 'client_credentials')
+          return refuse(reply, 'unsupported_grant_type', 'grant_type must be client_credentials, authorization_code or refresh_token');
         const audience = fields.audience ?? fields.resource ?? checkoutAudience(context.config);
         if (audience !== checkoutAudience(context.config) || (fields.resource !== undefined && fields.resource !== audience))
           return refuse(reply, 'invalid_target', `the only audience is ${checkoutAudience(context.config)}`);
@@ -92,10 +101,36 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
         const client = await authenticateClient(context.db, id, secret);
         if (!client) return refuse(reply, 'invalid_client', 'the client is unknown or revoked, or the secret is wrong');
         const { accessToken, expiresIn } = await issueCheckoutToken(context.db, context.config, client, context.now());
-        return reply
-          .header('cache-control', 'no-store')
-          .header('pragma', 'no-cache')
-          .send({ access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn });
+        return answer(reply, { tokens: { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn } });
+      },
+    );
+
+    addRoute(
+      oauth,
+      {
+        method: 'POST',
+        url: '/oauth/revoke',
+        summary: 'Token revocation (RFC 7009) for coding agents',
+        description:
+          'Takes `token` (a refresh token or an access token), optional `token_type_hint`, and `client_id` as a form (or JSON) body. Revoking either ends the whole authorization: its refresh tokens stop at once and its access tokens at their next call. Answers 200 whether or not the token was known, as RFC 7009 asks; a token of another client is left alone.',
+        tag: 'OAuth',
+        security: 'none',
+        responses: {
+          200: { description: 'Revoked, or nothing to revoke' },
+          400: { description: '`invalid_request`', schema: OAuthError },
+          401: { description: '`invalid_client`', schema: OAuthError },
+        },
+      },
+      {},
+      async (request, reply) => {
+        const repeated = repeatedFields(request);
+        if (repeated.length) return refuse(reply, 'invalid_request', `${repeated[0]} is given more than once`);
+        const { token, client_id: clientId } = formFields(request);
+        if (!token) return refuse(reply, 'invalid_request', 'token is required');
+        if (!clientId) return refuse(reply, 'invalid_client', 'client_id is required');
+        const grantId = (await grantOfRefreshToken(context.db, token, clientId)) ?? (await grantOfAccessToken(context, token, clientId));
+        if (grantId) await revokeGrant(context.db, grantId, 'client', context.now());
+        return reply.code(200).header('cache-control', 'no-store').send();
       },
     );
   });

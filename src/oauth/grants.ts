@@ -1,0 +1,141 @@
+import { newId } from '../common/ids.ts';
+import type { Db, Tx } from '../db/index.ts';
+import { SCOPES, type Scope } from './scopes.ts';
+
+/** A coding agent's authorization on a merchant's account, as the merchant sees it. */
+export type Grant = {
+  id: string;
+  merchantId: string;
+  userId: string;
+  clientId: string;
+  clientName: string;
+  scopes: Scope[];
+  createdAt: number;
+  lastUsedAt: number | null;
+};
+
+export type RevocationReason = 'merchant' | 'client' | 'code_reused' | 'refresh_token_reused';
+
+/** Last use is written back at most this often, so a busy agent does not write on every call. */
+const TOUCH_EVERY_MS = 60_000;
+
+/** Scopes in the order the consent screen lists them, each once. */
+export function orderedScopes(scopes: Iterable<string>): Scope[] {
+  const wanted = new Set(scopes);
+  return SCOPES.map((s) => s.scope).filter((scope) => wanted.has(scope));
+}
+
+type GrantRow = {
+  id: string;
+  merchant_id: string;
+  user_id: string;
+  client_id: string;
+  client_name: string;
+  scopes: string;
+  created_at: number;
+  last_used_at: number | null;
+};
+
+const toGrant = (row: GrantRow): Grant => ({
+  id: row.id,
+  merchantId: row.merchant_id,
+  userId: row.user_id,
+  clientId: row.client_id,
+  clientName: row.client_name,
+  scopes: orderedScopes(row.scopes.split(' ')),
+  createdAt: row.created_at,
+  lastUsedAt: row.last_used_at,
+});
+
+const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'created_at', 'last_used_at'] as const;
+
+/** The merchant's active grant to a client, if there is one. */
+export async function activeGrantFor(db: Db | Tx, merchantId: string, clientId: string): Promise<Grant | undefined> {
+  const row = await db
+    .selectFrom('oauth_grants')
+    .select(GRANT_COLUMNS)
+    .where('merchant_id', '=', merchantId)
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return row && toGrant(row);
+}
+
+/** A grant by id while it is active; undefined once revoked. */
+export async function activeGrant(db: Db | Tx, grantId: string): Promise<Grant | undefined> {
+  const row = await db.selectFrom('oauth_grants').select(GRANT_COLUMNS).where('id', '=', grantId).where('revoked_at', 'is', null).executeTakeFirst();
+  return row && toGrant(row);
+}
+
+/**
+ * Records a consent: the scopes are added to the merchant's active grant to this client, or a new
+ * grant is made. One active grant per merchant and client (a unique index says so).
+ */
+export async function addConsent(
+  trx: Tx,
+  consent: { merchantId: string; userId: string; clientId: string; clientName: string; scopes: Scope[] },
+  now: number,
+): Promise<Grant> {
+  const existing = await activeGrantFor(trx, consent.merchantId, consent.clientId);
+  if (existing) {
+    const scopes = orderedScopes([...existing.scopes, ...consent.scopes]);
+    await trx
+      .updateTable('oauth_grants')
+      .set({ scopes: scopes.join(' '), client_name: consent.clientName, user_id: consent.userId, updated_at: now })
+      .where('id', '=', existing.id)
+      .execute();
+    return { ...existing, scopes, clientName: consent.clientName, userId: consent.userId };
+  }
+  const grant: Grant = { id: newId('grant_'), ...consent, scopes: orderedScopes(consent.scopes), createdAt: now, lastUsedAt: null };
+  await trx
+    .insertInto('oauth_grants')
+    .values({
+      id: grant.id,
+      merchant_id: grant.merchantId,
+      user_id: grant.userId,
+      client_id: grant.clientId,
+      client_name: grant.clientName,
+      scopes: grant.scopes.join(' '),
+      created_at: now,
+      updated_at: now,
+      last_used_at: null,
+      revoked_at: null,
+      revoked_reason: null,
+    })
+    .execute();
+  return grant;
+}
+
+/** The merchant's authorized coding agents, newest first. */
+export async function listGrants(db: Db, merchantId: string): Promise<Grant[]> {
+  const rows = await db
+    .selectFrom('oauth_grants')
+    .select(GRANT_COLUMNS)
+    .where('merchant_id', '=', merchantId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .execute();
+  return rows.map(toGrant);
+}
+
+/**
+ * Ends a grant at once: its refresh tokens stop working, and its access tokens are refused at the
+ * next call (the grant is read on every call). With `merchantId`, only that merchant's grant.
+ */
+export async function revokeGrant(db: Db | Tx, grantId: string, reason: RevocationReason, now: number, merchantId?: string): Promise<boolean> {
+  let update = db
+    .updateTable('oauth_grants')
+    .set({ revoked_at: now, revoked_reason: reason, updated_at: now })
+    .where('id', '=', grantId)
+    .where('revoked_at', 'is', null);
+  if (merchantId !== undefined) update = update.where('merchant_id', '=', merchantId);
+  const result = await update.executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Notes that a grant's token was used (for the merchant's list), at most once a minute. */
+export async function touchGrant(db: Db, grant: Grant, now: number): Promise<void> {
+  if (grant.lastUsedAt !== null && now - grant.lastUsedAt < TOUCH_EVERY_MS) return;
+  await db.updateTable('oauth_grants').set({ last_used_at: now }).where('id', '=', grant.id).execute();
+}
