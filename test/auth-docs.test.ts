@@ -6,7 +6,10 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { createUser } from '../src/accounts/users.ts';
 import { createClient } from '../src/oauth/clients.ts';
+import { issueGrantSecret } from '../src/oauth/grant-secrets.ts';
+import { activeGrant, addConsent } from '../src/oauth/grants.ts';
 import { freePort } from '../src/testing/environment.ts';
 import { startTestService, type TestService } from '../src/testing/harness.ts';
 
@@ -23,10 +26,27 @@ before(async () => {
 });
 after(() => service?.stop());
 
-test('docs/auth.md has curl examples for client credentials and discovery, and each runs', async () => {
-  assert.ok(curlBlocks.length >= 2, 'curl blocks found');
+const AGENT = 'https://agent.example/oauth/client.json';
+
+/** A coding agent's grant and refresh token, as the consent screen and code exchange would leave them. */
+async function agentRefreshToken(merchantId: string): Promise<{ grantId: string; refreshToken: string }> {
+  const { db } = service.context;
+  const user = await createUser(db, { merchantId, email: 'docs@shop.example', password: 'correct horse battery staple' });
+  return db.transaction().execute(async (trx) => {
+    const grant = await addConsent(
+      trx,
+      { merchantId, userId: user.id, clientId: AGENT, clientName: 'Agent', scopes: ['settings:read', 'orders:read'] },
+      Date.now(),
+    );
+    return { grantId: grant.id, refreshToken: await issueGrantSecret(trx, 'refresh_token', { grantId: grant.id, clientId: AGENT }, Date.now()) };
+  });
+}
+
+test('docs/auth.md has curl examples for client credentials, discovery, refresh and revocation, and each runs', async () => {
+  assert.ok(curlBlocks.length >= 4, 'curl blocks found');
   const { merchantId } = await service.merchant();
   const client = await createClient(service.context.db, merchantId);
+  const agent = await agentRefreshToken(merchantId);
   const token = (
     await fetch(`${base}/oauth/token`, {
       method: 'POST',
@@ -36,7 +56,11 @@ test('docs/auth.md has curl examples for client credentials and discovery, and e
   ).access_token;
   const outputs: string[] = [];
   for (const block of curlBlocks) {
-    const script = block.replaceAll('http://localhost:8080', base).replaceAll('cli_…', client.clientId).replaceAll('cs_…', client.clientSecret);
+    const script = block
+      .replaceAll('http://localhost:8080', base)
+      .replaceAll('cli_…', client.clientId)
+      .replaceAll('cs_…', client.clientSecret)
+      .replaceAll('rt_…', agent.refreshToken);
     // Each command on its own line, its output on one line of its own.
     const commands = script
       .replace(/\\\n\s*/g, '')
@@ -48,9 +72,13 @@ test('docs/auth.md has curl examples for client credentials and discovery, and e
     }
   }
   const parsed = outputs.map((output) => JSON.parse(output));
-  const tokens = parsed.filter((body) => body.token_type === 'Bearer');
-  assert.equal(tokens.length, 2, 'the JSON and the Basic token requests both answer a token');
-  for (const body of tokens) assert.equal(body.expires_in, 86400);
+  const tokens = parsed.filter((body) => body.token_type === 'Bearer' && body.expires_in === 86400);
+  assert.equal(tokens.length, 2, 'the JSON and the Basic token requests both answer a day-long token');
+  const refreshed = parsed.find((body) => body.token_type === 'Bearer' && body.expires_in === 900);
+  assert.match(refreshed?.refresh_token ?? '', /^rt_/, 'the refresh answered a new refresh token');
+  assert.equal(refreshed.scope, 'settings:read orders:read');
+  assert.ok(parsed.includes(200), 'the revocation answered 200');
+  assert.equal(await activeGrant(service.context.db, agent.grantId), undefined, 'the revocation ended the grant');
   assert.ok(
     parsed.some((body) => typeof body.sessionId === 'string'),
     'E1 with the bearer token made a session',
