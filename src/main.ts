@@ -9,6 +9,7 @@ import type { AppContext } from './context.ts';
 import { type DatabaseHandle, openDatabase } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
+import { registerMcpRoutes } from './mcp/mcp.route.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
 import { purgeEndedAuthorizationRequests } from './oauth/authorization-requests.ts';
@@ -90,6 +91,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerTokenRoute,
     registerAuthorizeRoutes(clientMetadata),
     registerDiscoveryRoutes,
+    registerMcpRoutes,
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];

@@ -125,6 +125,7 @@ export interface Database {
   oauth_grants: OAuthGrantsTable;
   oauth_authorization_requests: OAuthAuthorizationRequestsTable;
   oauth_grant_secrets: OAuthGrantSecretsTable;
+  mcp_tool_calls: McpToolCallsTable;
 }
 
 export type { Generated };
@@ -273,4 +274,18 @@ export interface OAuthGrantSecretsTable {
   created_at: number;
   expires_at: number;
   consumed_at: number | null;
+}
+
+/** One MCP tool call, as audited: never its arguments, only their SHA-256. */
+export interface McpToolCallsTable {
+  id: string;
+  created_at: number;
+  grant_id: string;
+  client_id: string;
+  merchant_id: string;
+  tool: string;
+  /** `ok`, `refused` (with the reason's code) or `failed`. */
+  outcome: 'ok' | 'refused' | 'failed';
+  reason: string | null;
+  arguments_sha256: string;
 }
