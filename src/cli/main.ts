@@ -1,4 +1,5 @@
 import { ConfigError } from '../config.ts';
+import { auditCommand } from './audit.ts';
 import { clientsCommand, signingKeysCommand } from './clients.ts';
 import { grantsCommand } from './grants.ts';
 import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
@@ -28,6 +29,8 @@ Commands:
   till grants list --merchant MERCHANT_ID [--json]
                                                the coding agents a merchant authorized (MCP), with scopes and last use
   till grants revoke GRANT_ID --merchant MERCHANT_ID [--json]
+  till audit list --merchant MERCHANT_ID [--limit N] [--json]
+                                               the MCP tool calls of the merchant's coding agents, refused ones included
   till signing-keys rotate [--json]            a new token-signing key; old ones stay published until their tokens expire
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
@@ -48,6 +51,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   clients: clientsCommand,
   'signing-keys': signingKeysCommand,
   grants: grantsCommand,
+  audit: auditCommand,
 };
 
 /**
