@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createClient } from '../oauth/clients.ts';
+import { revokeGrant } from '../oauth/grants.ts';
+import { issueCheckoutToken } from '../oauth/tokens.ts';
+import { authorizedAgent } from '../testing/agent.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { argumentsDigest, listToolCalls } from './audit.ts';
+import { RATE_LIMITED_CODE } from './mcp.route.ts';
+
+const PROTOCOL = '2025-11-25';
+const CHALLENGE = 'Bearer resource_metadata="http://till.test/.well-known/oauth-protected-resource/mcp", scope="settings:read orders:read"';
+
+for (const { engine, skip } of engines) {
+  describeOnEngine(`the MCP endpoint on ${engine}`, skip, () => {
+    let service: TestService;
+    let clock = Date.now();
+    let merchantId: string;
+    before(async () => {
+      service = await startTestService(engine, {}, { now: () => clock });
+      ({ merchantId } = await service.merchant());
+    });
+    after(() => service?.stop());
+
+    let ids = 0;
+    /** One JSON-RPC request; the answer whether it came as JSON or as one SSE event. */
+    const rpc = async (token: string | undefined, method: string, params: Record<string, unknown> = {}) => {
+      const response = await service.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': PROTOCOL,
+        },
+        payload: { jsonrpc: '2.0', id: ++ids, method, params },
+      });
+      const data = /^data: (.*)$/m.exec(response.body)?.[1];
+      const body = data ? JSON.parse(data) : response.body ? response.json() : undefined;
+      return { status: response.statusCode, headers: response.headers, body };
+    };
+    const callTool = (token: string, name: string, args: Record<string, unknown> = {}) => rpc(token, 'tools/call', { name, arguments: args });
+    const auditOf = async (tool: string) => (await listToolCalls(service.context.db, merchantId, 1000)).filter((c) => c.tool === tool);
+
+    test('no token, a client-credentials token, a foreign or expired one: 401 with exactly the spec challenge', async () => {
+      const client = await createClient(service.context.db, merchantId);
+      const checkoutToken = (await issueCheckoutToken(service.context.db, service.context.config, client, clock)).accessToken;
+      const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read']);
+      const later = clock;
+      for (const token of [undefined, checkoutToken, 'not-a-jwt', `${accessToken.slice(0, -4)}AAAA`]) {
+        const answer = await rpc(token, 'tools/list');
+        assert.equal(answer.status, 401, String(token));
+        assert.equal(answer.headers['www-authenticate'], CHALLENGE);
+      }
+      clock += 16 * 60_000;
+      try {
+        assert.equal((await rpc(accessToken, 'tools/list')).status, 401, 'an expired token');
+      } finally {
+        clock = later;
+      }
+    });
+
+    test('only POST: GET and the other methods get 405', async () => {
+      for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+        const answer = await service.app.inject({ method, url: '/mcp' });
+        assert.equal(answer.statusCode, 405, method);
+        assert.equal(answer.headers.allow, 'POST');
+      }
+    });
+
+    test('tools/list shows every tool whatever was granted, each naming its scope', async () => {
+      const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read']);
+      const { body } = await rpc(accessToken, 'tools/list');
+      const tools = body.result.tools as { name: string; description: string; inputSchema: { additionalProperties?: boolean } }[];
+      const scopes: Record<string, string> = {
+        get_payment_settings: 'settings:read',
+        list_orders: 'orders:read',
+        get_receipt: 'orders:read',
+        list_api_keys: 'keys:read',
+        create_payment_session: 'sessions:write',
+        create_api_key: 'keys:write',
+      };
+      assert.deepEqual(tools.map((t) => t.name).sort(), Object.keys(scopes).sort());
+      for (const tool of tools) {
+        assert.ok(tool.description.includes(scopes[tool.name]!), `${tool.name} names ${scopes[tool.name]}`);
+        assert.equal(tool.inputSchema.additionalProperties, false, `${tool.name} takes no other argument`);
+      }
+    });
+
+    test('a tool whose scope was not granted: 403 naming every scope needed in one challenge, audited once', async () => {
+      const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read', 'orders:read']);
+      const answer = await callTool(accessToken, 'create_api_key', {});
+      assert.equal(answer.status, 403);
+      const challenge = answer.headers['www-authenticate'] as string;
+      assert.match(challenge, /^Bearer error="insufficient_scope"/);
+      assert.match(challenge, /scope="settings:read orders:read keys:write"/);
+      assert.match(challenge, /resource_metadata="http:\/\/till\.test\/\.well-known\/oauth-protected-resource\/mcp"/);
+      const audited = (await auditOf('create_api_key')).filter((c) => c.grantId === grantId);
+      assert.equal(audited.length, 1);
+      assert.equal(audited[0]!.outcome, 'refused');
+      assert.equal(audited[0]!.reason, 'insufficient_scope');
+      const quickstart = await rpc((await authorizedAgent(service.context, merchantId, ['orders:read'])).accessToken, 'resources/read', { uri: 'service://quickstart' });
+      assert.equal(quickstart.status, 403, 'the quickstart needs settings:read');
+    });
+
+    test('an unknown argument is refused by name with what the tool accepts; nothing is done; audited once with a digest', async () => {
+      const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['orders:read']);
+      const args = { publicOrderId: 'TX-unknown', verbose: true };
+      const answer = await callTool(accessToken, 'get_receipt', args);
+      assert.equal(answer.status, 200);
+      assert.equal(answer.body.result.isError, true);
+      assert.match(answer.body.result.content[0].text, /"verbose"/);
+      assert.match(answer.body.result.content[0].text, /accepts: publicOrderId/);
+      const audited = (await auditOf('get_receipt')).filter((c) => c.grantId === grantId);
+      assert.deepEqual(
+        audited.map((c) => [c.outcome, c.reason, c.argumentsSha256]),
+        [['refused', 'unknown_argument', argumentsDigest(args)]],
+      );
+      assert.ok(!JSON.stringify(audited).includes('TX-unknown'), 'the arguments themselves are not kept');
+    });
+
+    test('a revoked grant: the next call is 401, and the refused call is audited', async () => {
+      const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read']);
+      assert.equal((await callTool(accessToken, 'get_payment_settings')).status, 200);
+      await revokeGrant(service.context.db, grantId, 'merchant', clock, merchantId);
+      const answer = await callTool(accessToken, 'get_payment_settings');
+      assert.equal(answer.status, 401);
+      assert.equal(answer.headers['www-authenticate'], CHALLENGE);
+      const audited = (await auditOf('get_payment_settings')).filter((c) => c.grantId === grantId);
+      assert.deepEqual(
+        audited.map((c) => [c.outcome, c.reason]),
+        [
+          ['refused', 'grant_revoked'],
+          ['ok', null],
+        ],
+      );
+    });
+
+    test('the 301st tool call in an hour is a JSON-RPC error with the seconds to wait, audited; an hour later calls go through', async () => {
+      const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read']);
+      const start = clock;
+      try {
+        for (let i = 0; i < 300; i++) {
+          clock = start + i * 1000;
+          const answer = await callTool(accessToken, 'get_payment_settings');
+          assert.equal(answer.body.result?.isError, undefined, `call ${i + 1}`);
+        }
+        clock = start + 300 * 1000;
+        const refused = await callTool(accessToken, 'get_payment_settings');
+        assert.equal(refused.body.error.code, RATE_LIMITED_CODE);
+        assert.equal(refused.body.error.data.retryAfterSeconds, 3600 - 300);
+        assert.equal(refused.headers['retry-after'], String(3600 - 300));
+        const audited = (await listToolCalls(service.context.db, merchantId, 1000)).filter((c) => c.grantId === grantId);
+        assert.equal(audited.filter((c) => c.reason === 'rate_limited').length, 1);
+        clock = start + 3600 * 1000 + 1;
+        assert.equal((await callTool(accessToken, 'get_payment_settings')).body.result?.isError, undefined);
+      } finally {
+        clock = start;
+      }
+    });
+  });
+}
