@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { verify } from '@node-rs/argon2';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
+import { addConsent } from '../src/oauth/grants.ts';
 import { temporaryDirectories } from '../src/testing/environment.ts';
 
 const CLI = resolve(import.meta.dirname, '../src/cli/main.ts');
@@ -80,5 +81,36 @@ describe('till users', () => {
     const first = JSON.parse(till(['signing-keys', 'rotate', '--json'], env).stdout).kid;
     const second = JSON.parse(till(['signing-keys', 'rotate', '--json'], env).stdout).kid;
     assert.ok(first && second && first !== second);
+  });
+
+  test('grants list shows a merchant’s coding agents; grants revoke ends one', async () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Agent shop', '--json'], env).stdout);
+    const user = JSON.parse(till(['users', 'create', '--merchant', merchantId, '--email', 'agents@shop.example', '--json'], env).stdout);
+    const database = openDatabase(loadConfig({ ...env, TILL_LOG_LEVEL: 'silent' }));
+    const clientId = 'https://agent.example/client.json';
+    const grant = await database.db
+      .transaction()
+      .execute((trx) =>
+        addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Agent', scopes: ['settings:read', 'keys:read'] }, Date.UTC(2026, 0, 2)),
+      )
+      .finally(() => database.close());
+    const listed = till(['grants', 'list', '--merchant', merchantId, '--json'], env);
+    assert.equal(listed.status, 0, listed.stderr);
+    assert.deepEqual(JSON.parse(listed.stdout), {
+      merchant_id: merchantId,
+      grants: [
+        {
+          grant_id: grant.id,
+          client_id: clientId,
+          client_name: 'Agent',
+          scopes: ['settings:read', 'keys:read'],
+          created_at: '2026-01-02T00:00:00.000Z',
+          last_used_at: null,
+        },
+      ],
+    });
+    assert.equal(till(['grants', 'revoke', grant.id, '--merchant', merchantId], env).status, 0);
+    assert.deepEqual(JSON.parse(till(['grants', 'list', '--merchant', merchantId, '--json'], env).stdout).grants, []);
+    assert.match(till(['grants', 'revoke', grant.id, '--merchant', merchantId], env).stderr, /no active grant/);
   });
 });

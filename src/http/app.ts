@@ -58,7 +58,8 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
       reply.header('www-authenticate', 'Bearer error="invalid_token"');
     const type = String(reply.getHeader('content-type') ?? '');
     if (type.startsWith('text/html')) {
-      reply.header('content-security-policy', PAGE_CSP);
+      // A route may set a policy of its own (a relayed page, the consent screen); the others get ours.
+      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', PAGE_CSP);
       reply.header('x-frame-options', 'DENY');
     }
     return payload;

@@ -7,6 +7,17 @@ export function escapeHtml(value: unknown): string {
 export const PAGE_CSP =
   "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/**
+ * The page policy for a page whose form, posted to us, is answered with a redirect elsewhere (the
+ * consent screen sends its answer on to the client): browsers hold that redirect to form-action too.
+ * Only a plain http(s) origin is added.
+ */
+export function pageCspWithFormTarget(url: string): string {
+  const { origin } = new URL(url);
+  if (!/^https?:\/\/[a-z0-9.\-[\]:]+$/i.test(origin)) return PAGE_CSP;
+  return PAGE_CSP.replace("form-action 'self'", `form-action 'self' ${origin}`);
+}
+
 export const STYLESHEET_PATH = '/assets/till.css';
 
 export const STYLESHEET = `body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a}

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { currentUser, type SignedIn, sessionCsrfValid } from '../accounts/web-session.ts';
 import type { AppContext } from '../context.ts';
 import { formFields, formValues, registerFormParser } from '../http/forms.ts';
+import { pageCspWithFormTarget } from '../http/html.ts';
 import { addRoute } from '../http/routes.ts';
 import {
   type AuthorizationRequest,
@@ -24,6 +25,10 @@ const KNOWN_SCOPES = new Set<string>(SCOPES.map((s) => s.scope));
 
 const html = (reply: FastifyReply, status: number, body: string) =>
   reply.code(status).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
+
+/** The consent screen: its form's answer is redirected on to the client, which the page's policy must allow. */
+const consentHtml = (reply: FastifyReply, status: number, pending: AuthorizationRequest, body: string) =>
+  html(reply.header('content-security-policy', pageCspWithFormTarget(pending.redirectUri)), status, body);
 
 /** RFC 6749 §4.1.2: the answer goes back to the client's redirect URI, with its state and our issuer (RFC 9207). */
 function redirectToClient(reply: FastifyReply, context: AppContext, target: { redirectUri: string; state?: string }, params: Record<string, string>) {
@@ -143,7 +148,7 @@ export const registerAuthorizeRoutes =
           const signedIn = await currentUser(context, request);
           if (!signedIn) return reply.redirect(`/sign-in?return_to=${encodeURIComponent(`/oauth/consent/${pending.id}`)}`, 303);
           if (!(await claimAuthorizationRequest(context.db, pending, signedIn.user.id))) return html(reply, 403, authorizationErrorPage(NOT_YOURS));
-          return html(reply, 200, await renderConsent(context, pending, signedIn));
+          return consentHtml(reply, 200, pending, await renderConsent(context, pending, signedIn));
         },
       );
 
@@ -182,7 +187,7 @@ export const registerAuthorizeRoutes =
           const alreadyGranted = (await activeGrantFor(context.db, signedIn.user.merchantId, pending.clientId))?.scopes ?? [];
           const chosen = orderedScopes(formValues(request, 'scope'));
           if (!chosen.length && !alreadyGranted.length)
-            return html(reply, 400, await renderConsent(context, pending, signedIn, 'Tick at least one thing it may do, or choose Deny.'));
+            return consentHtml(reply, 400, pending, await renderConsent(context, pending, signedIn, 'Tick at least one thing it may do, or choose Deny.'));
 
           const code = await context.db.transaction().execute(async (trx) => {
             if (!(await answerAuthorizationRequest(trx, pending.id, signedIn.user.id, now))) return undefined;

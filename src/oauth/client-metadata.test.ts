@@ -1,55 +1,13 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, LookupFunction } from 'node:net';
+import type { LookupFunction } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../config.ts';
+import { type DocumentServer, startDocumentServer } from '../testing/document-server.ts';
 import { temporaryDirectories } from '../testing/environment.ts';
 import { ClientMetadataError, type ClientMetadataResolver, clientMetadataResolver, createClientMetadataResolver } from './client-metadata.ts';
 
 const dataDir = temporaryDirectories('till-client-metadata-');
 const configOf = (env: Record<string, string>) => loadConfig({ TILL_DATA_DIR: dataDir(), ...env });
-
-type Handler = (request: IncomingMessage, response: ServerResponse) => void;
-
-/** A document server on 127.0.0.1: each path answers as its handler says, and every request and connection is counted. */
-async function startDocumentServer() {
-  const handlers = new Map<string, Handler>();
-  const requests = new Map<string, number>();
-  let connections = 0;
-  const server = createServer((request, response) => {
-    const path = request.url ?? '/';
-    requests.set(path, (requests.get(path) ?? 0) + 1);
-    const handler = handlers.get(path);
-    if (handler) handler(request, response);
-    else response.writeHead(404).end('not found');
-  });
-  server.on('connection', () => connections++);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  const origin = `http://127.0.0.1:${port}`;
-  return {
-    port,
-    origin,
-    connections: () => connections,
-    requestsTo: (path: string) => requests.get(path) ?? 0,
-    /** Serves a handler at a fresh path; returns the document's URL. */
-    serve(path: string, handler: Handler): string {
-      handlers.set(path, handler);
-      return `${origin}${path}`;
-    },
-    /** Serves a JSON document, made from its own URL, at a path. */
-    serveDocument(path: string, document: (url: string) => unknown, headers: Record<string, string> = {}): string {
-      return this.serve(path, (_request, response) => {
-        response.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(document(`${origin}${path}`)));
-      });
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 const validDocument = (url: string) => ({
   client_id: url,
@@ -69,7 +27,7 @@ async function refusal(promise: Promise<unknown>, pattern: RegExp): Promise<void
 }
 
 describe('client metadata documents', () => {
-  let server: Awaited<ReturnType<typeof startDocumentServer>>;
+  let server: DocumentServer;
   const resolvers: ClientMetadataResolver[] = [];
   /** A resolver closed after the tests; loopback clients allowed unless told otherwise. */
   const resolver = (options: Partial<Parameters<typeof clientMetadataResolver>[0]> = {}) => {
