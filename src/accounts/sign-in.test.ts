@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { FormBrowser as Browser } from '../testing/form-browser.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { WRONG_CREDENTIALS } from './sign-in.route.ts';
 import { EMAIL_POLICY, IP_POLICY, purgeForgottenFailures } from './throttle.ts';
@@ -7,45 +8,6 @@ import { purgeEndedUserSessions } from './user-sessions.ts';
 import { createUser, setPassword } from './users.ts';
 
 const PASSWORD = 'correct horse battery staple';
-
-/** A browser: keeps the cookies the service sets and sends them back. */
-class Browser {
-  cookies = new Map<string, string>();
-  private service: TestService;
-  private ip: string;
-  constructor(service: TestService, ip = '198.51.100.7') {
-    this.service = service;
-    this.ip = ip;
-  }
-  async request(method: 'GET' | 'POST', url: string, form?: Record<string, string>) {
-    const response = await this.service.app.inject({
-      method,
-      url,
-      remoteAddress: this.ip,
-      headers: {
-        cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; '),
-        ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-      },
-      ...(form ? { payload: new URLSearchParams(form).toString() } : {}),
-    });
-    const setCookies = response.headers['set-cookie'];
-    for (const line of setCookies === undefined ? [] : Array.isArray(setCookies) ? setCookies : [setCookies]) {
-      const [pair = ''] = line.split(';');
-      const [name = '', value = ''] = pair.split('=');
-      if (/Max-Age=0/.test(line)) this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-    return response;
-  }
-  /** The sign-in form's hidden CSRF field. */
-  async csrf(url = '/sign-in'): Promise<string> {
-    const page = await this.request('GET', url);
-    return /name="csrf" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
-  }
-  async signIn(email: string, password: string, extra: Record<string, string> = {}) {
-    return this.request('POST', '/sign-in', { csrf: await this.csrf(), email, password, ...extra });
-  }
-}
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`merchant sign-in on ${engine}`, skip, () => {

@@ -58,7 +58,8 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
       reply.header('www-authenticate', 'Bearer error="invalid_token"');
     const type = String(reply.getHeader('content-type') ?? '');
     if (type.startsWith('text/html')) {
-      reply.header('content-security-policy', PAGE_CSP);
+      // A page may have set its own (pageCsp with form targets); every other page gets the strict one.
+      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', PAGE_CSP);
       reply.header('x-frame-options', 'DENY');
     }
     return payload;
