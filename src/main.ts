@@ -15,6 +15,7 @@ import { createRatesProvider, type RatesProvider } from './money/rates.ts';
 import { purgeEndedAuthorizationRequests } from './oauth/authorization-requests.ts';
 import { registerAuthorizeRoutes } from './oauth/authorize.route.ts';
 import { createClientMetadataResolver } from './oauth/client-metadata.ts';
+import { registerCodingAgentsRoutes } from './oauth/coding-agents.route.ts';
 import { registerDiscoveryRoutes } from './oauth/discovery.route.ts';
 import { purgeEndedGrantSecrets } from './oauth/grant-secrets.ts';
 import { registerTokenRoute } from './oauth/token.route.ts';
@@ -90,6 +91,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerSignInRoutes,
     registerTokenRoute,
     registerAuthorizeRoutes(clientMetadata),
+    registerCodingAgentsRoutes,
     registerDiscoveryRoutes,
     registerMcpRoutes,
   ]);

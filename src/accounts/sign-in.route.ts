@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { openSecret, sealSecret } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
 import { clearCookie, cookieName, formFields, readCookies, registerFormParser, setCookie } from '../http/forms.ts';
-import { escapeHtml, page } from '../http/html.ts';
+import { escapeHtml, page, sendPage } from '../http/html.ts';
 import { addRoute } from '../http/routes.ts';
 import { beginUpstreamSignIn, finishUpstreamSignIn, type PendingSignIn, upstreamProvider } from './oidc.ts';
 import { clearFailures, emailSubject, ipSubject, recordFailure, waitBeforeAttempt } from './throttle.ts';
@@ -13,6 +13,7 @@ import {
   forgetSession,
   formCsrfToken,
   formCsrfValid,
+  redirectToSignIn,
   safeReturnPath,
   secureCookies,
   sessionCookie,
@@ -42,9 +43,6 @@ ${view.upstream ? `<p><a href="/sign-in/oidc?return_to=${encodeURIComponent(view
   );
 }
 
-const html = (reply: FastifyReply, status: number, body: string) =>
-  reply.code(status).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
-
 const oidcCookie = (context: AppContext) => cookieName('till_oidc', secureCookies(context));
 
 /** The sealed state of an upstream sign-in under way, if the cookie is ours and not expired. */
@@ -71,7 +69,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
       async (request, reply) => {
         const returnTo = safeReturnPath((request.query as Record<string, string | undefined>).return_to);
         if (await currentUser(context, request)) return reply.redirect(returnTo, 303);
-        return html(reply, 200, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, upstream: !!context.config.oidc }));
+        return sendPage(reply, 200, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, upstream: !!context.config.oidc }));
       },
     );
 
@@ -93,7 +91,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
         const returnTo = safeReturnPath(fields.return_to);
         const email = normalizeEmail(fields.email ?? '').slice(0, 254);
         const again = (status: number, problem: string) =>
-          html(reply, status, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, email, problem, upstream: !!context.config.oidc }));
+          sendPage(reply, status, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, email, problem, upstream: !!context.config.oidc }));
         if (!formCsrfValid(context, request, fields.csrf)) return again(403, 'This form has expired. Please sign in again.');
         const subjects = [emailSubject(email), ipSubject(request.ip)];
         const now = context.now();
@@ -127,7 +125,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
       async (request, reply) => {
         const provider = await upstreamProvider(context.config);
         if (!provider)
-          return html(
+          return sendPage(
             reply,
             404,
             page('Sign in · Till', '<main><h1>No identity provider is configured</h1><p><a href="/sign-in">Sign in with a password</a></p></main>'),
@@ -157,7 +155,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
         const provider = await upstreamProvider(context.config);
         const refused = (status: number, text: string) => {
           clearCookie(reply, oidcCookie(context), { secure: secureCookies(context) });
-          return html(
+          return sendPage(
             reply,
             status,
             page('Sign in · Till', `<main><h1>Not signed in</h1><p>${escapeHtml(text)}</p><p><a href="/sign-in">Try again</a></p></main>`),
@@ -196,7 +194,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
       async (request, reply) => {
         const signedIn = await currentUser(context, request);
         if (signedIn && !sessionCsrfValid(signedIn, formFields(request).csrf))
-          return html(reply, 403, page('Sign out · Till', '<main><h1>This form has expired</h1><p><a href="/account">Back</a></p></main>'));
+          return sendPage(reply, 403, page('Sign out · Till', '<main><h1>This form has expired</h1><p><a href="/account">Back</a></p></main>'));
         const token = readCookies(request)[sessionCookie(context)];
         if (token) await endUserSession(context.db, token);
         forgetSession(context, reply);
@@ -217,14 +215,15 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
       {},
       async (request, reply) => {
         const signedIn = await currentUser(context, request);
-        if (!signedIn) return reply.redirect('/sign-in?return_to=%2Faccount', 303);
-        return html(
+        if (!signedIn) return redirectToSignIn(reply, '/account');
+        return sendPage(
           reply,
           200,
           page(
             'Account · Till',
             `<main><h1>Signed in</h1>
 <p>You are signed in as <strong>${escapeHtml(signedIn.user.email)}</strong> for merchant <code>${escapeHtml(signedIn.user.merchantId)}</code>.</p>
+<p><a href="/account/coding-agents">Authorized coding agents</a>: the agents you let use your account, and revoking them.</p>
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${escapeHtml(signedIn.csrfToken)}"><button type="submit">Sign out</button></form></main>`,
           ),
         );

@@ -1,22 +1,19 @@
+import type { FastifyReply } from 'fastify';
+
 /** Escapes text for HTML element content and attribute values. */
 export function escapeHtml(value: unknown): string {
   return String(value).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-/** Pages carry no inline script and load nothing from elsewhere. */
-export const PAGE_CSP =
-  "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
 /**
- * The page policy for a page whose form, posted to us, is answered with a redirect elsewhere (the
- * consent screen sends its answer on to the client): browsers hold that redirect to form-action too.
- * Only a plain http(s) origin is added.
+ * Pages carry no inline script and load nothing from elsewhere. Their forms post here only; a page
+ * whose form post is answered with a redirect elsewhere names that origin in `formTargets` (browsers
+ * hold the redirect to form-action too).
  */
-export function pageCspWithFormTarget(url: string): string {
-  const { origin } = new URL(url);
-  if (!/^https?:\/\/[a-z0-9.\-[\]:]+$/i.test(origin)) return PAGE_CSP;
-  return PAGE_CSP.replace("form-action 'self'", `form-action 'self' ${origin}`);
-}
+export const pageCsp = (formTargets: string[] = []) =>
+  `default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action ${["'self'", ...formTargets].join(' ')}; frame-ancestors 'none'; base-uri 'none'`;
+
+export const PAGE_CSP = pageCsp();
 
 export const STYLESHEET_PATH = '/assets/till.css';
 
@@ -39,8 +36,18 @@ fieldset{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem 1rem;margin:1r
 .scopes{list-style:none;padding:0;margin:0}.scopes li{display:flex;gap:.6rem;align-items:flex-start;padding:.5rem 0;border-bottom:1px solid #f4f4f5}.scopes li:last-child{border-bottom:0}
 .scopes input{width:1.15rem;height:1.15rem;margin:.2rem 0 0;flex:none}.scopes .line{font-weight:400;color:#3f3f46}
 .tag{display:inline-block;margin-left:.35rem;padding:0 .4rem;border-radius:4px;background:#f4f4f5;color:#3f3f46;font:600 12px/1.6 system-ui,sans-serif}
-.actions{display:flex;gap:.75rem;flex-wrap:wrap}
+.tag-opt-in{background:#fef3c7;color:#78350f}.tag-granted{background:#dcfce7;color:#14532d}
+.actions{display:flex;gap:.75rem;flex-wrap:wrap}.actions button{min-width:7rem}
+button.danger{background:#fff;color:#b91c1c;border-color:#b91c1c}button.danger:hover{background:#fef2f2}
 .problem{padding:.6rem .9rem;border:1px solid #b91c1c;border-radius:6px;background:#fef2f2;color:#7f1d1d;max-width:24rem}
+.done{padding:.6rem .9rem;border:1px solid #15803d;border-radius:6px;background:#f0fdf4;color:#14532d}
+h1{line-height:1.2}main.consent{max-width:42rem;margin:0 auto}.consent .client{color:#1d4ed8}
+.scope-list{list-style:none;margin:0;padding:0}.scope-list code{white-space:nowrap;overflow-wrap:normal}
+.grants td:last-child{min-width:0}.grants th,.grants time{white-space:nowrap}.grants td code{overflow-wrap:break-word}
+@media (max-width:40rem){h1{font-size:1.6rem}
+.grants,.grants tbody,.grants tr,.grants td{display:block;overflow:visible}.grants thead{display:none}
+.grants tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.grants td{border:0;padding:.2rem 0}
+.grants td[data-label]::before{content:attr(data-label);display:block;color:#52525b;font-size:13px;font-weight:600}.grants .scope-list li{display:inline;margin-right:.35rem}}
 
 .sandbox-banner{margin:0 0 1rem;padding:.6rem .9rem;border:2px solid #a16207;border-radius:6px;background:#fef9c3;color:#422006}
 nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
@@ -49,6 +56,10 @@ nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 export function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><link rel="stylesheet" href="${STYLESHEET_PATH}"></head><body>${body}</body></html>`;
 }
+
+/** Answers an HTML page, never cached (pages carry forms with tokens and who is signed in). */
+export const sendPage = (reply: FastifyReply, status: number, body: string) =>
+  reply.code(status).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
 
 /** Content negotiation for pages that also answer JSON: a browser asks for text/html before JSON. */
 export function prefersHtml(accept: string | undefined): boolean {

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { currentUser, type SignedIn, sessionCsrfValid } from '../accounts/web-session.ts';
+import { currentUser, redirectToSignIn, type SignedIn, sessionCsrfValid } from '../accounts/web-session.ts';
 import type { AppContext } from '../context.ts';
 import { formFields, formValues, registerFormParser } from '../http/forms.ts';
-import { pageCspWithFormTarget } from '../http/html.ts';
+import { pageCsp, sendPage } from '../http/html.ts';
 import { addRoute } from '../http/routes.ts';
 import {
   type AuthorizationRequest,
@@ -22,13 +22,6 @@ const TAG = 'OAuth';
 const HTML_RESPONSE = { description: 'An HTML page' };
 const CODE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 const KNOWN_SCOPES = new Set<string>(SCOPES.map((s) => s.scope));
-
-const html = (reply: FastifyReply, status: number, body: string) =>
-  reply.code(status).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(body);
-
-/** The consent screen: its form's answer is redirected on to the client, which the page's policy must allow. */
-const consentHtml = (reply: FastifyReply, status: number, pending: AuthorizationRequest, body: string) =>
-  html(reply.header('content-security-policy', pageCspWithFormTarget(pending.redirectUri)), status, body);
 
 /** RFC 6749 §4.1.2: the answer goes back to the client's redirect URI, with its state and our issuer (RFC 9207). */
 function redirectToClient(reply: FastifyReply, context: AppContext, target: { redirectUri: string; state?: string }, params: Record<string, string>) {
@@ -124,7 +117,7 @@ export const registerAuthorizeRoutes =
         async (request, reply) => {
           const query = new URL(request.url, context.config.authUrl).searchParams;
           const checked = await checkAuthorizationRequest(context, clients, query);
-          if ('refuse' in checked) return html(reply, 400, authorizationErrorPage(checked.refuse));
+          if ('refuse' in checked) return sendPage(reply, 400, authorizationErrorPage(checked.refuse));
           if ('redirectError' in checked) return redirectToClient(reply, context, checked.target, checked.redirectError);
           const saved = await saveAuthorizationRequest(context.db, checked.request, context.now());
           return reply.header('cache-control', 'no-store').redirect(`/oauth/consent/${saved.id}`, 303);
@@ -144,11 +137,11 @@ export const registerAuthorizeRoutes =
         {},
         async (request, reply) => {
           const pending = await openRequest(context, request);
-          if (!pending) return html(reply, 400, authorizationErrorPage(EXPIRED));
+          if (!pending) return sendPage(reply, 400, authorizationErrorPage(EXPIRED));
           const signedIn = await currentUser(context, request);
-          if (!signedIn) return reply.redirect(`/sign-in?return_to=${encodeURIComponent(`/oauth/consent/${pending.id}`)}`, 303);
-          if (!(await claimAuthorizationRequest(context.db, pending, signedIn.user.id))) return html(reply, 403, authorizationErrorPage(NOT_YOURS));
-          return consentHtml(reply, 200, pending, await renderConsent(context, pending, signedIn));
+          if (!signedIn) return redirectToSignIn(reply, `/oauth/consent/${pending.id}`);
+          if (!(await claimAuthorizationRequest(context.db, pending, signedIn.user.id))) return sendPage(reply, 403, authorizationErrorPage(NOT_YOURS));
+          return sendConsent(reply, 200, context, pending, signedIn);
         },
       );
 
@@ -169,25 +162,25 @@ export const registerAuthorizeRoutes =
           const signedIn = await currentUser(context, request);
           const fields = formFields(request);
           if (!signedIn || !sessionCsrfValid(signedIn, fields.csrf))
-            return html(
+            return sendPage(
               reply,
               403,
               authorizationErrorPage('This form has expired or was not sent from the consent screen. Start again from your coding agent.'),
             );
           const pending = await openRequest(context, request);
-          if (!pending) return html(reply, 400, authorizationErrorPage(EXPIRED));
-          if (pending.userId !== signedIn.user.id) return html(reply, 403, authorizationErrorPage(NOT_YOURS));
+          if (!pending) return sendPage(reply, 400, authorizationErrorPage(EXPIRED));
+          if (pending.userId !== signedIn.user.id) return sendPage(reply, 403, authorizationErrorPage(NOT_YOURS));
           const now = context.now();
 
           if (fields.decision !== 'allow') {
             const answered = await context.db.transaction().execute((trx) => answerAuthorizationRequest(trx, pending.id, signedIn.user.id, now));
-            if (!answered) return html(reply, 400, authorizationErrorPage(EXPIRED));
+            if (!answered) return sendPage(reply, 400, authorizationErrorPage(EXPIRED));
             return redirectToClient(reply, context, pending, { error: 'access_denied', error_description: 'the merchant denied access' });
           }
           const alreadyGranted = (await activeGrantFor(context.db, signedIn.user.merchantId, pending.clientId))?.scopes ?? [];
           const chosen = orderedScopes(formValues(request, 'scope'));
           if (!chosen.length && !alreadyGranted.length)
-            return consentHtml(reply, 400, pending, await renderConsent(context, pending, signedIn, 'Tick at least one thing it may do, or choose Deny.'));
+            return sendConsent(reply, 400, context, pending, signedIn, 'Tick at least one thing it may do, or choose Deny.');
 
           const code = await context.db.transaction().execute(async (trx) => {
             if (!(await answerAuthorizationRequest(trx, pending.id, signedIn.user.id, now))) return undefined;
@@ -203,20 +196,36 @@ export const registerAuthorizeRoutes =
               now,
             );
           });
-          if (!code) return html(reply, 400, authorizationErrorPage(EXPIRED));
+          if (!code) return sendPage(reply, 400, authorizationErrorPage(EXPIRED));
           return redirectToClient(reply, context, pending, { code });
         },
       );
     });
   };
 
-async function renderConsent(context: AppContext, pending: AuthorizationRequest, signedIn: SignedIn, problem?: string): Promise<string> {
+/**
+ * The consent screen. Its form is answered with a redirect to the client, which the browser holds
+ * to the page's form-action: the redirect URI's origin is named there beside our own.
+ */
+async function sendConsent(
+  reply: FastifyReply,
+  status: number,
+  context: AppContext,
+  pending: AuthorizationRequest,
+  signedIn: SignedIn,
+  problem?: string,
+): Promise<FastifyReply> {
   const existing = await activeGrantFor(context.db, signedIn.user.merchantId, pending.clientId);
-  return consentPage({
-    request: pending,
-    email: signedIn.user.email,
-    csrfToken: signedIn.csrfToken,
-    alreadyGranted: existing?.scopes ?? ([] as Scope[]),
-    problem,
-  });
+  reply.header('content-security-policy', pageCsp([new URL(pending.redirectUri).origin]));
+  return sendPage(
+    reply,
+    status,
+    consentPage({
+      request: pending,
+      email: signedIn.user.email,
+      csrfToken: signedIn.csrfToken,
+      alreadyGranted: existing?.scopes ?? ([] as Scope[]),
+      problem,
+    }),
+  );
 }

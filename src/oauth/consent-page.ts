@@ -18,8 +18,8 @@ export function consentPage(view: { request: AuthorizationRequest; email: string
     const granted = view.alreadyGranted.includes(scope.scope);
     const id = `scope-${scope.scope.replace(':', '-')}`;
     const notes = [
-      scope.elevated ? '<span class="tag">opt-in</span>' : '',
-      granted ? '<span class="tag">already allowed</span>' : request.scopes.includes(scope.scope) ? '<span class="tag">requested</span>' : '',
+      scope.elevated ? '<span class="tag tag-opt-in">opt-in</span>' : '',
+      granted ? '<span class="tag tag-granted">already allowed</span>' : request.scopes.includes(scope.scope) ? '<span class="tag">requested</span>' : '',
     ].join('');
     return `<li><input type="checkbox" name="scope" value="${escapeHtml(scope.scope)}" id="${id}"${preTicked(scope, request.scopes, view.alreadyGranted) ? ' checked' : ''}${granted ? ' disabled' : ''}>
 <label for="${id}"><code>${escapeHtml(scope.scope)}</code> ${notes}<br><span class="line">${escapeHtml(scope.line)}</span></label></li>`;
@@ -27,16 +27,17 @@ export function consentPage(view: { request: AuthorizationRequest; email: string
   return page(
     'Allow access · Till',
     `<main class="consent"><h1>Allow <span class="client">${escapeHtml(request.clientName)}</span> to use your Till account?</h1>
-<p>Signed in as <strong>${escapeHtml(view.email)}</strong>. The answer goes to <strong>${escapeHtml(redirectHost)}</strong>.</p>
-<p class="note">Client: <code>${escapeHtml(request.clientId)}</code></p>
+<p>Signed in as <strong>${escapeHtml(view.email)}</strong>. Your answer is sent to <strong>${escapeHtml(redirectHost)}</strong>.</p>
+<p class="note">The agent identifies itself with <code>${escapeHtml(request.clientId)}</code></p>
 ${view.problem ? `<p role="alert" class="problem">${escapeHtml(view.problem)}</p>` : ''}
 <form method="post" action="/oauth/consent/${escapeHtml(request.id)}">
 <input type="hidden" name="csrf" value="${escapeHtml(view.csrfToken)}">
-<fieldset><legend>It may</legend>
+<fieldset><legend>What it may do</legend>
+<p class="note">Opt-in scopes are never ticked for you, even when the agent asks for them. Untick anything you do not want to allow.</p>
 <ul class="scopes">
 ${boxes}
 </ul></fieldset>
-<p class="note">You can revoke this access at any time under Authorized coding agents on your account page.</p>
+<p class="note">You can revoke this access at any time under <a href="/account/coding-agents">Authorized coding agents</a> on your account.</p>
 <p class="actions"><button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form></main>`,
   );
