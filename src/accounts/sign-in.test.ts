@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { FormBrowser as Browser } from '../testing/form-browser.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { Browser } from '../testing/page-browser.ts';
 import { WRONG_CREDENTIALS } from './sign-in.route.ts';

@@ -100,7 +100,9 @@ for (const { engine, skip } of engines) {
       assert.equal(audited.length, 1);
       assert.equal(audited[0]!.outcome, 'refused');
       assert.equal(audited[0]!.reason, 'insufficient_scope');
-      const quickstart = await rpc((await authorizedAgent(service.context, merchantId, ['orders:read'])).accessToken, 'resources/read', { uri: 'service://quickstart' });
+      const quickstart = await rpc((await authorizedAgent(service.context, merchantId, ['orders:read'])).accessToken, 'resources/read', {
+        uri: 'service://quickstart',
+      });
       assert.equal(quickstart.status, 403, 'the quickstart needs settings:read');
     });
 

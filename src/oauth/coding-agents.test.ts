@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createUser } from '../accounts/users.ts';
-import { FormBrowser } from '../testing/form-browser.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { Browser } from '../testing/page-browser.ts';
 import { activeGrant, addConsent, type Grant } from './grants.ts';
 import type { Scope } from './scopes.ts';
 
@@ -24,7 +24,7 @@ for (const { engine, skip } of engines) {
       const { merchantId } = await service.merchant();
       const email = `agents${++counter}@shop.example`;
       const user = await createUser(service.context.db, { merchantId, email, password: PASSWORD });
-      const browser = new FormBrowser(service);
+      const browser = new Browser(service);
       assert.equal((await browser.signIn(email, PASSWORD)).statusCode, 303);
       return { merchantId, userId: user.id, browser };
     }
@@ -41,7 +41,7 @@ for (const { engine, skip } of engines) {
         );
 
     test('signed out, the page sends the browser to sign in and back', async () => {
-      const answer = await new FormBrowser(service).request('GET', '/account/coding-agents');
+      const answer = await new Browser(service).request('GET', '/account/coding-agents');
       assert.equal(answer.statusCode, 303);
       assert.equal(answer.headers.location, '/sign-in?return_to=%2Faccount%2Fcoding-agents');
     });
@@ -100,7 +100,7 @@ for (const { engine, skip } of engines) {
       assert.equal(refused.statusCode, 404);
       assert.ok(await activeGrant(service.context.db, grant.id));
       // Signed out, even a form with some token is refused.
-      assert.equal((await new FormBrowser(service).request('POST', `/account/coding-agents/${grant.id}/revoke`, { csrf })).statusCode, 403);
+      assert.equal((await new Browser(service).request('POST', `/account/coding-agents/${grant.id}/revoke`, { csrf })).statusCode, 403);
     });
   });
 }
