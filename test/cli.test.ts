@@ -34,6 +34,20 @@ describe('till merchant and keys', () => {
     assert.equal(json.warning, undefined);
   });
 
+  test('merchant set-chains stores supported chains and tokens and refuses the rest by name', () => {
+    const json = JSON.parse(till(['merchant', 'create', '--name', 'Chains', '--json'], env).stdout);
+    const set = till(['merchant', 'set-chains', json.merchantId, 'BASE:usdc', '--json'], env);
+    assert.equal(set.status, 0, set.stderr);
+    assert.deepEqual(JSON.parse(set.stdout), { merchantId: json.merchantId, acceptedChains: [{ chain: 'base', tokens: ['USDC'] }] });
+    const chain = till(['merchant', 'set-chains', json.merchantId, 'solana:USDC'], env);
+    assert.notEqual(chain.status, 0);
+    assert.match(chain.stderr, /chain "solana" is not accepted; accepted: base/);
+    const token = till(['merchant', 'set-chains', json.merchantId, 'base:USDT'], env);
+    assert.notEqual(token.status, 0);
+    assert.match(token.stderr, /token "USDT" is not accepted on base; accepted: USDC/);
+    assert.match(till(['merchant', 'set-chains', 'mer_missing', 'base:USDC'], env).stderr, /no merchant mer_missing/);
+  });
+
   test('merchant list shows ids, names, wallet state and key ids with their last four, never a key', () => {
     const json = JSON.parse(till(['merchant', 'create', '--name', 'Listed', '--json'], env).stdout);
     const listed = till(['merchant', 'list'], env);

@@ -1,7 +1,8 @@
+import { TillError } from '../common/errors.ts';
 import type { Config } from '../config.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
-import { createMerchant, findMerchant, listMerchants, noWalletWarning, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
+import { createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { setWebhookCommand } from './webhooks.ts';
 import { withDatabase } from './with-database.ts';
@@ -55,6 +56,29 @@ export async function merchantCommand(args: string[]): Promise<void> {
     );
     return;
   }
+  if (sub === 'set-chains') {
+    const [merchantId, ...specs] = args.splice(0);
+    if (!merchantId || specs.length === 0) throw new UsageError('merchant set-chains needs MERCHANT_ID CHAIN:TOKEN[,TOKEN…] … (today: base:USDC)');
+    const chains = specs.map((spec) => {
+      const [chain = '', tokens = ''] = spec.split(':');
+      return { chain, tokens: tokens.split(',').filter((token) => token !== '') };
+    });
+    const accepted = await withDatabase(async ({ db }) => {
+      try {
+        if (!(await setAcceptedChains(db, merchantId, chains))) throw new UsageError(`no merchant ${merchantId}`);
+      } catch (error) {
+        if (error instanceof TillError) throw new UsageError(error.message);
+        throw error;
+      }
+      return (await findMerchant(db, merchantId))!.acceptedChains;
+    });
+    printResult(
+      json,
+      { merchantId, acceptedChains: accepted },
+      `${merchantId} accepts ${accepted.map((c) => `${c.tokens.join(', ')} on ${c.chain}`).join('; ')}.`,
+    );
+    return;
+  }
   if (sub === 'set-wallet') {
     const [merchantId, address] = args.splice(0, 2);
     noneLeft(args);
@@ -66,7 +90,7 @@ export async function merchantCommand(args: string[]): Promise<void> {
     return;
   }
   throw new UsageError(
-    'merchant commands: create --name NAME [--wallet 0x…] [--json] | list [--json] | set-wallet MERCHANT_ID 0x… [--json] | set-webhook MERCHANT_ID --url URL [--json]',
+    'merchant commands: create --name NAME [--wallet 0x…] [--json] | list [--json] | set-wallet MERCHANT_ID 0x… [--json] | set-chains MERCHANT_ID CHAIN:TOKEN[,TOKEN…]… [--json] | set-webhook MERCHANT_ID --url URL [--json]',
   );
 }
 

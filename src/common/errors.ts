@@ -33,6 +33,24 @@ export const ERROR_CATALOGUE = {
     'The body or query has a field this endpoint does not take; `field` names it',
     (p: Field) => `Unknown field "${p.field}" is not accepted`,
   ),
+  unsupported_chain: entry(
+    400,
+    'A chain that is not accepted (by the merchant, or by Till); `field` names it and the message lists the accepted ones',
+    (p: Field & { chain: string; accepted: string[] }) =>
+      `${p.field}: chain "${p.chain}" is not accepted; accepted: ${p.accepted.length ? p.accepted.join(', ') : 'none'}`,
+  ),
+  unsupported_token: entry(
+    400,
+    'A token that is not accepted on its chain (by the merchant, or by Till); `field` names it and the message lists the accepted ones',
+    (p: Field & { chain: string; token: string; accepted: string[] }) =>
+      `${p.field}: token "${p.token}" is not accepted on ${p.chain}; accepted: ${p.accepted.length ? p.accepted.join(', ') : 'none'}`,
+  ),
+  payout_wallet_not_settable: entry(
+    400,
+    'The body tries to set a payout wallet, which the payment API never changes; `field` names it',
+    (p: Field) =>
+      `Field "${p.field}" is refused: the payout wallet cannot be set or changed over the payment API (the operator sets it with till merchant set-wallet)`,
+  ),
   invalid_json: entry(400, 'The body is empty or is not valid JSON', (p: { problem: string }) => `The request body ${p.problem}`),
   invalid_request: entry(
     400,

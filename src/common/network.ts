@@ -19,3 +19,6 @@ export const TRANSFER_WITH_AUTHORIZATION = {
     { name: 'nonce', type: 'bytes32' },
   ],
 } as const;
+
+/** The chains a merchant can accept, each with the tokens that can be accepted on it: today USDC on Base only. */
+export const SUPPORTED_CHAINS: Readonly<Record<string, readonly string[]>> = { [NETWORK_V1]: [TOKEN_SYMBOL] };

@@ -7,6 +7,7 @@ import * as quoteRetention from './migrations/0004_quote_retention.ts';
 import * as accounts from './migrations/0005_accounts.ts';
 import * as oauth from './migrations/0006_oauth.ts';
 import * as oauthGrants from './migrations/0007_oauth_grants.ts';
+import * as acceptedChains from './migrations/0008_accepted_chains.ts';
 import * as mcpAudit from './migrations/0009_mcp_audit.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '0005_accounts': accounts,
   '0006_oauth': oauth,
   '0007_oauth_grants': oauthGrants,
+  '0008_accepted_chains': acceptedChains,
   '0009_mcp_audit': mcpAudit,
 };
 

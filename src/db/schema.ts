@@ -9,6 +9,8 @@ export interface MerchantsTable {
   name: string;
   wallet_address: string | null;
   created_at: number;
+  /** JSON `[{ chain, tokens }]`: the chains the merchant accepts and the tokens on each. */
+  accepted_chains: Generated<string>;
 }
 
 export interface ApiKeysTable {

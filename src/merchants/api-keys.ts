@@ -47,3 +47,30 @@ export async function authenticateApiKey(db: Db, presented: string | undefined, 
   if (row.mode !== expectedMode) return undefined;
   return { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null };
 }
+
+export type MaskedApiKey = { keyId: string; masked: string; mode: KeyMode; createdAt: string };
+
+/** A merchant's active API keys, oldest first, masked as "…" and the last four characters (the keys themselves are never stored). */
+export async function listApiKeys(db: Db, merchantId: string): Promise<{ keys: MaskedApiKey[]; count: number }> {
+  const rows = await db
+    .selectFrom('api_keys')
+    .select(['id', 'mode', 'last_four', 'created_at'])
+    .where('merchant_id', '=', merchantId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  const keys = rows.map((row) => ({ keyId: row.id, masked: `…${row.last_four}`, mode: row.mode, createdAt: new Date(row.created_at).toISOString() }));
+  return { keys, count: keys.length };
+}
+
+/** How many API keys of a merchant are active (not revoked). */
+export async function countActiveApiKeys(db: Db, merchantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number | bigint | string>().as('count'))
+    .where('merchant_id', '=', merchantId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}

@@ -1,7 +1,20 @@
+import { TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
+import { SUPPORTED_CHAINS } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
 
-export type Merchant = { id: string; name: string; walletAddress: string | null; createdAt: number };
+/** A chain a merchant accepts and the tokens it accepts on it. */
+export type AcceptedChain = { chain: string; tokens: string[] };
+
+export type Merchant = { id: string; name: string; walletAddress: string | null; createdAt: number; acceptedChains: AcceptedChain[] };
+
+/** What a new merchant accepts: every supported chain with every token on it (today USDC on Base). */
+export function defaultAcceptedChains(): AcceptedChain[] {
+  return Object.entries(SUPPORTED_CHAINS).map(([chain, tokens]) => ({ chain, tokens: [...tokens] }));
+}
+
+/** The path of the payment-session API (E1, E2 and the read), under the service's base URL. */
+export const PAYMENT_API_BASE_PATH = '/api/checkout/v2';
 
 export const WALLET_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
@@ -10,15 +23,120 @@ export function noWalletWarning(merchantId: string): string {
   return `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set: till merchant set-wallet ${merchantId} 0xYourAddress`;
 }
 
-export async function createMerchant(db: Db, input: { name: string; walletAddress?: string | null }, now = Date.now()): Promise<Merchant> {
-  const merchant = { id: newId('mer_'), name: input.name, walletAddress: input.walletAddress ?? null, createdAt: now };
-  await db.insertInto('merchants').values({ id: merchant.id, name: merchant.name, wallet_address: merchant.walletAddress, created_at: now }).execute();
+export async function createMerchant(
+  db: Db,
+  input: { name: string; walletAddress?: string | null; acceptedChains?: AcceptedChain[] },
+  now = Date.now(),
+): Promise<Merchant> {
+  const acceptedChains = input.acceptedChains ? checkAcceptedChains(input.acceptedChains) : defaultAcceptedChains();
+  const merchant = { id: newId('mer_'), name: input.name, walletAddress: input.walletAddress ?? null, createdAt: now, acceptedChains };
+  await db
+    .insertInto('merchants')
+    .values({ id: merchant.id, name: merchant.name, wallet_address: merchant.walletAddress, created_at: now, accepted_chains: JSON.stringify(acceptedChains) })
+    .execute();
   return merchant;
+}
+
+type MerchantRow = { id: string; name: string; wallet_address: string | null; created_at: number; accepted_chains: string };
+
+function merchantOf(row: MerchantRow): Merchant {
+  return { id: row.id, name: row.name, walletAddress: row.wallet_address, createdAt: row.created_at, acceptedChains: parseAcceptedChains(row.accepted_chains) };
+}
+
+/** The stored JSON of `accepted_chains`; anything unreadable counts as accepting nothing rather than failing the merchant's every request. */
+function parseAcceptedChains(text: string): AcceptedChain[] {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (!Array.isArray(parsed)) return [];
+    return parsed.flatMap((entry) =>
+      entry && typeof entry.chain === 'string' && Array.isArray(entry.tokens)
+        ? [{ chain: entry.chain, tokens: entry.tokens.filter((token: unknown): token is string => typeof token === 'string') }]
+        : [],
+    );
+  } catch {
+    return [];
+  }
 }
 
 export async function findMerchant(db: Db, id: string): Promise<Merchant | undefined> {
   const row = await db.selectFrom('merchants').selectAll().where('id', '=', id).executeTakeFirst();
-  return row && { id: row.id, name: row.name, walletAddress: row.wallet_address, createdAt: row.created_at };
+  return row && merchantOf(row);
+}
+
+/** The chains a merchant accepts and the tokens on each. */
+export function acceptedChains(merchant: Pick<Merchant, 'acceptedChains'>): AcceptedChain[] {
+  return merchant.acceptedChains.map((entry) => ({ chain: entry.chain, tokens: [...entry.tokens] }));
+}
+
+/**
+ * Checks chains and tokens against what Till supports (`SUPPORTED_CHAINS`) and returns them in
+ * canonical form (chain names lower case, token symbols upper case). Each chain once, at least one
+ * token on each, at least one chain; an unsupported chain or token is refused by name.
+ */
+export function checkAcceptedChains(chains: readonly { chain: string; tokens: readonly string[] }[], field = 'acceptedChains'): AcceptedChain[] {
+  if (chains.length === 0) throw new TillError('invalid_field', { field, problem: 'must name at least one chain' });
+  const supportedNames = Object.keys(SUPPORTED_CHAINS);
+  const seen = new Set<string>();
+  return chains.map((entry, index) => {
+    const chain = entry.chain.trim().toLowerCase();
+    const supported = SUPPORTED_CHAINS[chain];
+    if (!supported || !Object.hasOwn(SUPPORTED_CHAINS, chain))
+      throw new TillError('unsupported_chain', { field: `${field}[${index}].chain`, chain: entry.chain, accepted: supportedNames });
+    if (seen.has(chain)) throw new TillError('invalid_field', { field: `${field}[${index}].chain`, problem: `names ${chain} twice` });
+    seen.add(chain);
+    if (entry.tokens.length === 0) throw new TillError('invalid_field', { field: `${field}[${index}].tokens`, problem: 'must name at least one token' });
+    const tokens = [...new Set(entry.tokens.map((token) => token.trim().toUpperCase()))];
+    const unsupported = tokens.findIndex((token) => !supported.includes(token));
+    if (unsupported >= 0)
+      throw new TillError('unsupported_token', {
+        field: `${field}[${index}].tokens[${unsupported}]`,
+        chain,
+        token: entry.tokens[unsupported]!,
+        accepted: [...supported],
+      });
+    return { chain, tokens };
+  });
+}
+
+/** Sets the chains and tokens a merchant accepts, refusing any Till does not support. False when there is no such merchant. */
+export async function setAcceptedChains(db: Db, id: string, chains: readonly { chain: string; tokens: readonly string[] }[]): Promise<boolean> {
+  const checked = checkAcceptedChains(chains);
+  const result = await db
+    .updateTable('merchants')
+    .set({ accepted_chains: JSON.stringify(checked) })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export type PaymentSettings = {
+  merchantId: string;
+  businessName: string;
+  /** Whether a payout wallet is set at all (the address itself is never shown here). */
+  payoutAddressConfigured: boolean;
+  chains: { name: string; tokens: string[]; payoutAddressConfigured: boolean }[];
+  apiBasePath: string;
+  apiBaseUrl: string;
+};
+
+/**
+ * What a merchant's payment settings show to tools (the MCP server's get_payment_settings and its
+ * quickstart): business name, accepted chains and tokens, and per chain only whether a payout
+ * address is configured — never the address.
+ */
+export async function paymentSettings(db: Db, merchantId: string, options: { baseUrl: string }): Promise<PaymentSettings | undefined> {
+  const merchant = await findMerchant(db, merchantId);
+  if (!merchant) return undefined;
+  const configured = merchant.walletAddress !== null;
+  return {
+    merchantId: merchant.id,
+    businessName: merchant.name,
+    payoutAddressConfigured: configured,
+    // One EVM address serves every supported chain, so each chain shows the same answer.
+    chains: merchant.acceptedChains.map((entry) => ({ name: entry.chain, tokens: [...entry.tokens], payoutAddressConfigured: configured })),
+    apiBasePath: PAYMENT_API_BASE_PATH,
+    apiBaseUrl: options.baseUrl + PAYMENT_API_BASE_PATH,
+  };
 }
 
 /** The payout wallet is set only by the operator or the dashboard, never over the payment API. */
@@ -47,10 +165,7 @@ export async function listMerchants(db: Db): Promise<MerchantSummary[]> {
     .orderBy('created_at')
     .execute();
   return merchants.map((row) => ({
-    id: row.id,
-    name: row.name,
-    walletAddress: row.wallet_address,
-    createdAt: row.created_at,
+    ...merchantOf(row),
     keys: keys
       .filter((key) => key.merchant_id === row.id)
       .map((key) => ({ keyId: key.id, mode: key.mode, lastFour: key.last_four, createdAt: key.created_at })),

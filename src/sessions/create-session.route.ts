@@ -1,16 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
-import type { Db } from '../db/index.ts';
 import { ErrorResponse } from '../http/errors.ts';
+import { numberText } from '../http/json.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { checkIdempotencyKey, runIdempotently } from './idempotency.ts';
-import { BODY_LIMIT, CreateSessionBody, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
-import { insertSession } from './sessions.ts';
-import { checkTerms, parseMoneyField, parseQuotableCurrency } from './terms.ts';
-import { payabilityWarnings, sessionCreatedBody } from './views.ts';
+import { createPaymentSession } from './create-session.ts';
+import { checkIdempotencyKey } from './idempotency.ts';
+import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
 
 const doc: RouteDoc = {
   method: 'POST',
@@ -33,44 +30,17 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { merchantId, walletConfigured } = await requireMerchant(context, request);
     const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
+    refusePayoutWalletFields(request.body);
     const input = validate(CreateSessionBody, request.body);
-    const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
-    const amountMinor = parseMoneyField(request.body, 'amount', exponent, currency);
-    const editable = input.editable ?? false;
-    const minAmountMinor = input.minAmount == null ? null : parseMoneyField(request.body, 'minAmount', exponent, currency);
-    checkTerms({ amountMinor, currency, minAmountMinor, editable });
-
-    const now = context.now();
-    const orderType = input.orderType ?? 'TRANSIENT';
-    const insert = async (trx: Db) => {
-      const sessionId = newId('ps_');
-      await insertSession(trx, {
-        id: sessionId,
-        merchant_id: merchantId,
-        order_id: input.orderId ?? null,
-        order_type: orderType,
-        status: 'OPEN',
-        amount_minor: amountMinor,
-        currency,
-        min_amount_minor: minAmountMinor,
-        editable: editable ? 1 : 0,
-        concept: input.concept ?? null,
-        success_url: input.successUrl ?? null,
-        cancel_url: input.cancelUrl ?? null,
-        fail_url: input.failUrl ?? null,
-        pay_to: null,
-        expires_at: orderType === 'STATIC' ? null : now + context.config.sessionTtlSeconds * 1000,
-        created_at: now,
-        updated_at: now,
-        version: 1,
-      });
-      context.metrics.sessionsCreated.inc();
-      return { status: 201, body: JSON.stringify(sessionCreatedBody(context.config.baseUrl, sessionId, payabilityWarnings(merchantId, { walletConfigured }))) };
-    };
-
-    const response = idempotencyKey
-      ? await runIdempotently(context.db, context.dbKind, { merchantId, key: idempotencyKey, requestBody: request.body, now }, insert)
-      : await insert(context.db);
-    return reply.code(response.status).type('application/json; charset=utf-8').send(response.body);
+    // Money is read from the digits the client sent, never through a float.
+    const amount = numberText(request.body, 'amount') ?? input.amount;
+    const minAmount = input.minAmount == null ? input.minAmount : (numberText(request.body, 'minAmount') ?? input.minAmount);
+    const created = await createPaymentSession(
+      context,
+      merchantId,
+      { ...input, amount, minAmount },
+      { walletConfigured, requestBody: request.body, ...(idempotencyKey ? { idempotencyKey } : {}) },
+    );
+    return reply.code(201).type('application/json; charset=utf-8').send(JSON.stringify(created));
   });
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TillError } from '../common/errors.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 
 /** The zod schemas of the payment-session resource (E1, E2, GET): validation, types and OpenAPI in one. Null means "not given". */
@@ -88,7 +89,7 @@ export const BODY_LIMIT = 16 * 1024;
 
 /** The refusals E1 and E2 share, for their route docs. */
 export const SESSION_WRITE_REFUSALS = {
-  400: { description: 'A field is invalid; `error.field` names it', schema: ErrorResponse },
+  400: { description: 'A field is invalid, or tries to set the payout wallet (`payout_wallet_not_settable`); `error.field` names it', schema: ErrorResponse },
   401: UNAUTHORIZED_RESPONSE,
   413: { description: 'Body over 16 KiB', schema: ErrorResponse },
   415: { description: 'Content-Type is not application/json', schema: ErrorResponse },
@@ -137,3 +138,18 @@ export const SessionDetails = z
       .meta({ description: 'Every payment attempt that was claimed for this session, oldest first; each successful one is an order' }),
   })
   .meta({ id: 'PaymentSessionDetails' });
+
+/** Keys (lower case, without `_` and `-`) that would name a payout wallet; E1 and E2 refuse each by name. */
+const PAYOUT_WALLET_KEYS = new Set(['wallet', 'walletaddress', 'payoutaddress', 'payoutwallet', 'payto', 'publicaddress', 'merchantwallet', 'payout']);
+
+/**
+ * The payout wallet is never set over the payment API. Unknown fields are refused anyway (the
+ * bodies are strict), but a field that tries to set the wallet gets its own refusal, so the caller
+ * learns why rather than only that the field is unknown.
+ */
+export function refusePayoutWalletFields(body: unknown): void {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+  for (const key of Object.keys(body)) {
+    if (PAYOUT_WALLET_KEYS.has(key.toLowerCase().replace(/[_-]/g, ''))) throw new TillError('payout_wallet_not_settable', { field: key });
+  }
+}

@@ -5,7 +5,7 @@ import type { AppContext } from '../context.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { BODY_LIMIT, SESSION_WRITE_REFUSALS, SessionCreated, UpdateSessionBody } from './schemas.ts';
+import { BODY_LIMIT, refusePayoutWalletFields, SESSION_WRITE_REFUSALS, SessionCreated, UpdateSessionBody } from './schemas.ts';
 import { assertChangeable, findMerchantSession, updateSession } from './sessions.ts';
 import { checkTerms, parseCurrency, parseMoneyField, parseQuotableCurrency } from './terms.ts';
 import { payabilityWarnings, sessionCreatedBody } from './views.ts';
@@ -30,6 +30,7 @@ const doc: RouteDoc = {
 export function registerUpdateSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request) => {
     const { merchantId, walletConfigured } = await requireMerchant(context, request);
+    refusePayoutWalletFields(request.body);
     const input = validate(UpdateSessionBody, request.body);
     const session = await findMerchantSession(context.db, merchantId, input.sessionId);
     if (!session) throw new TillError('not_found', { what: `Payment session ${input.sessionId}` });

@@ -1,0 +1,168 @@
+import { getAddress } from 'viem';
+import { z } from 'zod';
+import { TillError } from '../common/errors.ts';
+import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
+import type { Db } from '../db/index.ts';
+import { decimalNumber, formatMoney } from '../money/iso4217.ts';
+import { formatUsdc } from '../money/usdc.ts';
+import { explorerUrl } from './payments.ts';
+
+/** Receipts of settled orders (E4, and the MCP tool get_receipt) and the merchant's list of paid orders. */
+export const Receipt = z
+  .object({
+    publicOrderId: z.string(),
+    status: z.enum(['SUCCESS', 'REVERSED']),
+    paymentSessionId: z.string(),
+    orderId: z.string().nullable(),
+    merchantName: z.string(),
+    amount: z.number(),
+    currency: z.string(),
+    token: z.literal(TOKEN_SYMBOL),
+    tokenAmount: z.string().meta({ description: 'USDC paid, as a decimal string' }),
+    rate: z.string().meta({ description: 'USDC per one unit of the currency, as used for this order' }),
+    network: z.literal(NETWORK_V1),
+    chainId: z.literal(CHAIN_ID),
+    payer: z.string(),
+    payTo: z.string(),
+    transactionHash: z.string(),
+    explorerUrl: z.string(),
+    settledAt: z.string(),
+  })
+  .meta({ id: 'OrderReceipt' });
+
+export type ReceiptView = z.infer<typeof Receipt>;
+
+/** `TX-…` in canonical form, whether or not the prefix was given, in any case. */
+export function normalizePublicOrderId(publicOrderId: string): string {
+  return publicOrderId.toUpperCase().startsWith('TX-') ? `TX-${publicOrderId.slice(3).toUpperCase()}` : `TX-${publicOrderId.toUpperCase()}`;
+}
+
+/** The receipt and the amount written with its currency's decimals (for the page). */
+export async function findReceiptWithAmountText(
+  db: Db,
+  publicOrderId: string,
+  options: { explorerTxUrl: string; merchantId?: string },
+): Promise<{ receipt: ReceiptView; amountText: string } | undefined> {
+  const row = await db
+    .selectFrom('payments')
+    .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
+    .innerJoin('merchants', 'merchants.id', 'payments.merchant_id')
+    .select([
+      'payments.public_order_id',
+      'payments.status',
+      'payments.session_id',
+      'payments.amount_minor',
+      'payments.currency',
+      'payments.value',
+      'payments.rate',
+      'payments.payer',
+      'payments.pay_to',
+      'payments.tx_hash',
+      'payments.settled_at',
+      'payment_sessions.order_id',
+      'merchants.name',
+    ])
+    .where('payments.public_order_id', '=', normalizePublicOrderId(publicOrderId))
+    .where('payments.status', 'in', ['SUCCESS', 'REVERSED'])
+    .$if(options.merchantId !== undefined, (qb) => qb.where('payments.merchant_id', '=', options.merchantId!))
+    .executeTakeFirst();
+  if (!row?.tx_hash || row.settled_at === null || row.public_order_id === null) return undefined;
+  const receipt: ReceiptView = {
+    publicOrderId: row.public_order_id,
+    status: row.status as 'SUCCESS' | 'REVERSED',
+    paymentSessionId: row.session_id,
+    orderId: row.order_id,
+    merchantName: row.name,
+    amount: decimalNumber(row.amount_minor, row.currency),
+    currency: row.currency,
+    token: TOKEN_SYMBOL,
+    tokenAmount: formatUsdc(row.value),
+    rate: row.rate,
+    network: NETWORK_V1,
+    chainId: CHAIN_ID,
+    payer: getAddress(row.payer),
+    payTo: getAddress(row.pay_to),
+    transactionHash: row.tx_hash,
+    explorerUrl: explorerUrl(options.explorerTxUrl, row.tx_hash),
+    settledAt: new Date(row.settled_at).toISOString(),
+  };
+  return { receipt, amountText: formatMoney(row.amount_minor, row.currency) };
+}
+
+/**
+ * The receipt of a settled (or since reversed) order by its public id, with or without `TX-`;
+ * only among the merchant's own orders when `merchantId` is given. Undefined when there is none.
+ */
+export async function findReceipt(db: Db, publicOrderId: string, options: { explorerTxUrl: string; merchantId?: string }): Promise<ReceiptView | undefined> {
+  return (await findReceiptWithAmountText(db, publicOrderId, options))?.receipt;
+}
+
+export const MAX_ORDERS_PAGE_SIZE = 100;
+export const DEFAULT_ORDERS_PAGE_SIZE = 20;
+
+export type PaidOrder = {
+  publicOrderId: string;
+  paymentSessionId: string;
+  /** The merchant's own reference of the session, if it set one. */
+  orderId: string | null;
+  amount: number;
+  currency: string;
+  token: typeof TOKEN_SYMBOL;
+  /** USDC paid, as a decimal string. */
+  tokenAmount: string;
+  network: typeof NETWORK_V1;
+  transactionHash: string;
+  /** ISO 8601. */
+  paidAt: string;
+};
+
+export type PaidOrdersPage = { orders: PaidOrder[]; total: number; page: number; size: number };
+
+/**
+ * A merchant's paid orders (payments that settled and were not reversed), newest first, one page at a
+ * time: `page` from 1, `size` 1 to 100 (20 unless given); `total` counts every paid order.
+ */
+export async function listPaidOrders(db: Db, merchantId: string, paging: { page?: number; size?: number } = {}): Promise<PaidOrdersPage> {
+  const page = paging.page ?? 1;
+  const size = paging.size ?? DEFAULT_ORDERS_PAGE_SIZE;
+  if (!Number.isSafeInteger(page) || page < 1) throw new TillError('invalid_field', { field: 'page', problem: 'must be an integer of at least 1' });
+  if (!Number.isSafeInteger(size) || size < 1 || size > MAX_ORDERS_PAGE_SIZE)
+    throw new TillError('invalid_field', { field: 'size', problem: `must be an integer from 1 to ${MAX_ORDERS_PAGE_SIZE}` });
+  const paid = db.selectFrom('payments').where('payments.merchant_id', '=', merchantId).where('payments.status', '=', 'SUCCESS');
+  const counted = await paid.select((eb) => eb.fn.countAll<number | bigint | string>().as('count')).executeTakeFirstOrThrow();
+  const rows = await paid
+    .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
+    .select([
+      'payments.public_order_id',
+      'payments.session_id',
+      'payments.amount_minor',
+      'payments.currency',
+      'payments.value',
+      'payments.tx_hash',
+      'payments.settled_at',
+      'payments.id',
+      'payment_sessions.order_id',
+    ])
+    .orderBy('payments.settled_at', 'desc')
+    .orderBy('payments.id', 'desc')
+    .limit(size)
+    .offset((page - 1) * size)
+    .execute();
+  return {
+    orders: rows.map((row) => ({
+      publicOrderId: row.public_order_id ?? '',
+      paymentSessionId: row.session_id,
+      orderId: row.order_id,
+      amount: decimalNumber(row.amount_minor, row.currency),
+      currency: row.currency,
+      token: TOKEN_SYMBOL,
+      tokenAmount: formatUsdc(row.value),
+      network: NETWORK_V1,
+      transactionHash: row.tx_hash ?? '',
+      paidAt: new Date(row.settled_at ?? 0).toISOString(),
+    })),
+    total: Number(counted.count),
+    page,
+    size,
+  };
+}

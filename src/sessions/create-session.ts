@@ -1,0 +1,159 @@
+import { getAddress } from 'viem';
+import { invalidField, TillError } from '../common/errors.ts';
+import { newId } from '../common/ids.ts';
+import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
+import type { OrderType } from '../db/schema.ts';
+import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
+import { parseDecimalAmount } from '../money/decimal.ts';
+import { runIdempotently } from './idempotency.ts';
+import { insertSession } from './sessions.ts';
+import { checkTerms, parseQuotableCurrency } from './terms.ts';
+import { payabilityWarnings, type SessionWarning, sessionCreatedBody } from './views.ts';
+
+/** A chain the session is paid on, the tokens it takes there, and optionally where that one payment goes. */
+export type SessionChainInput = { name: string; tokens: string[]; publicAddress?: string | null };
+
+/**
+ * What a new session is made of: the fields of E1, and for callers other than E1 (the MCP tool
+ * create_payment_session) `chains`. Money is a number or the exact decimal text of one (E1 passes
+ * the digits the client sent, so nothing goes through a float).
+ */
+export type NewSessionInput = {
+  amount: number | string;
+  currency: string;
+  orderType?: OrderType | null;
+  editable?: boolean | null;
+  minAmount?: number | string | null;
+  orderId?: string | null;
+  concept?: string | null;
+  successUrl?: string | null;
+  cancelUrl?: string | null;
+  failUrl?: string | null;
+  chains?: SessionChainInput[] | null;
+};
+
+export type CreateSessionOptions = {
+  /** Makes retries safe, as E1's Idempotency-Key header. */
+  idempotencyKey?: string;
+  /** What the idempotency key is bound to (E1: the request body); `input` unless given. */
+  requestBody?: unknown;
+  /** Whether the merchant has a payout wallet, when the caller knows it already (E1 learns it with the API key); read otherwise. */
+  walletConfigured?: boolean;
+};
+
+export type SessionCreatedResult = { sessionId: string; redirectUrl: string; warnings?: SessionWarning[] };
+
+type Context = Pick<AppContext, 'config' | 'db' | 'dbKind' | 'metrics' | 'now' | 'rates'>;
+
+/** The digits of a money value: E1 gives the text the client sent; a number (a tool's argument) is written out. */
+function moneyMinor(value: number | string, field: 'amount' | 'minAmount', exponent: number, currency: string): bigint {
+  if (typeof value === 'number' && !Number.isFinite(value)) throw invalidField(field, 'must be a number');
+  const parsed = parseDecimalAmount(String(value), exponent);
+  if (!parsed.ok) throw invalidField(field, `${parsed.reason} (${currency} allows ${exponent} decimal${exponent === 1 ? '' : 's'})`);
+  return parsed.minor;
+}
+
+/**
+ * The session's chains checked against what the merchant accepts: each chain accepted, each token
+ * accepted on it, each chain once. Answers the destination address of this one session, if any
+ * chain names one (all must agree: a session has one payTo).
+ */
+export function checkSessionChains(chains: readonly SessionChainInput[], accepted: readonly AcceptedChain[]): { payTo: string | null } {
+  if (chains.length === 0) throw invalidField('chains', 'must name at least one chain');
+  const seen = new Set<string>();
+  let payTo: string | null = null;
+  chains.forEach((entry, index) => {
+    const field = `chains[${index}]`;
+    const name = entry.name.trim().toLowerCase();
+    const acceptedChain = accepted.find((candidate) => candidate.chain === name);
+    if (!acceptedChain)
+      throw new TillError('unsupported_chain', { field: `${field}.name`, chain: entry.name, accepted: accepted.map((candidate) => candidate.chain) });
+    if (seen.has(name)) throw invalidField(`${field}.name`, `names ${name} twice`);
+    seen.add(name);
+    if (entry.tokens.length === 0) throw invalidField(`${field}.tokens`, 'must name at least one token');
+    entry.tokens.forEach((token, tokenIndex) => {
+      if (!acceptedChain.tokens.includes(token.trim().toUpperCase()))
+        throw new TillError('unsupported_token', { field: `${field}.tokens[${tokenIndex}]`, chain: name, token, accepted: acceptedChain.tokens });
+    });
+    if (entry.publicAddress != null) {
+      if (!WALLET_ADDRESS.test(entry.publicAddress)) throw invalidField(`${field}.publicAddress`, 'must be a 0x address of 40 hex digits');
+      const address = getAddress(entry.publicAddress.toLowerCase());
+      if (payTo !== null && payTo !== address) throw invalidField(`${field}.publicAddress`, 'must be the same on every chain: a session pays one address');
+      payTo = address;
+    }
+  });
+  return { payTo };
+}
+
+/**
+ * Creates a payment session for a merchant: E1's body, and the MCP tool create_payment_session.
+ * Checks the currency (quotable in USDC), the amounts (exact, in the currency's decimals), the terms
+ * (`minAmount` only on an editable session, not above `amount`) and, when `chains` is given, the
+ * chains and tokens against what the merchant accepts. A `publicAddress` is stored as this
+ * session's payTo only: x402 then quotes and pays it, and nothing else changes.
+ */
+export async function createPaymentSession(
+  context: Context,
+  merchantId: string,
+  input: NewSessionInput,
+  options: CreateSessionOptions = {},
+): Promise<SessionCreatedResult> {
+  const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
+  const amountMinor = moneyMinor(input.amount, 'amount', exponent, currency);
+  const editable = input.editable ?? false;
+  const minAmountMinor = input.minAmount == null ? null : moneyMinor(input.minAmount, 'minAmount', exponent, currency);
+  checkTerms({ amountMinor, currency, minAmountMinor, editable });
+
+  let walletConfigured = options.walletConfigured;
+  let payTo: string | null = null;
+  if (input.chains != null || walletConfigured === undefined) {
+    const merchant = await findMerchant(context.db, merchantId);
+    if (!merchant) throw new TillError('not_found', { what: `Merchant ${merchantId}` });
+    walletConfigured = merchant.walletAddress !== null;
+    if (input.chains != null) payTo = checkSessionChains(input.chains, merchant.acceptedChains).payTo;
+  }
+
+  const now = context.now();
+  const orderType = input.orderType ?? 'TRANSIENT';
+  const insert = async (trx: Db) => {
+    const sessionId = newId('ps_');
+    await insertSession(trx, {
+      id: sessionId,
+      merchant_id: merchantId,
+      order_id: input.orderId ?? null,
+      order_type: orderType,
+      status: 'OPEN',
+      amount_minor: amountMinor,
+      currency,
+      min_amount_minor: minAmountMinor,
+      editable: editable ? 1 : 0,
+      concept: input.concept ?? null,
+      success_url: input.successUrl ?? null,
+      cancel_url: input.cancelUrl ?? null,
+      fail_url: input.failUrl ?? null,
+      pay_to: payTo,
+      expires_at: orderType === 'STATIC' ? null : now + context.config.sessionTtlSeconds * 1000,
+      created_at: now,
+      updated_at: now,
+      version: 1,
+    });
+    context.metrics.sessionsCreated.inc();
+    const body = sessionCreatedBody(
+      context.config.baseUrl,
+      sessionId,
+      payabilityWarnings(merchantId, { walletConfigured: walletConfigured === true, sessionPayTo: payTo }),
+    );
+    return { status: 201, body: JSON.stringify(body) };
+  };
+
+  const response = options.idempotencyKey
+    ? await runIdempotently(
+        context.db,
+        context.dbKind,
+        { merchantId, key: options.idempotencyKey, requestBody: options.requestBody === undefined ? input : options.requestBody, now },
+        insert,
+      )
+    : await insert(context.db);
+  return JSON.parse(response.body) as SessionCreatedResult;
+}
