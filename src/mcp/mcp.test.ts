@@ -125,6 +125,7 @@ for (const { engine, skip } of engines) {
     test('a revoked grant: the next call is 401, and the refused call is audited', async () => {
       const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read']);
       assert.equal((await callTool(accessToken, 'get_payment_settings')).status, 200);
+      clock += 1000;
       await revokeGrant(service.context.db, grantId, 'merchant', clock, merchantId);
       const answer = await callTool(accessToken, 'get_payment_settings');
       assert.equal(answer.status, 401);

@@ -9,13 +9,14 @@ let users = 0;
 /**
  * A coding agent authorized on a merchant's account, as consent and the code exchange leave it
  * (the full OAuth flow is tested in src/oauth/): a grant with these scopes and an access token for
- * the MCP endpoint.
+ * the MCP endpoint. Each call is a new client unless `clientId` is given (consent to the same
+ * client adds to its grant).
  */
 export async function authorizedAgent(
   context: AppContext,
   merchantId: string,
   scopes: Scope[],
-  clientId = 'https://agent.example/oauth/client.json',
+  clientId = `https://agent.example/${users + 1}/client.json`,
 ): Promise<{ grantId: string; accessToken: string; userId: string }> {
   const user = await createUser(context.db, {
     merchantId,

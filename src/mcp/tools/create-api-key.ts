@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { countActiveApiKeys, createApiKey } from '../../merchants/api-keys.ts';
+import { successfulCallsSince } from '../audit.ts';
+import { defineTool, ToolRefusal } from '../tool.ts';
+
+/** Spec 8: keys one authorization may create in 24 hours, and keys an account may hold. */
+export const KEYS_PER_DAY_PER_AUTHORIZATION = 5;
+export const KEYS_PER_ACCOUNT = 25;
+const DAY_MS = 86_400_000;
+
+export const createApiKeyTool = defineTool({
+  name: 'create_api_key',
+  title: 'Create an API key',
+  description: `Creates one API key for the payment API and returns it once: it can never be read again. At most ${KEYS_PER_DAY_PER_AUTHORIZATION} per 24 hours per authorization and ${KEYS_PER_ACCOUNT} on the account.`,
+  scope: 'keys:write',
+  input: z.strictObject({}),
+  output: z.object({ keyId: z.string(), apiKey: z.string(), mode: z.enum(['test', 'live']), masked: z.string(), note: z.string() }),
+  async run(context, access) {
+    const now = context.now();
+    const merchantId = access.grant.merchantId;
+    if ((await successfulCallsSince(context.db, access.grant.id, 'create_api_key', now - DAY_MS)) >= KEYS_PER_DAY_PER_AUTHORIZATION)
+      throw new ToolRefusal(
+        'key_limit_per_authorization',
+        `create_api_key refused: this authorization already created ${KEYS_PER_DAY_PER_AUTHORIZATION} API keys in the last 24 hours.`,
+      );
+    if ((await countActiveApiKeys(context.db, merchantId)) >= KEYS_PER_ACCOUNT)
+      throw new ToolRefusal('key_limit_per_account', `create_api_key refused: the account already has ${KEYS_PER_ACCOUNT} API keys; revoke one first.`);
+    const key = await createApiKey(context.db, merchantId, context.config.mode === 'live' ? 'live' : 'test', now);
+    return {
+      keyId: key.keyId,
+      apiKey: key.apiKey,
+      mode: key.mode,
+      masked: `…${key.lastFour}`,
+      note: 'Store this key now: it is shown once and can never be read again.',
+    };
+  },
+});

@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { listApiKeys } from '../../merchants/api-keys.ts';
+import { defineTool } from '../tool.ts';
+
+export const listApiKeysTool = defineTool({
+  name: 'list_api_keys',
+  title: 'API keys',
+  description: 'The account’s active API keys, masked (an ellipsis and the last four characters), and their count. Never the keys themselves.',
+  scope: 'keys:read',
+  input: z.strictObject({}),
+  output: z.object({
+    keys: z.array(z.object({ keyId: z.string(), masked: z.string(), mode: z.enum(['test', 'live']), createdAt: z.string() })),
+    count: z.number().int(),
+  }),
+  async run(context, access) {
+    const { keys, count } = await listApiKeys(context.db, access.grant.merchantId);
+    return { keys: keys.map((key) => ({ ...key, createdAt: new Date(key.createdAt).toISOString() })), count };
+  },
+});
