@@ -6,10 +6,11 @@ import { wrapFetchWithPayment } from 'x402-fetch';
 import { listPaidOrders } from '../src/payments/receipts.ts';
 import { createPaymentSession } from '../src/sessions/create-session.ts';
 import { findSession } from '../src/sessions/sessions.ts';
+import { authorizedAgent, callMcpTool } from '../src/testing/agent.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
 
-// A session created as the MCP tool create_payment_session does, with its own destination: an x402
+// A session created over MCP (the tool create_payment_session) with its own destination: an x402
 // client pays it on the sandbox and the USDC lands at that address, not at the merchant's wallet.
 for (const { engine, skip } of engines) {
   describeOnEngine(`a session's own publicAddress is paid on ${engine}`, skip, () => {
@@ -32,13 +33,16 @@ for (const { engine, skip } of engines) {
     test('the quote is paid to the publicAddress; the merchant wallet receives nothing; the next session pays the wallet again', async () => {
       const destination = newAccount().address;
       assert.notEqual(destination, env.merchantWallet);
-      const created = await createPaymentSession(env.service.context, env.merchantId, {
+      const { accessToken } = await authorizedAgent(env.service.context, env.merchantId, ['sessions:write']);
+      const call = await callMcpTool(env.service.app, accessToken, 'create_payment_session', {
         amount: 0.25,
         currency: 'USD',
         orderType: 'TRANSIENT',
         editable: false,
         chains: [{ name: 'base', tokens: ['USDC'], publicAddress: destination.toLowerCase() }],
       });
+      assert.equal(call.body.result.isError, undefined, JSON.stringify(call.body));
+      const created = call.body.result.structuredContent as { sessionId: string; redirectUrl: string };
       const offer = await env.challenge(created.sessionId);
       assert.equal(offer.payTo, destination, 'the challenge advertises the session’s own address');
 

@@ -3,12 +3,11 @@ import { after, before, test } from 'node:test';
 import { createClient } from '../oauth/clients.ts';
 import { revokeGrant } from '../oauth/grants.ts';
 import { issueCheckoutToken } from '../oauth/tokens.ts';
-import { authorizedAgent } from '../testing/agent.ts';
+import { authorizedAgent, callMcpTool, mcpRequest } from '../testing/agent.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { argumentsDigest, listToolCalls } from './audit.ts';
 import { RATE_LIMITED_CODE } from './mcp.route.ts';
 
-const PROTOCOL = '2025-11-25';
 const CHALLENGE = 'Bearer resource_metadata="http://till.test/.well-known/oauth-protected-resource/mcp", scope="settings:read orders:read"';
 
 for (const { engine, skip } of engines) {
@@ -22,25 +21,8 @@ for (const { engine, skip } of engines) {
     });
     after(() => service?.stop());
 
-    let ids = 0;
-    /** One JSON-RPC request; the answer whether it came as JSON or as one SSE event. */
-    const rpc = async (token: string | undefined, method: string, params: Record<string, unknown> = {}) => {
-      const response = await service.app.inject({
-        method: 'POST',
-        url: '/mcp',
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': PROTOCOL,
-        },
-        payload: { jsonrpc: '2.0', id: ++ids, method, params },
-      });
-      const data = /^data: (.*)$/m.exec(response.body)?.[1];
-      const body = data ? JSON.parse(data) : response.body ? response.json() : undefined;
-      return { status: response.statusCode, headers: response.headers, body };
-    };
-    const callTool = (token: string, name: string, args: Record<string, unknown> = {}) => rpc(token, 'tools/call', { name, arguments: args });
+    const rpc = (token: string | undefined, method: string, params: Record<string, unknown> = {}) => mcpRequest(service.app, token, method, params);
+    const callTool = (token: string, name: string, args: Record<string, unknown> = {}) => callMcpTool(service.app, token, name, args);
     const auditOf = async (tool: string) => (await listToolCalls(service.context.db, merchantId, 1000)).filter((c) => c.tool === tool);
 
     test('no token, a client-credentials token, a foreign or expired one: 401 with exactly the spec challenge', async () => {

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import { createUser } from '../accounts/users.ts';
 import type { AppContext } from '../context.ts';
 import { addConsent } from '../oauth/grants.ts';
@@ -34,3 +35,27 @@ export async function authorizedAgent(
   );
   return { grantId: grant.id, accessToken, userId: user.id };
 }
+
+let requests = 0;
+
+/** One JSON-RPC request to POST /mcp (protocol 2025-11-25); the answer whether it came as JSON or as one SSE event. */
+export async function mcpRequest(app: FastifyInstance, token: string | undefined, method: string, params: Record<string, unknown> = {}) {
+  const response = await app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+    },
+    payload: { jsonrpc: '2.0', id: ++requests, method, params },
+  });
+  const data = /^data: (.*)$/m.exec(response.body)?.[1];
+  const body = data ? JSON.parse(data) : response.body ? response.json() : undefined;
+  return { status: response.statusCode, headers: response.headers, body };
+}
+
+/** A tools/call; `result` is the tool's result (`isError` set when refused). */
+export const callMcpTool = (app: FastifyInstance, token: string, name: string, args: Record<string, unknown> = {}) =>
+  mcpRequest(app, token, 'tools/call', { name, arguments: args });
