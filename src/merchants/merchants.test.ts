@@ -1,19 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { TillError } from '../common/errors.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { refusedWith } from '../testing/refusals.ts';
 import { countActiveApiKeys, createApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
 import { acceptedChains, checkAcceptedChains, createMerchant, findMerchant, listMerchants, paymentSettings, setAcceptedChains } from './merchants.ts';
 
 const WALLET = `0x${'ab'.repeat(20)}`;
-
-const refusedWith = (code: string, field: string, message?: RegExp) => (error: unknown) => {
-  assert.ok(error instanceof TillError, String(error));
-  assert.equal(error.code, code);
-  assert.equal(error.field, field);
-  if (message) assert.match(error.message, message);
-  return true;
-};
 
 test('only supported chains and tokens can be accepted; each refusal names the field and the chain or token', () => {
   assert.deepEqual(checkAcceptedChains([{ chain: 'Base', tokens: ['usdc', 'USDC'] }]), [{ chain: 'base', tokens: ['USDC'] }]);

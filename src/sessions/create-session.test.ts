@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { TillError } from '../common/errors.ts';
+import type { TillError } from '../common/errors.ts';
 import { setAcceptedChains } from '../merchants/merchants.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { refusedWith } from '../testing/refusals.ts';
 import { readSession, sessionRequest } from '../testing/shop.ts';
 import { checkSessionChains, createPaymentSession } from './create-session.ts';
 import { findSession } from './sessions.ts';
@@ -10,14 +11,6 @@ import { findSession } from './sessions.ts';
 const WALLET = `0x${'ab'.repeat(20)}`;
 const DESTINATION = '0x52908400098527886E0F7030069857D2E4169EE7';
 const BASE_USDC = [{ chain: 'base', tokens: ['USDC'] }];
-
-const refusedWith = (code: string, field: string, message?: RegExp) => (error: unknown) => {
-  assert.ok(error instanceof TillError, String(error));
-  assert.equal(error.code, code);
-  assert.equal(error.field, field);
-  if (message) assert.match(error.message, message);
-  return true;
-};
 
 test('chains are checked against what the merchant accepts, naming the refused chain or token', () => {
   assert.deepEqual(checkSessionChains([{ name: 'Base', tokens: ['usdc'] }], BASE_USDC), { payTo: null });
