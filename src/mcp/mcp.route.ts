@@ -67,7 +67,6 @@ export function registerMcpRoutes(app: FastifyInstance, context: AppContext): vo
   // One handler for the app; it makes a fresh server per request from the caller's access.
   const handler = createMcpHandler((request) => buildMcpServer(context, request.authInfo?.extra?.[ACCESS_KEY] as McpAccess), {
     legacy: 'stateless',
-    responseMode: 'json',
     onerror: (error) => context.log.warn({ err: error }, 'MCP request refused'),
   });
   app.addHook('onClose', () => handler.close());
