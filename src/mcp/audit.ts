@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
 import { newId } from '../common/ids.ts';
+import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
+import type { McpAccess } from '../oauth/mcp-access.ts';
 
 export type AuditOutcome = 'ok' | 'refused' | 'failed';
 
 /** Who made a call: what the access token and its grant say. */
 export type Caller = { grantId: string; clientId: string; merchantId: string };
+
+export const callerOf = (access: McpAccess): Caller => ({ grantId: access.grant.id, clientId: access.grant.clientId, merchantId: access.grant.merchantId });
 
 export type AuditedCall = Caller & { tool: string; outcome: AuditOutcome; reason: string | null; argumentsSha256: string; createdAt: number };
 
@@ -42,6 +46,10 @@ export async function recordToolCall(db: Db, call: Omit<AuditedCall, 'argumentsS
     })
     .execute();
 }
+
+/** Audits a call refused before its tool ran (scope, limit, revoked grant, unknown tool). */
+export const recordRefusal = (context: Pick<AppContext, 'db' | 'now'>, caller: Caller, tool: string, reason: string, args: unknown) =>
+  recordToolCall(context.db, { ...caller, tool: tool.slice(0, 100), outcome: 'refused', reason, arguments: args }, context.now());
 
 /**
  * The grant's calls since a time that count against its hourly limit, oldest first: calls refused

@@ -9,9 +9,10 @@ import { addRoute } from '../http/routes.ts';
 import { type McpAccess, mcpAccess } from '../oauth/mcp-access.ts';
 import { DEFAULT_SCOPES } from '../oauth/scopes.ts';
 import { mcpAudience, verifyMcpToken } from '../oauth/tokens.ts';
-import { recordToolCall } from './audit.ts';
+import { callerOf, recordRefusal } from './audit.ts';
 import { hourlyLimitRetryAfter, TOOL_CALLS_PER_HOUR } from './limits.ts';
 import { buildMcpServer } from './server.ts';
+import { TOOLS } from './tools.ts';
 
 const TAG = 'MCP';
 
@@ -102,30 +103,13 @@ export function registerMcpRoutes(app: FastifyInstance, context: AppContext): vo
       if (!access) {
         const claims = call && (await verifyMcpToken(context.db, context.config, token, context.now()));
         // A good token of a revoked grant: the refused call is audited like any other.
-        if (call && claims)
-          await recordToolCall(
-            context.db,
-            { ...claims, tool: call.name, outcome: 'refused', reason: 'grant_revoked', arguments: call.arguments },
-            context.now(),
-          );
+        if (call && claims) await recordRefusal(context, claims, call.name, 'grant_revoked', call.arguments);
         return unauthorized(reply, 'the token is not for this endpoint, has expired, or its authorization was revoked');
       }
       if (call) {
         const retryAfter = await hourlyLimitRetryAfter(context.db, access.grant.id, context.now());
         if (retryAfter !== undefined) {
-          await recordToolCall(
-            context.db,
-            {
-              grantId: access.grant.id,
-              clientId: access.grant.clientId,
-              merchantId: access.grant.merchantId,
-              tool: call.name,
-              outcome: 'refused',
-              reason: 'rate_limited',
-              arguments: call.arguments,
-            },
-            context.now(),
-          );
+          await recordRefusal(context, callerOf(access), call.name, 'rate_limited', call.arguments);
           return reply.header('retry-after', String(retryAfter)).send({
             jsonrpc: '2.0',
             id: call.id,
@@ -137,6 +121,8 @@ export function registerMcpRoutes(app: FastifyInstance, context: AppContext): vo
           });
         }
       }
+      // No such tool (asking for a wallet tool, say): the SDK answers the error; the attempt is audited here.
+      if (call && !TOOLS.some((tool) => tool.name === call.name)) await recordRefusal(context, callerOf(access), call.name, 'unknown_tool', call.arguments);
       const authInfo: AuthInfo = {
         token,
         clientId: access.grant.clientId,

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.ts';
 import { orderedScopes } from '../oauth/grants.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
 import type { Scope } from '../oauth/scopes.ts';
-import { recordToolCall } from './audit.ts';
+import { callerOf, recordRefusal } from './audit.ts';
 import { QUICKSTART_SCOPE, QUICKSTART_URI, quickstartMarkdown } from './quickstart.ts';
 import { type McpTool, runTool } from './tool.ts';
 import { TOOLS } from './tools.ts';
@@ -36,19 +36,7 @@ function requireScope(context: AppContext, access: McpAccess, scope: Scope, what
   return async ({ request }) => {
     if (access.scopes.includes(scope)) return undefined;
     const params = (request.params ?? {}) as { arguments?: unknown };
-    await recordToolCall(
-      context.db,
-      {
-        grantId: access.grant.id,
-        clientId: access.grant.clientId,
-        merchantId: access.grant.merchantId,
-        tool: what,
-        outcome: 'refused',
-        reason: 'insufficient_scope',
-        arguments: params.arguments ?? {},
-      },
-      context.now(),
-    );
+    await recordRefusal(context, callerOf(access), what, 'insufficient_scope', params.arguments ?? {});
     const scopes = orderedScopes([...access.scopes, scope]) as [string, ...string[]];
     return { scopes, errorDescription: `${what} needs the scope ${scope}` };
   };

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.ts';
 import { validate } from '../http/validation.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
 import type { Scope } from '../oauth/scopes.ts';
-import { recordToolCall } from './audit.ts';
+import { callerOf, recordToolCall } from './audit.ts';
 
 /** One MCP tool: its scope, its strict argument schema, its documented result, and what it does. */
 export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> = {
@@ -48,7 +48,7 @@ function unknownArguments(tool: McpTool, args: unknown): string | undefined {
  * validated (a refusal names the field), the tool run, and the call audited once with its outcome.
  */
 export async function runTool(context: AppContext, access: McpAccess, tool: McpTool, args: unknown): Promise<ToolResult> {
-  const caller = { grantId: access.grant.id, clientId: access.grant.clientId, merchantId: access.grant.merchantId, tool: tool.name, arguments: args };
+  const caller = { ...callerOf(access), tool: tool.name, arguments: args };
   const audit = (outcome: 'ok' | 'refused' | 'failed', reason: string | null) => recordToolCall(context.db, { ...caller, outcome, reason }, context.now());
   const unknown = unknownArguments(tool, args);
   if (unknown) {

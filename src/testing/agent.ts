@@ -18,7 +18,7 @@ export async function authorizedAgent(
   merchantId: string,
   scopes: Scope[],
   clientId = `https://agent.example/${users + 1}/client.json`,
-): Promise<{ grantId: string; accessToken: string; userId: string }> {
+): Promise<{ grantId: string; accessToken: string; userId: string; clientId: string }> {
   const user = await createUser(context.db, {
     merchantId,
     email: `agent-owner-${++users}-${Date.now()}@shop.example`,
@@ -33,7 +33,7 @@ export async function authorizedAgent(
     { grantId: grant.id, clientId, merchantId, userId: user.id, scopes: grant.scopes },
     context.now(),
   );
-  return { grantId: grant.id, accessToken, userId: user.id };
+  return { grantId: grant.id, accessToken, userId: user.id, clientId };
 }
 
 let requests = 0;

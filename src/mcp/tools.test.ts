@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createApiKey } from '../merchants/api-keys.ts';
+import { findMerchant } from '../merchants/merchants.ts';
+import { authorizedAgent, callMcpTool, mcpRequest } from '../testing/agent.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { listToolCalls } from './audit.ts';
+import { KEYS_PER_ACCOUNT, KEYS_PER_DAY_PER_AUTHORIZATION } from './tools/create-api-key.ts';
+
+const WALLET = '0x1111111111111111111111111111111111111111';
+
+for (const { engine, skip } of engines) {
+  describeOnEngine(`MCP tools on ${engine}`, skip, () => {
+    let service: TestService;
+    let clock = Date.now();
+    before(async () => {
+      service = await startTestService(engine, {}, { now: () => clock });
+    });
+    after(() => service?.stop());
+
+    /** A new merchant (with a wallet) and an agent holding these scopes on it. */
+    const agentOn = async (scopes: Parameters<typeof authorizedAgent>[2]) => {
+      const { merchantId } = await service.merchant({ walletAddress: WALLET });
+      return { merchantId, ...(await authorizedAgent(service.context, merchantId, scopes)) };
+    };
+    const call = async (token: string, name: string, args: Record<string, unknown> = {}) => (await callMcpTool(service.app, token, name, args)).body.result;
+    const audited = async (merchantId: string) => (await listToolCalls(service.context.db, merchantId, 1000)).map((c) => [c.tool, c.outcome, c.reason]);
+
+    test('get_payment_settings shows chains and tokens and whether a payout address is set, never the address', async () => {
+      const { accessToken } = await agentOn(['settings:read']);
+      const result = await call(accessToken, 'get_payment_settings');
+      assert.deepEqual(result.structuredContent.chains, [{ name: 'base', tokens: ['USDC'], payoutAddressConfigured: true }]);
+      assert.ok(!JSON.stringify(result).toLowerCase().includes(WALLET.slice(2)), 'the wallet address is never shown');
+    });
+
+    test('create_payment_session refusals name what was refused, create nothing, and are audited once each', async () => {
+      const { merchantId, accessToken } = await agentOn(['sessions:write']);
+      const cases: [Record<string, unknown>, RegExp, string][] = [
+        [{ amount: 10, currency: 'USD', minAmount: 5 }, /minAmount/, 'invalid_field'],
+        [{ amount: 10, currency: 'USD', chains: [{ name: 'ethereum', tokens: ['USDC'] }] }, /chain "ethereum" is not accepted; accepted: base/, 'unsupported_chain'],
+        [{ amount: 10, currency: 'USD', chains: [{ name: 'base', tokens: ['DAI'] }] }, /token "DAI" is not accepted on base; accepted: USDC/, 'unsupported_token'],
+        [{ amount: 10, currency: 'USD', walletAddress: WALLET }, /unknown argument "walletAddress".*accepts: amount, currency/, 'unknown_argument'],
+      ];
+      for (const [args, message, reason] of cases) {
+        const result = await call(accessToken, 'create_payment_session', args);
+        assert.equal(result.isError, true, JSON.stringify(args));
+        assert.match(result.content[0].text, message);
+        const rows = (await audited(merchantId)).filter((row) => row[2] === reason);
+        assert.deepEqual(rows, [['create_payment_session', 'refused', reason]], reason);
+      }
+      const sessions = await service.context.db.selectFrom('payment_sessions').select('id').where('merchant_id', '=', merchantId).execute();
+      assert.equal(sessions.length, 0, 'nothing was created');
+      const editable = await call(accessToken, 'create_payment_session', { amount: 10, currency: 'USD', editable: true, minAmount: 5 });
+      assert.match(editable.structuredContent.sessionId, /^ps_/);
+    });
+
+    test('the payout wallet cannot be changed over MCP: no tool takes it, and asking for one is refused and audited', async () => {
+      const { merchantId, accessToken } = await agentOn(['settings:read', 'sessions:write', 'keys:write']);
+      const answer = await callMcpTool(service.app, accessToken, 'set_payout_wallet', { address: '0x2222222222222222222222222222222222222222' });
+      assert.ok(answer.body.error || answer.body.result?.isError, 'refused');
+      assert.deepEqual(await audited(merchantId), [['set_payout_wallet', 'refused', 'unknown_tool']]);
+      assert.equal((await findMerchant(service.context.db, merchantId))?.walletAddress, WALLET);
+    });
+
+    test(`create_api_key: at most ${KEYS_PER_DAY_PER_AUTHORIZATION} per 24 h per authorization; the key is shown once`, async () => {
+      const { merchantId, accessToken, grantId, clientId } = await agentOn(['keys:write', 'keys:read']);
+      const start = clock;
+      try {
+        for (let i = 0; i < KEYS_PER_DAY_PER_AUTHORIZATION; i++) {
+          clock = start + i * 60_000;
+          const result = await call(accessToken, 'create_api_key');
+          assert.match(result.structuredContent.apiKey, /^sk_test_/);
+        }
+        const listed = await call(accessToken, 'list_api_keys');
+        assert.equal(listed.structuredContent.count, KEYS_PER_DAY_PER_AUTHORIZATION + 1);
+        assert.ok(!JSON.stringify(listed).includes('sk_test_'), 'listed keys are masked');
+        const sixth = await call(accessToken, 'create_api_key');
+        assert.equal(sixth.isError, true);
+        assert.match(sixth.content[0].text, /already created 5 API keys in the last 24 hours/);
+        assert.equal((await audited(merchantId)).filter((row) => row[2] === 'key_limit_per_authorization').length, 1);
+        clock = start + 86_400_000 + 1;
+        // A day later (with a fresh access token of the same grant) it may create again.
+        const later = await authorizedAgent(service.context, merchantId, ['keys:write'], clientId);
+        assert.equal(later.grantId, grantId);
+        assert.match((await call(later.accessToken, 'create_api_key')).structuredContent.apiKey, /^sk_test_/);
+      } finally {
+        clock = start;
+      }
+    });
+
+    test(`create_api_key: at most ${KEYS_PER_ACCOUNT} keys on an account`, async () => {
+      const { merchantId, accessToken } = await agentOn(['keys:write']);
+      // service.merchant() made one key; the account is filled up to the limit.
+      for (let i = 1; i < KEYS_PER_ACCOUNT; i++) await createApiKey(service.context.db, merchantId, 'test');
+      const result = await call(accessToken, 'create_api_key');
+      assert.equal(result.isError, true);
+      assert.match(result.content[0].text, /already has 25 API keys/);
+      assert.deepEqual(await audited(merchantId), [['create_api_key', 'refused', 'key_limit_per_account']]);
+    });
+
+    test('list_orders pages with bounds; get_receipt of another account’s order is not found', async () => {
+      const { accessToken } = await agentOn(['orders:read']);
+      assert.deepEqual((await call(accessToken, 'list_orders')).structuredContent, { orders: [], total: 0, page: 1, size: 20 });
+      const tooBig = await call(accessToken, 'list_orders', { size: 101 });
+      assert.equal(tooBig.isError, true);
+      assert.match(tooBig.content[0].text, /size/);
+      const missing = await call(accessToken, 'get_receipt', { publicOrderId: 'abc' });
+      assert.equal(missing.isError, true);
+      assert.match(missing.content[0].text, /No order TX-ABC on this account/i);
+    });
+
+    test('the quickstart is rendered from the live account', async () => {
+      const { merchantId, accessToken } = await agentOn(['settings:read']);
+      const read = await mcpRequest(service.app, accessToken, 'resources/read', { uri: 'service://quickstart' });
+      const text = read.body.result.contents[0].text as string;
+      const merchant = await findMerchant(service.context.db, merchantId);
+      assert.ok(text.includes(merchant!.name));
+      assert.match(text, /\| base \| USDC \| yes \|/);
+      assert.match(text, /\/api\/checkout\/v2/);
+      assert.match(text, /curl -s -X POST/);
+    });
+  });
+}
