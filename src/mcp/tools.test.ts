@@ -37,8 +37,16 @@ for (const { engine, skip } of engines) {
       const { merchantId, accessToken } = await agentOn(['sessions:write']);
       const cases: [Record<string, unknown>, RegExp, string][] = [
         [{ amount: 10, currency: 'USD', minAmount: 5 }, /minAmount/, 'invalid_field'],
-        [{ amount: 10, currency: 'USD', chains: [{ name: 'ethereum', tokens: ['USDC'] }] }, /chain "ethereum" is not accepted; accepted: base/, 'unsupported_chain'],
-        [{ amount: 10, currency: 'USD', chains: [{ name: 'base', tokens: ['DAI'] }] }, /token "DAI" is not accepted on base; accepted: USDC/, 'unsupported_token'],
+        [
+          { amount: 10, currency: 'USD', chains: [{ name: 'ethereum', tokens: ['USDC'] }] },
+          /chain "ethereum" is not accepted; accepted: base/,
+          'unsupported_chain',
+        ],
+        [
+          { amount: 10, currency: 'USD', chains: [{ name: 'base', tokens: ['DAI'] }] },
+          /token "DAI" is not accepted on base; accepted: USDC/,
+          'unsupported_token',
+        ],
         [{ amount: 10, currency: 'USD', walletAddress: WALLET }, /unknown argument "walletAddress".*accepts: amount, currency/, 'unknown_argument'],
       ];
       for (const [args, message, reason] of cases) {
