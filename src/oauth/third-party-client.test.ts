@@ -3,68 +3,28 @@
 // sign-in and consent driven as a browser would (forms and cookies), token exchange, two
 // refreshes, and the replay of the first refresh token revoking the whole grant.
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import { createUser } from '../accounts/users.ts';
+import { type DocumentServer, startDocumentServer } from '../testing/document-server.ts';
 import { freePort } from '../testing/environment.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { merchantAtConsent, serveAgentDocument } from '../testing/oauth-flow.ts';
 import { mcpAccess } from './mcp-access.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const insecure = { [oauth.allowInsecureRequests]: true };
 
-/** The client's own web server: its metadata document, and the redirect URI it listens on. */
-async function startClientSite(): Promise<{ server: Server; clientId: string; redirectUri: string }> {
-  const server = createServer((request, response) => {
-    if (request.url === '/oauth/client.json') {
-      response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify({ client_id: clientId, client_name: 'Strict Agent', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }));
-    } else {
-      response.statusCode = 404;
-      response.end();
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const clientId = `${origin}/oauth/client.json`;
-  const redirectUri = `${origin}/callback`;
-  return { server, clientId, redirectUri };
-}
-
-/** A person's browser: follows nothing by itself, keeps cookies, posts forms. */
-function browser(base: string) {
-  const cookies = new Map<string, string>();
-  return async (path: string, form?: Record<string, string | string[]>) => {
-    const body = new URLSearchParams();
-    for (const [name, value] of Object.entries(form ?? {})) for (const one of [value].flat()) body.append(name, one);
-    const response = await fetch(new URL(path, base), {
-      method: form ? 'POST' : 'GET',
-      redirect: 'manual',
-      headers: { cookie: [...cookies].map(([n, v]) => `${n}=${v}`).join('; '), ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
-      ...(form ? { body } : {}),
-    });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';');
-      const [name = '', value = ''] = pair.split('=');
-      if (/Max-Age=0/i.test(line)) cookies.delete(name);
-      else cookies.set(name, value);
-    }
-    return { status: response.status, location: response.headers.get('location') ?? '', html: await response.text() };
-  };
-}
-
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]+)"`).exec(html)?.[1] ?? '';
-
 for (const { engine, skip } of engines) {
   describeOnEngine(`a strict third-party OAuth client on ${engine}`, skip, () => {
     let service: TestService;
-    let site: Awaited<ReturnType<typeof startClientSite>>;
+    let documents: DocumentServer;
+    let site: { clientId: string; redirectUri: string };
     let base: string;
     let email: string;
     before(async () => {
-      site = await startClientSite();
+      documents = await startDocumentServer();
+      site = serveAgentDocument(documents, 'strict-agent', 'Strict Agent');
       const port = await freePort();
       base = `http://127.0.0.1:${port}`;
       service = await startTestService(engine, { TILL_BASE_URL: base, TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS: 'true' });
@@ -75,7 +35,7 @@ for (const { engine, skip } of engines) {
     });
     after(async () => {
       await service?.stop();
-      site?.server.close();
+      await documents?.close();
     });
 
     test('discovery, code + PKCE, two refreshes; replaying the first refresh token revokes the grant', async () => {
@@ -106,25 +66,9 @@ for (const { engine, skip } of engines) {
         authorizationUrl.searchParams.set(name, value);
 
       // The merchant's browser: authorize → consent (signed out: sign-in first) → back to the client.
-      const go = browser(base);
-      const toConsent = await go(authorizationUrl.href);
-      assert.equal(toConsent.status, 303);
-      const toSignIn = await go(toConsent.location);
-      assert.match(toSignIn.location, /^\/sign-in\?return_to=/);
-      const signInPage = await go(toSignIn.location);
-      const signedIn = await go('/sign-in', {
-        csrf: hidden(signInPage.html, 'csrf'),
-        return_to: hidden(signInPage.html, 'return_to'),
-        email,
-        password: PASSWORD,
-      });
-      assert.equal(signedIn.location, toConsent.location);
-      const consentPage = await go(signedIn.location);
-      assert.equal(consentPage.status, 200);
-      assert.match(consentPage.html, /Strict Agent/);
-      const answered = await go(toConsent.location, { csrf: hidden(consentPage.html, 'csrf'), decision: 'allow', scope: ['settings:read', 'orders:read'] });
-      assert.equal(answered.status, 303);
-      const callback = new URL(answered.location);
+      const { consentPage, callback, signedIn } = await merchantAtConsent(base, email, PASSWORD)(authorizationUrl, ['settings:read', 'orders:read']);
+      assert.ok(signedIn, 'signed out, the merchant signs in first');
+      assert.match(consentPage, /Strict Agent/);
       assert.equal(`${callback.origin}${callback.pathname}`, site.redirectUri);
 
       // The client, strictly: state and iss checked, code exchanged with the verifier.
