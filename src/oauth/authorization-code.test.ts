@@ -184,7 +184,7 @@ for (const { engine, skip } of engines) {
       assert.match(csp, new RegExp(`form-action 'self' http://127\\.0\\.0\\.1:${documents.port};`));
       assert.match(csp, /frame-ancestors 'none'/);
       assert.match(page.body, new RegExp(`Allow <span class="client">Agent ${agents}</span>`));
-      assert.match(page.body, new RegExp(`The answer goes to <strong>127\\.0\\.0\\.1:${documents.port}</strong>`));
+      assert.match(page.body, new RegExp(`Your answer is sent to <strong>127\\.0\\.0\\.1:${documents.port}</strong>`));
       const boxes = Object.fromEntries(
         [...page.body.matchAll(/<input type="checkbox" name="scope" value="([^"]+)"[^>]*?( checked)?>/g)].map((box) => [box[1], Boolean(box[2])]),
       );
