@@ -1,5 +1,6 @@
 import { newId } from '../common/ids.ts';
 import type { Db, Tx } from '../db/index.ts';
+import type { OAuthGrantsTable } from '../db/schema.ts';
 import { SCOPES, type Scope } from './scopes.ts';
 
 /** A coding agent's authorization on a merchant's account, as the merchant sees it. */
@@ -25,16 +26,8 @@ export function orderedScopes(scopes: Iterable<string>): Scope[] {
   return SCOPES.map((s) => s.scope).filter((scope) => wanted.has(scope));
 }
 
-type GrantRow = {
-  id: string;
-  merchant_id: string;
-  user_id: string;
-  client_id: string;
-  client_name: string;
-  scopes: string;
-  created_at: number;
-  last_used_at: number | null;
-};
+const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'created_at', 'last_used_at'] as const;
+type GrantRow = Pick<OAuthGrantsTable, (typeof GRANT_COLUMNS)[number]>;
 
 const toGrant = (row: GrantRow): Grant => ({
   id: row.id,
@@ -46,8 +39,6 @@ const toGrant = (row: GrantRow): Grant => ({
   createdAt: row.created_at,
   lastUsedAt: row.last_used_at,
 });
-
-const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'created_at', 'last_used_at'] as const;
 
 /** The merchant's active grant to a client, if there is one. */
 export async function activeGrantFor(db: Db | Tx, merchantId: string, clientId: string): Promise<Grant | undefined> {
