@@ -25,6 +25,7 @@ import { startExpirySweeper } from './sessions/expiry.ts';
 import { registerSessionRoutes } from './sessions/routes.ts';
 import { checkoutAssets } from './web/checkout/assets.ts';
 import { registerCheckoutPage } from './web/checkout/page.route.ts';
+import { registerDashboard } from './web/dashboard/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { startWebhookWorker } from './webhooks/worker.ts';
 import { createChainReader } from './x402/chain.ts';
@@ -94,6 +95,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerCodingAgentsRoutes,
     registerDiscoveryRoutes,
     registerMcpRoutes,
+    registerDashboard,
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];

@@ -49,6 +49,10 @@ h1{line-height:1.2}main.consent{max-width:42rem;margin:0 auto}.consent .client{c
 .grants tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.grants td{border:0;padding:.2rem 0}
 .grants td[data-label]::before{content:attr(data-label);display:block;color:#52525b;font-size:13px;font-weight:600}.grants .scope-list li{display:inline;margin-right:.35rem}}
 
+.dashboard-header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1.5rem;border-bottom:1px solid #e4e4e7;padding-bottom:.5rem;margin-bottom:1rem}
+.dashboard-header .brand{margin:0;font-weight:700}.dashboard-header .brand a{text-decoration:none;color:#1a1a1a}
+.dashboard-header nav ul{margin:0}.dashboard-header a[aria-current=page]{font-weight:700;color:#1a1a1a;text-decoration-thickness:2px}
+.dashboard-header .sign-out{margin-left:auto;display:flex;gap:.5rem;align-items:center}
 .sandbox-banner{margin:0 0 1rem;padding:.6rem .9rem;border:2px solid #a16207;border-radius:6px;background:#fef9c3;color:#422006}
 nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 `;

@@ -1,4 +1,5 @@
 // A browser over app.inject, for the service's pages: keeps the cookies the service sets and sends them back.
+import { createUser } from '../accounts/users.ts';
 import type { TestService } from './harness.ts';
 
 /** A form body: fields by name, or pairs when a name repeats (ticked checkboxes). */
@@ -44,3 +45,17 @@ export class Browser {
 
 /** A page's hidden CSRF field, or '' when it has none. */
 export const csrfField = (html: string): string => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+
+let signedInUsers = 0;
+
+/** A new merchant with a user signed in in a browser of its own. */
+export async function signedInMerchant(service: TestService, options: { walletAddress?: string } = {}) {
+  const { merchantId } = await service.merchant(options);
+  const email = `owner${++signedInUsers}-${Date.now()}@shop.example`;
+  const password = 'correct horse battery staple';
+  const user = await createUser(service.context.db, { merchantId, email, password });
+  const browser = new Browser(service);
+  const answer = await browser.signIn(email, password);
+  if (answer.statusCode !== 303) throw new Error(`sign-in answered ${answer.statusCode}`);
+  return { merchantId, userId: user.id, email, password, browser };
+}
