@@ -23,6 +23,18 @@ export const resourceMetadataUrl = (config: Pick<Config, 'mcpUrl'>) => `${config
 export const unauthorizedChallenge = (config: Pick<Config, 'mcpUrl'>) =>
   `Bearer resource_metadata="${resourceMetadataUrl(config)}", scope="${DEFAULT_SCOPES.join(' ')}"`;
 
+/**
+ * Browser-based MCP clients call with a bearer token, never cookies, so any origin may: CORS allows
+ * the MCP headers and exposes the challenge.
+ */
+const CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'POST, OPTIONS',
+  'access-control-allow-headers': 'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID',
+  'access-control-expose-headers': 'WWW-Authenticate, Retry-After, Mcp-Session-Id',
+  'access-control-max-age': '600',
+};
+
 /** JSON-RPC error code of a call refused by the hourly limit (implementation-defined server error range). */
 export const RATE_LIMITED_CODE = -32000;
 
@@ -65,6 +77,15 @@ async function sendResponse(reply: FastifyReply, response: Response): Promise<Fa
 }
 
 export function registerMcpRoutes(app: FastifyInstance, context: AppContext): void {
+  app.register(async (scope) => {
+    scope.addHook('onRequest', async (_request, reply) => {
+      reply.headers(CORS_HEADERS);
+    });
+    registerMcpEndpoint(scope, context);
+  });
+}
+
+function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
   // One handler for the app; it makes a fresh server per request from the caller's access.
   const handler = createMcpHandler((request) => buildMcpServer(context, request.authInfo?.extra?.[ACCESS_KEY] as McpAccess), {
     legacy: 'stateless',
@@ -135,9 +156,10 @@ export function registerMcpRoutes(app: FastifyInstance, context: AppContext): vo
     },
   );
 
-  // Only POST is served (spec E5): every other method is 405.
+  // Only POST is served (spec E5): every other method is 405, but for the CORS preflight.
+  app.options('/mcp', async (_request, reply) => reply.code(204).send());
   app.route({
-    method: ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    method: ['GET', 'PUT', 'PATCH', 'DELETE'],
     url: '/mcp',
     handler: async (_request, reply) =>
       reply

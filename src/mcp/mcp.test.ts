@@ -43,7 +43,16 @@ for (const { engine, skip } of engines) {
       }
     });
 
-    test('only POST: GET and the other methods get 405', async () => {
+    test('only POST: GET and the other methods get 405; a browser client’s preflight is allowed', async () => {
+      const preflight = await service.app.inject({
+        method: 'OPTIONS',
+        url: '/mcp',
+        headers: { origin: 'https://inspector.example', 'access-control-request-method': 'POST' },
+      });
+      assert.equal(preflight.statusCode, 204);
+      assert.equal(preflight.headers['access-control-allow-origin'], '*');
+      assert.match(String(preflight.headers['access-control-allow-headers']), /Authorization/);
+      assert.match(String((await rpc(undefined, 'tools/list')).headers['access-control-expose-headers']), /WWW-Authenticate/);
       for (const method of ['GET', 'PUT', 'DELETE'] as const) {
         const answer = await service.app.inject({ method, url: '/mcp' });
         assert.equal(answer.statusCode, 405, method);

@@ -12,6 +12,13 @@ import { signingKeys } from './signing-keys.ts';
 import { authorizationCodeGrant, type GrantAnswer, OAUTH_ERRORS, type OAuthErrorCode, refreshTokenGrant } from './token-grants.ts';
 import { checkoutAudience, issueCheckoutToken } from './tokens.ts';
 
+const TOKEN_CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'POST, OPTIONS',
+  'access-control-allow-headers': 'Authorization, Content-Type',
+  'access-control-max-age': '600',
+};
+
 function refuse(reply: FastifyReply, code: OAuthErrorCode, description: string): FastifyReply {
   if (code === 'invalid_client') reply.header('www-authenticate', 'Basic realm="till", charset="UTF-8"');
   return reply.code(OAUTH_ERRORS[code].status).header('cache-control', 'no-store').send({ error: code, error_description: description });
@@ -48,6 +55,12 @@ const OAuthError = z.object({ error: z.enum(Object.keys(OAUTH_ERRORS) as [OAuthE
 export function registerTokenRoute(app: FastifyInstance, context: AppContext): void {
   app.register(async (oauth) => {
     registerFormParser(oauth);
+    // Public clients in a browser (an MCP inspector, say) exchange codes and refresh from any origin;
+    // nothing here reads cookies.
+    oauth.addHook('onRequest', async (_request, reply) => {
+      reply.headers(TOKEN_CORS_HEADERS);
+    });
+    for (const path of ['/oauth/token', '/oauth/revoke']) oauth.options(path, async (_request, reply) => reply.code(204).send());
     // A body that cannot be read gets the OAuth shape too.
     oauth.setErrorHandler((error, _request, reply) => {
       if (error instanceof TillError && error.status < 500) return refuse(reply, 'invalid_request', error.message);
