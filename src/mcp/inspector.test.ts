@@ -3,60 +3,41 @@
 // tools, calls a read tool, reads the quickstart, and is refused without a token. SQLite only: what
 // is tested is the protocol as the Inspector speaks it, which does not depend on the engine.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { revokeGrant } from '../oauth/grants.ts';
 import { authorizedAgent } from '../testing/agent.ts';
-import { freePort, temporaryDirectories } from '../testing/environment.ts';
-import { startTestService, type TestService } from '../testing/harness.ts';
+import { runNodeScript, type ScriptRun } from '../testing/child-process.ts';
+import { temporaryDirectories } from '../testing/environment.ts';
+import { startListeningTestService, type TestService } from '../testing/harness.ts';
 
 const INSPECTOR = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url));
 const temporaryDirectory = temporaryDirectories('till-inspector-');
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
 /**
- * `mcp-inspector --cli URL --transport http …` in a child process. Asynchronous, since the service
- * answering it runs in this process; HOME is a temporary directory so that the Inspector's catalog
- * and secret store never touch the user's.
+ * `mcp-inspector --cli URL --transport http …`. HOME is a temporary directory so that the
+ * Inspector's catalog and secret store never touch the user's.
  */
-function inspector(args: string[]): Promise<Run> {
+function inspector(args: string[]): Promise<ScriptRun> {
   const home = temporaryDirectory();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [INSPECTOR, '--cli', ...args], {
-      env: { ...process.env, HOME: home, MCP_CATALOG_PATH: `${home}/mcp.json`, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 60_000,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return runNodeScript(INSPECTOR, ['--cli', ...args], {
+    env: { ...process.env, HOME: home, MCP_CATALOG_PATH: `${home}/mcp.json`, NO_COLOR: '1' },
+    timeoutMs: 60_000,
   });
 }
 
-const json = (run: Run) => {
+const json = (run: ScriptRun) => {
   assert.equal(run.code, 0, `the Inspector failed (exit ${run.code}): ${run.stderr}`);
   return JSON.parse(run.stdout);
 };
 
 describe('the MCP Inspector CLI with a bearer token', () => {
-  let service: TestService;
+  let service: TestService & { baseUrl: string };
   let url: string;
   let merchantId: string;
   before(async () => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    service = await startTestService('sqlite', { TILL_BASE_URL: base });
-    await service.app.listen({ port, host: '127.0.0.1' });
-    url = `${base}/mcp`;
+    service = await startListeningTestService('sqlite');
+    url = `${service.baseUrl}/mcp`;
     ({ merchantId } = await service.merchant({ name: 'Inspected Shop' }));
   });
   after(() => service?.stop());
