@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServiceStorage, createTestDatabase, type Engine } from '../src/testing/environment.ts';
 
@@ -102,6 +105,26 @@ export type LoadResult = {
 
 const AUTOCANNON = fileURLToPath(import.meta.resolve('autocannon'));
 
+type AutocannonResult = {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  statusCodeStats?: Record<string, { count: number }>;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+};
+
+function loadResult(result: AutocannonResult, expectedStatus: number | undefined, otherFailures = 0): LoadResult {
+  const unexpected = expectedStatus === undefined ? result.non2xx : result.requests.total - (result.statusCodeStats?.[String(expectedStatus)]?.count ?? 0);
+  return {
+    requestsPerSecond: result.requests.average,
+    latencyP50: result.latency.p50,
+    latencyP99: result.latency.p99,
+    total: result.requests.total,
+    failures: unexpected + result.errors + result.timeouts + otherFailures,
+  };
+}
+
 /**
  * autocannon in a process of its own, so the load generator shares no event loop with the
  * orchestrator. `[<id>]` in the body becomes a fresh random id on every request. Every answer
@@ -112,22 +135,28 @@ export async function runLoad(request: LoadRequest, load: { connections: number;
   for (const [name, value] of Object.entries(request.headers)) args.push('-H', `${name}=${value}`);
   if (request.body !== undefined) args.push('-b', request.body, '--idReplacement');
   args.push(request.url);
-  const result = JSON.parse(await runNode(args, childEnv({}))) as {
-    requests: { average: number; total: number };
-    latency: { p50: number; p99: number };
-    statusCodeStats?: Record<string, { count: number }>;
-    non2xx: number;
-    errors: number;
-    timeouts: number;
-  };
-  const unexpected = expectedStatus === undefined ? result.non2xx : result.requests.total - (result.statusCodeStats?.[String(expectedStatus)]?.count ?? 0);
-  return {
-    requestsPerSecond: result.requests.average,
-    latencyP50: result.latency.p50,
-    latencyP99: result.latency.p99,
-    total: result.requests.total,
-    failures: unexpected + result.errors + result.timeouts,
-  };
+  return loadResult(JSON.parse(await runNode(args, childEnv({}))) as AutocannonResult, expectedStatus);
+}
+
+/**
+ * Like runLoad, with each request taking the next of `headerSets` in turn (autocannon's API in
+ * bench/servers/load-rotating.ts); an answer whose body is a JSON-RPC error or a tool error counts
+ * as a failure too.
+ */
+export async function runRotatingLoad(
+  request: LoadRequest,
+  headerSets: Record<string, string>[],
+  load: { connections: number; durationSeconds: number },
+): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'till-bench-load-'));
+  try {
+    const job = join(dir, 'job.json');
+    writeFileSync(job, JSON.stringify({ ...request, headerSets, ...load }));
+    const result = JSON.parse(await runNode(['bench/servers/load-rotating.ts', job], childEnv({}))) as AutocannonResult & { bodyFailures: number };
+    return loadResult(result, 200, result.bodyFailures);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The mean of several runs of one load. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { TOOLS } from '../src/mcp/tools.ts';
 import { startTestService, type TestService } from '../src/testing/harness.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -20,6 +21,11 @@ describe('the docs say what the service does', () => {
     assert.ok(names.length >= 6, names.join());
     const api = doc('docs/api.md');
     for (const name of names) assert.ok(api.includes(`\`${name}\``), `${name} is documented`);
+  });
+
+  test('every MCP tool is in the tools table of docs/mcp.md with its scope', () => {
+    const mcp = doc('docs/mcp.md');
+    for (const tool of TOOLS) assert.ok(mcp.includes(`| \`${tool.name}\` | \`${tool.scope}\` |`), `${tool.name} (${tool.scope}) is documented`);
   });
 
   test('order ids shown in the docs have the form the service makes (TX- and 32 upper-case hex)', () => {

@@ -6,6 +6,27 @@ import type { Scope } from '../oauth/scopes.ts';
 import { issueMcpToken } from '../oauth/tokens.ts';
 
 let users = 0;
+let clients = 0;
+
+type AgentContext = Pick<AppContext, 'db' | 'config' | 'now'>;
+export type AuthorizedAgent = { grantId: string; accessToken: string; userId: string; clientId: string };
+
+/** A merchant user who consents for the agents; each has a fresh email. */
+const consentingUser = (context: AgentContext, merchantId: string) =>
+  createUser(context.db, { merchantId, email: `agent-owner-${++users}-${Date.now()}@shop.example`, password: 'correct horse battery staple' });
+
+async function consentAndIssue(context: AgentContext, merchantId: string, userId: string, scopes: Scope[], clientId: string): Promise<AuthorizedAgent> {
+  const grant = await context.db
+    .transaction()
+    .execute((trx) => addConsent(trx, { merchantId, userId, clientId, clientName: 'Test agent', scopes }, context.now()));
+  const { accessToken } = await issueMcpToken(
+    context.db,
+    context.config,
+    { grantId: grant.id, clientId, merchantId, userId, scopes: grant.scopes },
+    context.now(),
+  );
+  return { grantId: grant.id, accessToken, userId, clientId };
+}
 
 /**
  * A coding agent authorized on a merchant's account, as consent and the code exchange leave it
@@ -14,26 +35,21 @@ let users = 0;
  * client adds to its grant).
  */
 export async function authorizedAgent(
-  context: AppContext,
+  context: AgentContext,
   merchantId: string,
   scopes: Scope[],
-  clientId = `https://agent.example/${users + 1}/client.json`,
-): Promise<{ grantId: string; accessToken: string; userId: string; clientId: string }> {
-  const user = await createUser(context.db, {
-    merchantId,
-    email: `agent-owner-${++users}-${Date.now()}@shop.example`,
-    password: 'correct horse battery staple',
-  });
-  const grant = await context.db
-    .transaction()
-    .execute((trx) => addConsent(trx, { merchantId, userId: user.id, clientId, clientName: 'Test agent', scopes }, context.now()));
-  const { accessToken } = await issueMcpToken(
-    context.db,
-    context.config,
-    { grantId: grant.id, clientId, merchantId, userId: user.id, scopes: grant.scopes },
-    context.now(),
-  );
-  return { grantId: grant.id, accessToken, userId: user.id, clientId };
+  clientId = `https://agent.example/${++clients}/client.json`,
+): Promise<AuthorizedAgent> {
+  const user = await consentingUser(context, merchantId);
+  return consentAndIssue(context, merchantId, user.id, scopes, clientId);
+}
+
+/** `count` agents (distinct clients, so distinct grants, each with its own limits) authorized by one user. */
+export async function authorizedAgents(context: AgentContext, merchantId: string, scopes: Scope[], count: number): Promise<AuthorizedAgent[]> {
+  const user = await consentingUser(context, merchantId);
+  const agents: AuthorizedAgent[] = [];
+  for (let i = 0; i < count; i++) agents.push(await consentAndIssue(context, merchantId, user.id, scopes, `https://agent.example/${++clients}/client.json`));
+  return agents;
 }
 
 let requests = 0;

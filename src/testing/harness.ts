@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { type Config, loadConfig } from '../config.ts';
 import { createService, type Service } from '../main.ts';
 import { startSandbox } from '../sandbox/index.ts';
-import { createServiceStorage, type Engine, sandboxSettings } from './environment.ts';
+import { createServiceStorage, type Engine, freePort, sandboxSettings } from './environment.ts';
 import { type Authorization, newAccount } from './payer.ts';
 import { challenge, createMerchant, createSession, fundedPayer, type MerchantOptions, pay, signedPayment, type TestMerchant, type X402Offer } from './shop.ts';
 
@@ -60,6 +60,15 @@ export async function startTestService(
       await storage.drop();
     },
   };
+}
+
+/** A test service listening on a free port of 127.0.0.1, with that address as its base URL (and so its MCP token audience). */
+export async function startListeningTestService(engine: Engine, env: Record<string, string> = {}): Promise<TestService & { baseUrl: string }> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const service = await startTestService(engine, { TILL_BASE_URL: baseUrl, ...env });
+  await service.app.listen({ port, host: '127.0.0.1' });
+  return { ...service, baseUrl };
 }
 
 export type PayingService = Awaited<ReturnType<typeof startPayingService>>;

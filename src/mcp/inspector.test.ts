@@ -1,0 +1,92 @@
+// The MCP Inspector's CLI mode (@modelcontextprotocol/inspector, `--cli`) against the real
+// service over HTTP with a bearer token, as docs/mcp.md tells a developer to run it: it lists the
+// tools, calls a read tool, reads the quickstart, and is refused without a token. SQLite only: what
+// is tested is the protocol as the Inspector speaks it, which does not depend on the engine.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { revokeGrant } from '../oauth/grants.ts';
+import { authorizedAgent } from '../testing/agent.ts';
+import { runNodeScript, type ScriptRun } from '../testing/child-process.ts';
+import { temporaryDirectories } from '../testing/environment.ts';
+import { startListeningTestService, type TestService } from '../testing/harness.ts';
+
+const INSPECTOR = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url));
+const temporaryDirectory = temporaryDirectories('till-inspector-');
+
+/**
+ * `mcp-inspector --cli URL --transport http …`. HOME is a temporary directory so that the
+ * Inspector's catalog and secret store never touch the user's.
+ */
+function inspector(args: string[]): Promise<ScriptRun> {
+  const home = temporaryDirectory();
+  return runNodeScript(INSPECTOR, ['--cli', ...args], {
+    env: { ...process.env, HOME: home, MCP_CATALOG_PATH: `${home}/mcp.json`, NO_COLOR: '1' },
+    timeoutMs: 60_000,
+  });
+}
+
+const json = (run: ScriptRun) => {
+  assert.equal(run.code, 0, `the Inspector failed (exit ${run.code}): ${run.stderr}`);
+  return JSON.parse(run.stdout);
+};
+
+describe('the MCP Inspector CLI with a bearer token', () => {
+  let service: TestService & { baseUrl: string };
+  let url: string;
+  let merchantId: string;
+  before(async () => {
+    service = await startListeningTestService('sqlite');
+    url = `${service.baseUrl}/mcp`;
+    ({ merchantId } = await service.merchant({ name: 'Inspected Shop' }));
+  });
+  after(() => service?.stop());
+
+  const withToken = (token: string, ...args: string[]) => inspector([url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args]);
+
+  test('tools/list lists every tool; tools/call runs get_payment_settings; resources/read gives the quickstart', async () => {
+    const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read', 'orders:read']);
+
+    const listed = json(await withToken(accessToken, '--method', 'tools/list'));
+    assert.deepEqual(
+      listed.tools.map((tool: { name: string }) => tool.name),
+      ['get_payment_settings', 'list_orders', 'get_receipt', 'list_api_keys', 'create_payment_session', 'create_api_key'],
+    );
+
+    const called = json(await withToken(accessToken, '--method', 'tools/call', '--tool-name', 'get_payment_settings'));
+    assert.notEqual(called.isError, true, JSON.stringify(called));
+    assert.equal(called.structuredContent.businessName, 'Inspected Shop');
+    assert.deepEqual(called.structuredContent.chains, [{ name: 'base', tokens: ['USDC'], payoutAddressConfigured: false }]);
+    assert.deepEqual(JSON.parse(called.content[0].text), called.structuredContent);
+
+    const orders = json(await withToken(accessToken, '--method', 'tools/call', '--tool-name', 'list_orders', '--tool-arg', 'page=1', 'size=5'));
+    assert.notEqual(orders.isError, true, JSON.stringify(orders));
+    assert.equal(orders.structuredContent.total, 0);
+
+    const quickstart = json(await withToken(accessToken, '--method', 'resources/read', '--uri', 'service://quickstart'));
+    assert.equal(quickstart.contents[0].mimeType, 'text/markdown');
+    assert.match(quickstart.contents[0].text, /\/api\/checkout\/v2/);
+  });
+
+  test('an unknown argument is refused by name, in the tool result the Inspector prints', async () => {
+    const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read']);
+    const run = await withToken(accessToken, '--method', 'tools/call', '--tool-name', 'get_payment_settings', '--tool-arg', 'wallet=0xabc');
+    assert.equal(run.code, 5, `the Inspector exits 5 on a tool result with isError: ${run.stderr}`);
+    const called = JSON.parse(run.stdout);
+    assert.equal(called.isError, true);
+    assert.match(called.content[0].text, /refused the unknown argument "wallet"; nothing was done/);
+  });
+
+  test('without a token, or with a revoked one, the Inspector cannot connect', async () => {
+    const none = await inspector([url, '--transport', 'http', '--method', 'tools/list']);
+    assert.notEqual(none.code, 0, none.stdout);
+    assert.match(none.stderr, /401|unauthori[sz]ed|auth/i);
+
+    const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read']);
+    assert.equal((await withToken(accessToken, '--method', 'tools/list')).code, 0);
+    await revokeGrant(service.context.db, grantId, 'merchant', Date.now(), merchantId);
+    const revoked = await withToken(accessToken, '--method', 'tools/list');
+    assert.notEqual(revoked.code, 0, revoked.stdout);
+    assert.match(revoked.stderr, /401|unauthori[sz]ed|auth/i);
+  });
+});
