@@ -23,6 +23,9 @@ for (const { engine, skip } of engines) {
     test(`${EVENTS} events, a worker killed at seeded fault points and restarted: every event delivered, duplicates share the event id`, async (t) => {
       // Every seventh answer is a 500, so retries mix with crashes.
       const hook = await startReceiver((_request, index) => ({ status: index % 7 === 6 ? 500 : 200 }));
+      // Closed at the end below; also when an assertion fails midway, so the file still exits.
+      let hookOpen = true;
+      t.after(() => (hookOpen ? hook.close() : undefined));
       const { merchantId } = await service.merchant();
       await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: hook.url }, 'sandbox');
       const session: WebhookSession = {
@@ -86,6 +89,7 @@ for (const { engine, skip } of engines) {
         kills[point] = (kills[point] ?? 0) + 1;
       }
       await hook.close();
+      hookOpen = false;
 
       for (const point of POINTS) assert.ok((kills[point] ?? 0) >= 1, `killed at ${point} at least once: ${JSON.stringify(kills)}`);
       const bodiesById = new Map<string, Set<string>>();
