@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
@@ -25,7 +25,11 @@ for (const { engine, skip } of engines) {
       const hook = await startReceiver((_request, index) => ({ status: index % 7 === 6 ? 500 : 200 }));
       // Closed at the end below; also when an assertion fails midway, so the file still exits.
       let hookOpen = true;
-      t.after(() => (hookOpen ? hook.close() : undefined));
+      let worker: ChildProcess | undefined;
+      t.after(() => {
+        worker?.kill('SIGKILL');
+        return hookOpen ? hook.close() : undefined;
+      });
       const { merchantId } = await service.merchant();
       await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: hook.url }, 'sandbox');
       const session: WebhookSession = {
@@ -71,10 +75,10 @@ for (const { engine, skip } of engines) {
         assert.ok(run < 80, 'the deliveries finish within 80 worker runs');
         // The first runs are killed, cycling through the fault points; the last ones run to the end.
         const killPoint = run < 24 ? POINTS[run % POINTS.length]! : '';
-        const child = spawn(process.execPath, [CHILD], {
+        const child = (worker = spawn(process.execPath, [CHILD], {
           env: { ...env, TILL_TEST_KILL_POINT: killPoint, TILL_TEST_KILL_SEED: String(run + 1) },
           stdio: ['ignore', 'ignore', 'pipe'],
-        });
+        }));
         let stderr = '';
         child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
         const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
