@@ -75,10 +75,11 @@ for (const { engine, skip } of engines) {
         assert.ok(run < 80, 'the deliveries finish within 80 worker runs');
         // The first runs are killed, cycling through the fault points; the last ones run to the end.
         const killPoint = run < 24 ? POINTS[run % POINTS.length]! : '';
-        const child = (worker = spawn(process.execPath, [CHILD], {
+        const child = spawn(process.execPath, [CHILD], {
           env: { ...env, TILL_TEST_KILL_POINT: killPoint, TILL_TEST_KILL_SEED: String(run + 1) },
           stdio: ['ignore', 'ignore', 'pipe'],
-        }));
+        });
+        worker = child;
         let stderr = '';
         child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
         const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
