@@ -56,7 +56,7 @@ h1{line-height:1.2}main.consent{max-width:42rem;margin:0 auto}.consent .client{c
 .sandbox-banner{margin:0 0 1rem;padding:.6rem .9rem;border:2px solid #a16207;border-radius:6px;background:#fef9c3;color:#422006}
 nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 .attention{padding:.6rem .9rem;border:1px solid #b45309;border-radius:6px;background:#fffbeb;color:#451a03}
-.address{overflow-wrap:anywhere}.mono{font-family:ui-monospace,monospace}input.short{max-width:8rem}
+.address{overflow-wrap:anywhere}.field input.mono{font:13px ui-monospace,monospace;padding:.7rem}.field input.short{max-width:8rem}
 .field .hint{display:block}.field-problem{display:block;margin-top:.25rem;color:#b91c1c;font-weight:600}input[aria-invalid=true]{border-color:#b91c1c;border-width:2px}
 .stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.75rem;margin:1rem 0}.stat{border:1px solid #e4e4e7;border-radius:6px;padding:.6rem .9rem}
 .stat dt{color:#52525b;font-size:13px;font-weight:600}.stat dd{margin:0}.stat strong{display:block;font-size:1.4rem}

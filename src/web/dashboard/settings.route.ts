@@ -83,7 +83,7 @@ ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', a
   const chains = `<section aria-labelledby="chains-heading"><h2 id="chains-heading">Accepted chains and tokens</h2>
 <form method="post" action="${SETTINGS_PATH}/chains">${csrfInput(signedIn.csrfToken)}
 <fieldset${chainsInvalid ? ' aria-describedby="accept-problem"' : ''}><legend>Buyers can pay with</legend><ul class="choices">${boxes}</ul>
-${chainsInvalid ? `<p id="accept-problem" class="field-problem">${escapeHtml(problem.message)}</p>` : ''}</fieldset>
+${chainsInvalid ? `<p id="accept-problem" class="field-problem">${escapeHtml(`${LABELS.accept} ${problem.message}.`)}</p>` : ''}</fieldset>
 <p class="note">Today Till supports USDC on Base; more chains and tokens will be listed here as they come.</p>
 <p><button type="submit">Save accepted chains</button></p></form></section>`;
   return business + wallet + chains;
