@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { getAddress, isAddress, zeroAddress } from 'viem';
+import { getAddress, zeroAddress } from 'viem';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
 import { SUPPORTED_CHAINS } from '../../common/network.ts';
@@ -118,7 +118,9 @@ function checkWalletForm(fields: Record<string, string>): FieldProblem | { addre
   const typed = (fields.wallet ?? '').trim();
   if (!typed) return { field: 'wallet', message: 'must not be empty' };
   if (!/^0x[0-9a-fA-F]{40}$/.test(typed)) return { field: 'wallet', message: 'is not an address: 0x followed by 40 hexadecimal characters' };
-  if (!isAddress(typed, { strict: true }))
+  // All one case carries no checksum; mixed case must be the EIP-55 one.
+  const hex = typed.slice(2);
+  if (hex !== hex.toLowerCase() && hex !== hex.toUpperCase() && getAddress(typed) !== typed)
     return { field: 'wallet', message: 'has capitals that do not match its EIP-55 checksum: check it for a typo, or paste it exactly as your wallet shows it' };
   const address = getAddress(typed);
   if (address === zeroAddress) return { field: 'wallet', message: 'is the zero address, whose money nobody can ever spend' };

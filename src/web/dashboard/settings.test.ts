@@ -122,6 +122,15 @@ for (const { engine, skip } of engines) {
       for (const [change, label, id] of cases)
         assertRefused(await browser.request('POST', '/dashboard/settings/wallet', { csrf, password, confirm: '9ee7', ...change }), label, id);
       assert.equal((await merchantRow(merchantId)).walletAddress, null);
+      // All upper case carries no checksum either: accepted, and stored checksummed.
+      const upper = await browser.request('POST', '/dashboard/settings/wallet', {
+        csrf,
+        password,
+        wallet: `0x${WALLET.slice(2).toUpperCase()}`,
+        confirm: '9EE7',
+      });
+      assert.equal(upper.statusCode, 303, upper.body);
+      assert.equal((await merchantRow(merchantId)).walletAddress, CHECKSUMMED);
     });
 
     test('accepted chains: saved when ticked, refused by field when none or an unknown one', async () => {
