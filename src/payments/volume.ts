@@ -49,3 +49,30 @@ export async function paidVolume(db: Db, merchantId: string, now: number, days =
   const total = (list: DayVolume[]) => list.reduce((sum, d) => ({ count: sum.count + d.count, usdc: sum.usdc + d.usdc }), { count: 0, usdc: 0n });
   return { today: total(daily.slice(-1)), lastDays: total(daily), daily };
 }
+
+export type RecentOrder = { publicOrderId: string; orderId: string | null; amountMinor: bigint; currency: string; usdc: bigint; paidAt: number };
+
+/**
+ * A merchant's latest paid orders, newest first: `limit` rows read off the end of the
+ * `payments_merchant_settled` index, with no count of the rest (so it costs the same at any history).
+ */
+export async function latestPaidOrders(db: Db, merchantId: string, limit: number): Promise<RecentOrder[]> {
+  const rows = await db
+    .selectFrom('payments')
+    .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
+    .select(['payments.public_order_id', 'payments.amount_minor', 'payments.currency', 'payments.value', 'payments.settled_at', 'payment_sessions.order_id'])
+    .where('payments.merchant_id', '=', merchantId)
+    .where('payments.status', '=', 'SUCCESS')
+    .orderBy('payments.settled_at', 'desc')
+    .orderBy('payments.id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    publicOrderId: row.public_order_id ?? '',
+    orderId: row.order_id,
+    amountMinor: BigInt(row.amount_minor),
+    currency: row.currency,
+    usdc: BigInt(row.value),
+    paidAt: Number(row.settled_at ?? 0),
+  }));
+}

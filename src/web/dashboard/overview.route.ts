@@ -5,10 +5,9 @@ import type { AppContext } from '../../context.ts';
 import { escapeHtml, sendPage } from '../../http/html.ts';
 import { latestWalletChange } from '../../merchants/events.ts';
 import { findMerchant, type Merchant } from '../../merchants/merchants.ts';
-import { currencyExponent } from '../../money/iso4217.ts';
+import { formatMoney } from '../../money/iso4217.ts';
 import { formatUsdc } from '../../money/usdc.ts';
-import { listPaidOrders, type PaidOrder } from '../../payments/receipts.ts';
-import { DAY_MS, type PaidVolume, paidVolume } from '../../payments/volume.ts';
+import { DAY_MS, latestPaidOrders, type PaidVolume, paidVolume, type RecentOrder } from '../../payments/volume.ts';
 import { type WebhookEndpointState, webhookEndpointState } from '../../webhooks/endpoint-state.ts';
 import { dailyVolumeChart } from './chart.ts';
 import { utcMinute } from './form-controls.ts';
@@ -33,7 +32,7 @@ function volumeSection(volume: PaidVolume): string {
 ${dailyVolumeChart(volume.daily)}</section>`;
 }
 
-function ordersSection(orders: PaidOrder[], total: number): string {
+function ordersSection(orders: RecentOrder[]): string {
   if (orders.length === 0)
     return '<section aria-labelledby="orders-heading"><h2 id="orders-heading">Last orders</h2><p>No paid orders yet. <a href="/dashboard/get-paid">Get paid</a>: create an API key or a payment link.</p></section>';
   const rows = orders
@@ -42,14 +41,14 @@ function ordersSection(orders: PaidOrder[], total: number): string {
         order,
       ) => `<tr><td data-label="Order"><a href="/checkout/v2/orders/receipt/${encodeURIComponent(order.publicOrderId)}"><code>${escapeHtml(order.publicOrderId)}</code></a></td>
 <td data-label="Your reference">${order.orderId ? escapeHtml(order.orderId) : '<span class="note">none</span>'}</td>
-<td data-label="Amount">${escapeHtml(order.amount.toFixed(currencyExponent(order.currency) ?? 2))} ${escapeHtml(order.currency)}</td>
-<td data-label="Paid">${escapeHtml(order.tokenAmount)} USDC</td>
-<td data-label="When"><time datetime="${escapeHtml(order.paidAt)}">${escapeHtml(utcMinute(Date.parse(order.paidAt)))}</time></td></tr>`,
+<td data-label="Amount">${escapeHtml(formatMoney(order.amountMinor, order.currency))}</td>
+<td data-label="Paid">${escapeHtml(formatUsdc(order.usdc))} USDC</td>
+<td data-label="When"><time datetime="${new Date(order.paidAt).toISOString()}">${escapeHtml(utcMinute(order.paidAt))}</time></td></tr>`,
     )
     .join('');
   return `<section aria-labelledby="orders-heading"><h2 id="orders-heading">Last orders</h2>
 <table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Your reference</th><th scope="col">Amount</th><th scope="col">Paid</th><th scope="col">When</th></tr></thead><tbody>${rows}</tbody></table>
-<p><a href="/dashboard/orders">All ${total} paid order${total === 1 ? '' : 's'}</a></p></section>`;
+<p><a href="/dashboard/orders">All paid orders</a></p></section>`;
 }
 
 function webhookLine(state: WebhookEndpointState): string {
@@ -101,7 +100,7 @@ export function registerOverview(app: FastifyInstance, context: AppContext): voi
       const [merchant, volume, orders, webhook, notice] = await Promise.all([
         findMerchant(context.db, merchantId),
         paidVolume(context.db, merchantId, now, VOLUME_DAYS),
-        listPaidOrders(context.db, merchantId, { size: LAST_ORDERS }),
+        latestPaidOrders(context.db, merchantId, LAST_ORDERS),
         webhookEndpointState(context.db, merchantId, now - VOLUME_DAYS * DAY_MS),
         walletNotice(context, signedIn, merchantId, now),
       ]);
@@ -114,7 +113,7 @@ export function registerOverview(app: FastifyInstance, context: AppContext): voi
           section: 'overview',
           mode: context.config.mode,
           heading: merchant.name,
-          body: notice + volumeSection(volume) + setupSection(context, merchant, webhook) + ordersSection(orders.orders, orders.total),
+          body: notice + volumeSection(volume) + setupSection(context, merchant, webhook) + ordersSection(orders),
         }),
       );
     },
