@@ -100,7 +100,7 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
     body: new URLSearchParams({ csrf, email: email!, password: password! }),
   });
   assert.equal(signedIn.status, 303);
-  assert.equal(signedIn.headers.get('location'), '/account');
+  assert.equal(signedIn.headers.get('location'), '/dashboard');
 
   // The documented substitutions: the printed key, and free ports for the service and the receiver.
   const block = walkthroughBlock();

@@ -95,7 +95,7 @@ test('a verified email from the upstream provider signs its user in, end to end'
   const { merchantId } = await service.merchant();
   await createUser(service.context.db, { merchantId, email: 'upstream@shop.example', password: 'a password never used here' });
   const page = await service.app.inject({ method: 'GET', url: '/sign-in' });
-  assert.match(page.body, /href="\/sign-in\/oidc\?return_to=%2Faccount"/);
+  assert.match(page.body, /href="\/sign-in\/oidc\?return_to=%2Fdashboard"/);
 
   const answer = await signInUpstream('Upstream@Shop.example');
   assert.equal(answer.status, 303, answer.body);

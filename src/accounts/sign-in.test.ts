@@ -69,7 +69,7 @@ for (const { engine, skip } of engines) {
       for (const returnTo of ['//evil.example/x', 'https://evil.example', '/\\evil.example']) {
         const other = new Browser(service);
         const answer = await other.signIn(email, PASSWORD, { return_to: returnTo });
-        assert.equal(answer.headers.location, '/account', returnTo);
+        assert.equal(answer.headers.location, '/dashboard', returnTo);
       }
       const signedOut = await new Browser(service).request('GET', '/account');
       assert.equal(signedOut.statusCode, 303);

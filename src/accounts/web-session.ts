@@ -67,9 +67,9 @@ export function sessionCsrfValid(signedIn: SignedIn, presented: string | undefin
 /** Not signed in: on to the sign-in page, which comes back to `returnTo` (a path here). */
 export const redirectToSignIn = (reply: FastifyReply, returnTo: string) => reply.redirect(`/sign-in?return_to=${encodeURIComponent(returnTo)}`, 303);
 
-/** Where to go after sign-in: a path on this service only, never another site. */
+/** Where to go after sign-in: a path on this service only, never another site; the dashboard unless given. */
 export function safeReturnPath(value: string | undefined): string {
   if (!value?.startsWith('/') || value.startsWith('//') || value.includes('\\') || [...value].some((c) => c.charCodeAt(0) < 32) || value.length > 2048)
-    return '/account';
+    return '/dashboard';
   return value;
 }

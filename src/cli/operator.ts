@@ -2,7 +2,8 @@ import { TillError } from '../common/errors.ts';
 import type { Config } from '../config.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
-import { createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains, setMerchantWallet, WALLET_ADDRESS } from '../merchants/merchants.ts';
+import { changeWallet } from '../merchants/events.ts';
+import { createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { setWebhookCommand } from './webhooks.ts';
 import { withDatabase } from './with-database.ts';
@@ -84,7 +85,7 @@ export async function merchantCommand(args: string[]): Promise<void> {
     noneLeft(args);
     if (!merchantId || !wallet(address)) throw new UsageError('merchant set-wallet needs MERCHANT_ID 0xADDRESS');
     await withDatabase(async ({ db }) => {
-      if (!(await setMerchantWallet(db, merchantId, address!))) throw new UsageError(`no merchant ${merchantId}`);
+      if (!(await changeWallet(db, { merchantId, userId: null, walletAddress: address! }))) throw new UsageError(`no merchant ${merchantId}`);
     });
     printResult(json, { merchantId, walletAddress: address }, `Payout wallet of ${merchantId} set to ${address}.`);
     return;

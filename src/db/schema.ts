@@ -11,6 +11,9 @@ export interface MerchantsTable {
   created_at: number;
   /** JSON `[{ chain, tokens }]`: the chains the merchant accepts and the tokens on each. */
   accepted_chains: Generated<string>;
+  /** Where buyers write to; set on the dashboard. */
+  support_email: string | null;
+  website_url: string | null;
 }
 
 export interface ApiKeysTable {
@@ -128,6 +131,7 @@ export interface Database {
   oauth_authorization_requests: OAuthAuthorizationRequestsTable;
   oauth_grant_secrets: OAuthGrantSecretsTable;
   mcp_tool_calls: McpToolCallsTable;
+  merchant_events: MerchantEventsTable;
 }
 
 export type { Generated };
@@ -290,4 +294,14 @@ export interface McpToolCallsTable {
   outcome: 'ok' | 'refused' | 'failed';
   reason: string | null;
   arguments_sha256: string;
+}
+
+/** A sensitive change to a merchant (today the payout wallet): who made it, when, and a JSON `detail`. */
+export interface MerchantEventsTable {
+  id: string;
+  merchant_id: string;
+  user_id: string | null;
+  type: 'wallet_changed';
+  detail: string;
+  created_at: number;
 }

@@ -55,6 +55,18 @@ h1{line-height:1.2}main.consent{max-width:42rem;margin:0 auto}.consent .client{c
 .dashboard-header .sign-out{margin-left:auto;display:flex;gap:.5rem;align-items:center}
 .sandbox-banner{margin:0 0 1rem;padding:.6rem .9rem;border:2px solid #a16207;border-radius:6px;background:#fef9c3;color:#422006}
 nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
+.attention{padding:.6rem .9rem;border:1px solid #b45309;border-radius:6px;background:#fffbeb;color:#451a03}
+.address{overflow-wrap:anywhere}.field input.mono{font:13px ui-monospace,monospace;padding:.7rem}.field input.short{max-width:8rem}
+.field .hint{display:block}.field-problem{display:block;margin-top:.25rem;color:#b91c1c;font-weight:600}input[aria-invalid=true]{border-color:#b91c1c;border-width:2px}
+.stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.75rem;margin:1rem 0}.stat{border:1px solid #e4e4e7;border-radius:6px;padding:.6rem .9rem}
+.stat dt{color:#52525b;font-size:13px;font-weight:600}.stat dd{margin:0}.stat strong{display:block;font-size:1.4rem}
+.chart{margin:1rem 0;max-width:40rem}.chart svg{display:block;width:100%;height:9rem}.chart .bar{fill:#1d4ed8}.chart .bar-empty{fill:#d4d4d8}.chart .axis{stroke:#71717a;stroke-width:1}
+.chart-axis{display:flex;justify-content:space-between;gap:.5rem;flex-wrap:wrap;color:#52525b;font-size:13px}
+.setup{padding-left:0;list-style:none}.setup li{margin:.5rem 0}.setup li.attention{list-style:none}
+.choices{list-style:none;padding:0;margin:0}.choices li{display:flex;gap:.6rem;align-items:center;padding:.25rem 0}.choices input{width:1.15rem;height:1.15rem;margin:0}
+@media (max-width:40rem){.cards,.cards tbody,.cards tr,.cards td{display:block;overflow:visible}.cards thead{display:none}
+.cards tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.cards td{border:0;padding:.2rem 0;min-width:0}
+.cards td[data-label]::before{content:attr(data-label);display:block;color:#52525b;font-size:13px;font-weight:600}}
 `;
 
 export function page(title: string, body: string): string {

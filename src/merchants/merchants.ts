@@ -1,4 +1,4 @@
-import { TillError } from '../common/errors.ts';
+import { invalidField, TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import { SUPPORTED_CHAINS } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
@@ -6,7 +6,15 @@ import type { Db } from '../db/index.ts';
 /** A chain a merchant accepts and the tokens it accepts on it. */
 export type AcceptedChain = { chain: string; tokens: string[] };
 
-export type Merchant = { id: string; name: string; walletAddress: string | null; createdAt: number; acceptedChains: AcceptedChain[] };
+export type Merchant = {
+  id: string;
+  name: string;
+  walletAddress: string | null;
+  createdAt: number;
+  acceptedChains: AcceptedChain[];
+  supportEmail: string | null;
+  websiteUrl: string | null;
+};
 
 /** What a new merchant accepts: every supported chain with every token on it (today USDC on Base). */
 export function defaultAcceptedChains(): AcceptedChain[] {
@@ -29,7 +37,15 @@ export async function createMerchant(
   now = Date.now(),
 ): Promise<Merchant> {
   const acceptedChains = input.acceptedChains ? checkAcceptedChains(input.acceptedChains) : defaultAcceptedChains();
-  const merchant = { id: newId('mer_'), name: input.name, walletAddress: input.walletAddress ?? null, createdAt: now, acceptedChains };
+  const merchant: Merchant = {
+    id: newId('mer_'),
+    name: input.name,
+    walletAddress: input.walletAddress ?? null,
+    createdAt: now,
+    acceptedChains,
+    supportEmail: null,
+    websiteUrl: null,
+  };
   await db
     .insertInto('merchants')
     .values({ id: merchant.id, name: merchant.name, wallet_address: merchant.walletAddress, created_at: now, accepted_chains: JSON.stringify(acceptedChains) })
@@ -37,10 +53,26 @@ export async function createMerchant(
   return merchant;
 }
 
-type MerchantRow = { id: string; name: string; wallet_address: string | null; created_at: number; accepted_chains: string };
+type MerchantRow = {
+  id: string;
+  name: string;
+  wallet_address: string | null;
+  created_at: number;
+  accepted_chains: string;
+  support_email: string | null;
+  website_url: string | null;
+};
 
 function merchantOf(row: MerchantRow): Merchant {
-  return { id: row.id, name: row.name, walletAddress: row.wallet_address, createdAt: row.created_at, acceptedChains: parseAcceptedChains(row.accepted_chains) };
+  return {
+    id: row.id,
+    name: row.name,
+    walletAddress: row.wallet_address,
+    createdAt: row.created_at,
+    acceptedChains: parseAcceptedChains(row.accepted_chains),
+    supportEmail: row.support_email,
+    websiteUrl: row.website_url,
+  };
 }
 
 /** The stored JSON of `accepted_chains`; anything unreadable counts as accepting nothing rather than failing the merchant's every request. */
@@ -137,6 +169,47 @@ export async function paymentSettings(db: Db, merchantId: string, options: { bas
     apiBasePath: PAYMENT_API_BASE_PATH,
     apiBaseUrl: options.baseUrl + PAYMENT_API_BASE_PATH,
   };
+}
+
+export type BusinessDetails = { name: string; supportEmail: string | null; websiteUrl: string | null };
+
+export const BUSINESS_NAME_MAX_LENGTH = 100;
+const SUPPORT_EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/**
+ * Checks business details as typed in a form (blank optional fields become null) and returns them
+ * trimmed; the first problem is an `invalid_field` naming its field (`name`, `supportEmail`, `websiteUrl`).
+ */
+export function checkBusinessDetails(input: { name: string; supportEmail: string; websiteUrl: string }): BusinessDetails {
+  const name = input.name.trim();
+  if (!name) throw invalidField('name', 'must not be empty');
+  if (name.length > BUSINESS_NAME_MAX_LENGTH) throw invalidField('name', `must be at most ${BUSINESS_NAME_MAX_LENGTH} characters`);
+  const supportEmail = input.supportEmail.trim() || null;
+  if (supportEmail !== null && (supportEmail.length > 254 || !SUPPORT_EMAIL.test(supportEmail))) throw invalidField('supportEmail', 'is not an email address');
+  const websiteUrl = input.websiteUrl.trim() || null;
+  if (websiteUrl !== null) {
+    let url: URL | undefined;
+    try {
+      url = new URL(websiteUrl);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || websiteUrl.length > 2048)
+      throw invalidField('websiteUrl', 'must be an http or https address, such as https://shop.example');
+    if (url.username || url.password) throw invalidField('websiteUrl', 'must not carry a user name or password');
+  }
+  return { name, supportEmail, websiteUrl };
+}
+
+/** Sets a merchant's business details, checked first (nothing is saved when one is refused). False when there is no such merchant. */
+export async function setBusinessDetails(db: Db, id: string, input: { name: string; supportEmail: string; websiteUrl: string }): Promise<boolean> {
+  const details = checkBusinessDetails(input);
+  const result = await db
+    .updateTable('merchants')
+    .set({ name: details.name, support_email: details.supportEmail, website_url: details.websiteUrl })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** The payout wallet is set only by the operator or the dashboard, never over the payment API. */

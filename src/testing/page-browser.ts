@@ -59,3 +59,17 @@ export async function signedInMerchant(service: TestService, options: { walletAd
   if (answer.statusCode !== 303) throw new Error(`sign-in answered ${answer.statusCode}`);
   return { merchantId, userId: user.id, email, password, browser };
 }
+
+/** A form post as another site's page would send it: the browser's cookies, and that site's Origin. */
+export function postFromOrigin(service: TestService, browser: Browser, url: string, form: Record<string, string>, origin = 'https://evil.example') {
+  return service.app.inject({
+    method: 'POST',
+    url,
+    headers: {
+      cookie: [...browser.cookies].map(([name, value]) => `${name}=${value}`).join('; '),
+      origin,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    payload: new URLSearchParams(form).toString(),
+  });
+}

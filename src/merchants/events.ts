@@ -1,0 +1,58 @@
+import { newId } from '../common/ids.ts';
+import type { Db } from '../db/index.ts';
+import { findMerchant, setMerchantWallet } from './merchants.ts';
+
+/**
+ * The owner of `merchant_events`: the audit of a merchant's sensitive changes. Today one kind, the
+ * payout wallet changed, with who changed it (a user, or the operator's CLI) and from what to what.
+ */
+export type WalletChange = {
+  id: string;
+  merchantId: string;
+  /** The user who changed it on the dashboard; null when the operator did, from the CLI. */
+  userId: string | null;
+  from: string | null;
+  to: string;
+  at: number;
+};
+
+/**
+ * Sets the payout wallet and records the change, in one transaction: both or neither. False when
+ * there is no such merchant.
+ */
+export async function changeWallet(db: Db, input: { merchantId: string; userId: string | null; walletAddress: string }, now = Date.now()): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const merchant = await findMerchant(trx, input.merchantId);
+    if (!merchant) return false;
+    await setMerchantWallet(trx, input.merchantId, input.walletAddress);
+    await trx
+      .insertInto('merchant_events')
+      .values({
+        id: newId('mev_'),
+        merchant_id: input.merchantId,
+        user_id: input.userId,
+        type: 'wallet_changed',
+        detail: JSON.stringify({ from: merchant.walletAddress, to: input.walletAddress }),
+        created_at: now,
+      })
+      .execute();
+    return true;
+  });
+}
+
+/** The merchant's latest wallet change at or after `since`, if any. */
+export async function latestWalletChange(db: Db, merchantId: string, since: number): Promise<WalletChange | undefined> {
+  const row = await db
+    .selectFrom('merchant_events')
+    .selectAll()
+    .where('merchant_id', '=', merchantId)
+    .where('type', '=', 'wallet_changed')
+    .where('created_at', '>=', since)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const detail = JSON.parse(row.detail) as { from: string | null; to: string };
+  return { id: row.id, merchantId: row.merchant_id, userId: row.user_id, from: detail.from, to: detail.to, at: Number(row.created_at) };
+}

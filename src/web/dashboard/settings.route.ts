@@ -1,0 +1,233 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { getAddress, zeroAddress } from 'viem';
+import type { SignedIn } from '../../accounts/web-session.ts';
+import { TillError } from '../../common/errors.ts';
+import { SUPPORTED_CHAINS } from '../../common/network.ts';
+import type { AppContext } from '../../context.ts';
+import { formFields, formValues } from '../../http/forms.ts';
+import { escapeHtml, sendPage } from '../../http/html.ts';
+import { changeWallet } from '../../merchants/events.ts';
+import { findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
+import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
+import { dashboardPage } from './layout.ts';
+import { addDashboardPage, addDashboardPost } from './page-route.ts';
+import { passwordRefusal } from './reauth.ts';
+
+export const SETTINGS_PATH = '/dashboard/settings';
+
+/** Each form field's name for people, as its label says it. */
+const LABELS: Record<string, string> = {
+  name: 'Business name',
+  support_email: 'Support email',
+  website_url: 'Website',
+  wallet: 'Wallet address',
+  confirm: 'Last 4 characters',
+  password: 'Your password',
+  accept: 'Accepted chains and tokens',
+};
+
+/** The form field of a field the merchants module names. */
+const FORM_FIELD: Record<string, string> = { name: 'name', supportEmail: 'support_email', websiteUrl: 'website_url' };
+
+const SAVED: Record<string, string> = {
+  business: 'Business details saved.',
+  wallet: 'Payout wallet saved. The overview shows the change for the next 7 days.',
+  'wallet-unchanged': 'That is already the payout wallet: nothing changed.',
+  chains: 'Accepted chains and tokens saved.',
+};
+
+type SettingsView = {
+  merchant: Merchant;
+  /** Which form the values and problem belong to; the other forms show what is stored. */
+  form?: 'business' | 'wallet' | 'chains';
+  values?: Record<string, string>;
+  problem?: FieldProblem;
+  /** The ticked boxes of a refused chains form. */
+  accepted?: string[];
+};
+
+const chainLabel = (chain: string) => chain.charAt(0).toUpperCase() + chain.slice(1);
+
+function settingsBody(signedIn: SignedIn, view: SettingsView): string {
+  const { merchant, problem } = view;
+  const value = (form: SettingsView['form'], name: string, stored: string | null) => (view.form === form ? (view.values?.[name] ?? '') : (stored ?? ''));
+  const business = `<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
+<form method="post" action="${SETTINGS_PATH}/business" class="settings-form">${csrfInput(signedIn.csrfToken)}
+${labelledInput({ name: 'name', label: LABELS.name!, value: value('business', 'name', merchant.name), autocomplete: 'organization', required: true }, problem)}
+${labelledInput({ name: 'support_email', label: LABELS.support_email!, type: 'email', value: value('business', 'support_email', merchant.supportEmail), autocomplete: 'email', hint: 'Optional. Where buyers can write to you.' }, problem)}
+${labelledInput({ name: 'website_url', label: LABELS.website_url!, type: 'url', value: value('business', 'website_url', merchant.websiteUrl), autocomplete: 'url', hint: 'Optional. https://…' }, problem)}
+<p><button type="submit">Save business details</button></p></form></section>`;
+
+  const current = merchant.walletAddress
+    ? `<p>Payments go to <code class="address">${escapeHtml(merchant.walletAddress)}</code>.</p>`
+    : '<p class="attention">No payout wallet yet: your sessions cannot be paid until you set one.</p>';
+  const wallet = `<section aria-labelledby="wallet-heading"><h2 id="wallet-heading">Payout wallet</h2>
+${current}
+<p class="note">Only you hold the keys of this address: Till never does. Check it twice, then confirm it with its last 4 characters and your password.</p>
+<form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}
+${labelledInput({ name: 'wallet', label: LABELS.wallet!, value: value('wallet', 'wallet', ''), hint: '0x followed by 40 hexadecimal characters, on Base.', autocomplete: 'off', required: true, attributes: 'spellcheck="false" autocapitalize="off" class="mono"' }, problem)}
+${labelledInput({ name: 'confirm', label: LABELS.confirm!, value: value('wallet', 'confirm', ''), hint: 'Type the last 4 characters of the address again.', autocomplete: 'off', required: true, attributes: 'spellcheck="false" autocapitalize="off" maxlength="4" class="short mono"' }, problem)}
+${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', autocomplete: 'current-password', required: true }, problem)}
+<p><button type="submit">${merchant.walletAddress ? 'Change payout wallet' : 'Set payout wallet'}</button></p></form></section>`;
+
+  const ticked = view.form === 'chains' ? new Set(view.accepted) : new Set(merchant.acceptedChains.flatMap((c) => c.tokens.map((t) => `${c.chain}:${t}`)));
+  const chainsInvalid = problem?.field === 'accept';
+  const boxes = Object.entries(SUPPORTED_CHAINS)
+    .flatMap(([chain, tokens]) =>
+      tokens.map((token) => {
+        const id = `accept-${chain}-${token}`.toLowerCase();
+        return `<li><input type="checkbox" id="${id}" name="accept" value="${escapeHtml(`${chain}:${token}`)}"${ticked.has(`${chain}:${token}`) ? ' checked' : ''}><label for="${id}">${escapeHtml(token)} on ${escapeHtml(chainLabel(chain))}</label></li>`;
+      }),
+    )
+    .join('');
+  const chains = `<section aria-labelledby="chains-heading"><h2 id="chains-heading">Accepted chains and tokens</h2>
+<form method="post" action="${SETTINGS_PATH}/chains">${csrfInput(signedIn.csrfToken)}
+<fieldset${chainsInvalid ? ' aria-describedby="accept-problem"' : ''}><legend>Buyers can pay with</legend><ul class="choices">${boxes}</ul>
+${chainsInvalid ? `<p id="accept-problem" class="field-problem">${escapeHtml(`${LABELS.accept} ${problem.message}.`)}</p>` : ''}</fieldset>
+<p class="note">Today Till supports USDC on Base; more chains and tokens will be listed here as they come.</p>
+<p><button type="submit">Save accepted chains</button></p></form></section>`;
+  return business + wallet + chains;
+}
+
+/** The settings page, as stored, or again with a refused form's values and the problem named. */
+function sendSettings(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, view: SettingsView, notice?: string) {
+  const { problem } = view;
+  return sendPage(
+    reply,
+    status,
+    dashboardPage({
+      signedIn,
+      section: 'settings',
+      mode: context.config.mode,
+      ...(notice ? { notice } : {}),
+      ...(problem ? { problem: `${LABELS[problem.field] ?? problem.field} ${problem.message}.` } : {}),
+      body: settingsBody(signedIn, view),
+    }),
+  );
+}
+
+/** A refusal of the merchants module as the form's field and its problem. */
+function problemOf(error: TillError, field: string): FieldProblem {
+  const message =
+    error.code === 'invalid_field' && error.field && error.message.startsWith(`${error.field} `) ? error.message.slice(error.field.length + 1) : error.message;
+  return { field, message };
+}
+
+/** Why a typed wallet address is refused, by field, or the address in its checksummed (EIP-55) form. */
+function checkWalletForm(fields: Record<string, string>): FieldProblem | { address: string } {
+  const typed = (fields.wallet ?? '').trim();
+  if (!typed) return { field: 'wallet', message: 'must not be empty' };
+  if (!/^0x[0-9a-fA-F]{40}$/.test(typed)) return { field: 'wallet', message: 'is not an address: 0x followed by 40 hexadecimal characters' };
+  // All one case carries no checksum; mixed case must be the EIP-55 one.
+  const hex = typed.slice(2);
+  if (hex !== hex.toLowerCase() && hex !== hex.toUpperCase() && getAddress(typed) !== typed)
+    return { field: 'wallet', message: 'has capitals that do not match its EIP-55 checksum: check it for a typo, or paste it exactly as your wallet shows it' };
+  const address = getAddress(typed);
+  if (address === zeroAddress) return { field: 'wallet', message: 'is the zero address, whose money nobody can ever spend' };
+  if ((fields.confirm ?? '').trim().toLowerCase() !== address.slice(-4).toLowerCase())
+    return { field: 'confirm', message: 'do not match the end of the address: type its last 4 characters again' };
+  return { address };
+}
+
+async function merchantOf(context: AppContext, signedIn: SignedIn): Promise<Merchant> {
+  const merchant = await findMerchant(context.db, signedIn.user.merchantId);
+  if (!merchant) throw new TillError('not_found', { what: 'Merchant' });
+  return merchant;
+}
+
+const POST_RESPONSES = {
+  303: { description: 'Saved: back to the settings page, which says so' },
+  400: { description: 'Refused: the settings page again, naming the field' },
+  403: { description: 'No CSRF token, or posted from another origin' },
+};
+
+/** Settings: business details, the payout wallet (behind the password), accepted chains and tokens. */
+export function registerSettings(app: FastifyInstance, context: AppContext): void {
+  addDashboardPage(
+    app,
+    context,
+    { url: SETTINGS_PATH, summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens" },
+    async (request, reply, signedIn) => {
+      const saved = (request.query as Record<string, string | undefined>).saved;
+      return sendSettings(context, reply, signedIn, 200, { merchant: await merchantOf(context, signedIn) }, saved ? SAVED[saved] : undefined);
+    },
+  );
+
+  const post = (url: string, summary: string, description: string, handle: Parameters<typeof addDashboardPost>[3]) =>
+    addDashboardPost(app, context, { url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES }, handle);
+
+  post(
+    'business',
+    "Sets the merchant's business details (form post)",
+    'Takes `name`, `support_email` and `website_url` (both optional) and `csrf` as a form.',
+    async (request, reply, signedIn) => {
+      const fields = formFields(request);
+      const values = { name: fields.name ?? '', support_email: fields.support_email ?? '', website_url: fields.website_url ?? '' };
+      try {
+        await setBusinessDetails(context.db, signedIn.user.merchantId, {
+          name: values.name,
+          supportEmail: values.support_email,
+          websiteUrl: values.website_url,
+        });
+      } catch (error) {
+        if (!(error instanceof TillError) || !error.field) throw error;
+        const merchant = await merchantOf(context, signedIn);
+        return sendSettings(context, reply, signedIn, 400, {
+          merchant,
+          form: 'business',
+          values,
+          problem: problemOf(error, FORM_FIELD[error.field] ?? error.field),
+        });
+      }
+      return reply.redirect(`${SETTINGS_PATH}?saved=business`, 303);
+    },
+  );
+
+  post(
+    'wallet',
+    'Sets or changes the payout wallet (form post, with the password)',
+    "Takes `wallet` (an EVM address; mixed case must be its EIP-55 checksum), `confirm` (its last 4 characters), `password` (the signed-in user's) and `csrf`. The change is recorded in the merchant's audit and shown on the overview.",
+    async (request, reply, signedIn) => {
+      const fields = formFields(request);
+      const values = { wallet: fields.wallet ?? '', confirm: fields.confirm ?? '' };
+      const merchant = await merchantOf(context, signedIn);
+      const refuse = (problem: FieldProblem) => sendSettings(context, reply, signedIn, 400, { merchant, form: 'wallet', values, problem });
+      const checked = checkWalletForm(fields);
+      if ('field' in checked) return refuse(checked);
+      const wrongPassword = await passwordRefusal(context, request, signedIn, fields.password);
+      if (wrongPassword) return refuse({ field: 'password', message: wrongPassword });
+      if (merchant.walletAddress === checked.address) return reply.redirect(`${SETTINGS_PATH}?saved=wallet-unchanged`, 303);
+      await changeWallet(context.db, { merchantId: merchant.id, userId: signedIn.user.id, walletAddress: checked.address }, context.now());
+      return reply.redirect(`${SETTINGS_PATH}?saved=wallet`, 303);
+    },
+  );
+
+  post(
+    'chains',
+    'Sets the chains and tokens the merchant accepts (form post)',
+    'Takes `accept` once per ticked box, as `chain:TOKEN`, and `csrf`.',
+    async (request, reply, signedIn) => {
+      const accepted = formValues(request, 'accept');
+      const merchant = await merchantOf(context, signedIn);
+      const refuse = (message: string) =>
+        sendSettings(context, reply, signedIn, 400, { merchant, form: 'chains', accepted, problem: { field: 'accept', message } });
+      if (accepted.length === 0) return refuse('must name at least one: tick a token');
+      const byChain = new Map<string, string[]>();
+      for (const entry of accepted) {
+        const [chain = '', token = ''] = entry.split(':');
+        byChain.set(chain, [...(byChain.get(chain) ?? []), token]);
+      }
+      try {
+        await setAcceptedChains(
+          context.db,
+          merchant.id,
+          [...byChain].map(([chain, tokens]) => ({ chain, tokens })),
+        );
+      } catch (error) {
+        if (!(error instanceof TillError)) throw error;
+        return refuse(`refused: ${error.message}`);
+      }
+      return reply.redirect(`${SETTINGS_PATH}?saved=chains`, 303);
+    },
+  );
+}
