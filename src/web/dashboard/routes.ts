@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { registerFormParser } from '../../http/forms.ts';
+import { registerGetPaid } from './get-paid.route.ts';
+import { registerLinks } from './links.route.ts';
 import { registerOverview } from './overview.route.ts';
 
 /** Every dashboard page: each section registers its own routes (and form posts) here. */
@@ -8,5 +10,7 @@ export function registerDashboard(app: FastifyInstance, context: AppContext): vo
   app.register(async (pages) => {
     registerFormParser(pages);
     registerOverview(pages, context);
+    registerGetPaid(pages, context);
+    registerLinks(pages, context);
   });
 }
