@@ -62,7 +62,7 @@ nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 .link-form{max-width:36rem}.link-form p{margin:.75rem 0}.link-form .note{display:block;font-weight:400}.choice{display:flex;gap:.5rem;align-items:flex-start}.choice label{font-weight:400}
 .choice input[type=radio],.choice input[type=checkbox]{display:inline-block;box-sizing:border-box;width:1.1rem;height:1.1rem;max-width:none;margin:.3rem 0 0;padding:0;flex:none}
 .link-form details{margin:1rem 0}.link-form summary{cursor:pointer;font-weight:600;color:#1d4ed8}.link-form summary:focus-visible{outline:2px solid #1d4ed8;outline-offset:2px}
-input[aria-invalid=true]{border-color:#b91c1c;border-width:2px}
+.link-form input[aria-invalid=true]{border-color:#b91c1c;border-width:2px}
 .facts{display:flex;flex-wrap:wrap;gap:.5rem 2rem;margin:1rem 0}.facts dt{color:#52525b;font-size:13px}.facts dd{margin:0;font-weight:600}
 .qr{margin:1rem 0}.qr svg{width:12rem;height:12rem;display:block}.qr figcaption{color:#52525b;font-size:13px}
 .cards td code,.cards td a{overflow-wrap:anywhere}.keys-heading{margin-bottom:.25rem}

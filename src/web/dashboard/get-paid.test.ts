@@ -83,6 +83,30 @@ for (const { engine, skip } of engines) {
       assert.equal(keys.length, 1, 'only the key the test merchant was made with');
     });
 
+    test('a form post from another site is refused; our own (Origin: null under no-referrer) is taken', async () => {
+      const { browser, merchantId } = await signedInMerchant(service);
+      const csrf = await browser.csrf('/dashboard/get-paid');
+      const post = (headers: Record<string, string>) =>
+        service.app.inject({
+          method: 'POST',
+          url: '/dashboard/get-paid/api-keys',
+          headers: {
+            cookie: [...browser.cookies].map(([name, value]) => `${name}=${value}`).join('; '),
+            'content-type': 'application/x-www-form-urlencoded',
+            ...headers,
+          },
+          payload: new URLSearchParams({ csrf }).toString(),
+        });
+      assert.equal((await post({ origin: 'https://evil.example' })).statusCode, 403);
+      assert.equal((await post({ origin: 'null', 'sec-fetch-site': 'cross-site' })).statusCode, 403);
+      assert.equal((await post({ 'sec-fetch-site': 'same-site' })).statusCode, 403);
+      const keys = () => service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', merchantId).execute();
+      assert.equal((await keys()).length, 1);
+      assert.equal((await post({ origin: 'null', 'sec-fetch-site': 'same-origin' })).statusCode, 200);
+      assert.equal((await post({ origin: 'http://till.test', 'sec-fetch-site': 'same-origin' })).statusCode, 200);
+      assert.equal((await keys()).length, 3);
+    });
+
     test("another merchant's keys and clients are neither listed nor revocable (404)", async () => {
       const first = await signedInMerchant(service);
       const firstCsrf = await first.browser.csrf('/dashboard/get-paid');

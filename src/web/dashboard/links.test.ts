@@ -3,6 +3,7 @@
 // name the field and save nothing; only the signed-in merchant's links, never without the CSRF token.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { archiveSession, startPayment } from '../../sessions/sessions.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../../testing/harness.ts';
 import { type Browser, csrfField, signedInMerchant } from '../../testing/page-browser.ts';
 
@@ -141,6 +142,32 @@ for (const { engine, skip } of engines) {
       assert.equal(edit.statusCode, 409);
       assert.match((await browser.request('GET', `/dashboard/links/${id}`)).body, /Archived <time/);
       assert.equal((await browser.request('POST', `/dashboard/links/${id}/archive`, { csrf })).statusCode, 404, 'archived already');
+    });
+
+    test('archived, a session shows EXPIRED over the API, E2 refuses it, and a payment quoted before cannot start', async () => {
+      const { merchantId, apiKey } = await service.merchant({ walletAddress: WALLET });
+      const api = (method: 'GET' | 'PUT', url: string, payload?: object) =>
+        service.app.inject({
+          method,
+          url,
+          headers: { 'x-sc-apikey': apiKey, ...(payload ? { 'content-type': 'application/json' } : {}) },
+          ...(payload ? { payload } : {}),
+        });
+      const created = await service.app.inject({
+        method: 'POST',
+        url: '/api/checkout/v2/payment_session',
+        headers: { 'x-sc-apikey': apiKey, 'content-type': 'application/json' },
+        payload: { amount: 3, currency: 'USD', orderType: 'STATIC' },
+      });
+      const { sessionId } = created.json() as { sessionId: string };
+      assert.equal(await archiveSession(service.context.db, 'mer_other', sessionId, Date.now()), false, "another merchant's archive does nothing");
+      assert.equal(await archiveSession(service.context.db, merchantId, sessionId, Date.now()), true);
+      assert.equal((await api('GET', `/api/checkout/v2/payment_session/${sessionId}`)).json().status, 'EXPIRED');
+      const update = await api('PUT', '/api/checkout/v2/payment_session', { sessionId, amount: 4 });
+      assert.equal(update.statusCode, 409);
+      assert.equal(update.json().error.code, 'session_expired');
+      const started = await service.context.db.transaction().execute((trx) => startPayment(trx, sessionId, 1, Date.now()));
+      assert.equal(started, undefined);
     });
 
     test('without the CSRF token nothing is created, changed or archived', async () => {
