@@ -47,6 +47,7 @@ describe('the Get paid and Payment links pages in Chromium', { skip: browserSkip
 
   test('an API key made by clicking creates a session; a link made by filling the form is paid with the sandbox wallet and shows its payment', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: shop.baseUrl });
     const page = await context.newPage();
     try {
       await page.goto(`${shop.baseUrl}/dashboard/get-paid`);
@@ -65,7 +66,9 @@ describe('the Get paid and Payment links pages in Chromium', { skip: browserSkip
       const apiKey = await page.getByLabel('API key', { exact: true }).inputValue();
       assert.match(apiKey, /^sk_test_[\w-]{43}$/);
       assert.ok((await page.locator('#curl-snippet').textContent())?.includes(apiKey));
-      await page.getByRole('button', { name: 'Copy' }).waitFor();
+      await page.getByRole('button', { name: 'Copy' }).click();
+      await page.getByRole('button', { name: 'Copied' }).waitFor();
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), apiKey);
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'get-paid-new-key');
       const e1 = await fetch(`${shop.baseUrl}/api/checkout/v2/payment_session`, {
