@@ -20,7 +20,10 @@ const doc: RouteDoc = {
     ...SESSION_WRITE_REFUSALS,
     200: { description: 'Session updated', schema: SessionCreated },
     404: { description: 'No such session for this merchant', schema: ErrorResponse },
-    409: { description: 'TRANSIENT session settled, expired or with a payment in progress; or orderId already used', schema: ErrorResponse },
+    409: {
+      description: 'TRANSIENT session settled, expired or with a payment in progress; session archived from the dashboard; or orderId already used',
+      schema: ErrorResponse,
+    },
     503: { description: 'The new currency has no fresh exchange rate right now', schema: ErrorResponse },
   },
 };
