@@ -20,7 +20,7 @@ export async function requireMerchant(context: AppContext, request: FastifyReque
   const authorization = request.headers.authorization;
   if (!presented && authorization && /^bearer /i.test(authorization)) return requireBearer(context, authorization.slice(7).trim());
   if (!presented) throw new TillError('unauthorized', { presented: false });
-  const key = await authenticateApiKey(context.db, presented.trim(), context.config.mode);
+  const key = await authenticateApiKey(context.db, presented.trim(), context.config.mode, context.now());
   if (!key) throw new TillError('unauthorized', { presented: true });
   return { merchantId: key.merchantId, walletConfigured: key.walletConfigured };
 }

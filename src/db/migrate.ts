@@ -10,6 +10,7 @@ import * as oauthGrants from './migrations/0007_oauth_grants.ts';
 import * as acceptedChains from './migrations/0008_accepted_chains.ts';
 import * as mcpAudit from './migrations/0009_mcp_audit.ts';
 import * as merchantProfile from './migrations/0010_merchant_profile.ts';
+import * as dashboardLinks from './migrations/0011_dashboard_links.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '0008_accepted_chains': acceptedChains,
   '0009_mcp_audit': mcpAudit,
   '0010_merchant_profile': merchantProfile,
+  '0011_dashboard_links': dashboardLinks,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

@@ -24,6 +24,8 @@ export interface ApiKeysTable {
   last_four: string;
   created_at: number;
   revoked_at: number | null;
+  /** When the key last authenticated a request; written at most once a minute. */
+  last_used_at: number | null;
 }
 
 export type OrderType = 'STATIC' | 'TRANSIENT';
@@ -51,6 +53,8 @@ export interface PaymentSessionsTable {
   version: number;
   /** Payments claimed and not yet resolved; a session with one is neither changed nor expired. */
   payments_in_progress: Generated<number>;
+  /** Archived from the dashboard: hidden from its list and no longer payable (as if expired). */
+  archived_at: number | null;
 }
 
 export interface PaymentQuotesTable {

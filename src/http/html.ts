@@ -66,6 +66,19 @@ nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 .choices{list-style:none;padding:0;margin:0}.choices li{display:flex;gap:.6rem;align-items:center;padding:.25rem 0}.choices input{width:1.15rem;height:1.15rem;margin:0}
 @media (max-width:40rem){.cards,.cards tbody,.cards tr,.cards td{display:block;overflow:visible}.cards thead{display:none}
 .cards tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.cards td{border:0;padding:.2rem 0;min-width:0}
+
+.visually-hidden{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}
+.copy{margin:.75rem 0}.copy-row{display:flex;gap:.5rem;align-items:center;max-width:36rem}.copy-row input:not([type=hidden]){max-width:none;flex:1;min-width:0;margin:0;font:13px ui-monospace,monospace}
+.secret{padding:.25rem 1rem .75rem;border:2px solid #15803d;border-radius:6px;background:#f0fdf4;margin:1rem 0}.secret h3{margin-top:.5rem}
+.link-form{max-width:36rem}.link-form p{margin:.75rem 0}.link-form .note{display:block;font-weight:400}.choice{display:flex;gap:.5rem;align-items:flex-start}.choice label{font-weight:400}
+.choice input[type=radio],.choice input[type=checkbox]{display:inline-block;box-sizing:border-box;width:1.1rem;height:1.1rem;max-width:none;margin:.3rem 0 0;padding:0;flex:none}
+.link-form details{margin:1rem 0}.link-form summary{cursor:pointer;font-weight:600;color:#1d4ed8}.link-form summary:focus-visible{outline:2px solid #1d4ed8;outline-offset:2px}
+.link-form input[aria-invalid=true]{border-color:#b91c1c;border-width:2px}
+.facts{display:flex;flex-wrap:wrap;gap:.5rem 2rem;margin:1rem 0}.facts dt{color:#52525b;font-size:13px}.facts dd{margin:0;font-weight:600}
+.qr{margin:1rem 0}.qr svg{width:12rem;height:12rem;display:block}.qr figcaption{color:#52525b;font-size:13px}
+.cards td code,.cards td a{overflow-wrap:anywhere}.keys-heading{margin-bottom:.25rem}
+@media (max-width:40rem){.cards,.cards tbody,.cards tr,.cards td{display:block;overflow:visible}.cards thead{display:none}
+.cards tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.cards td{border:0;padding:.2rem 0}
 .cards td[data-label]::before{content:attr(data-label);display:block;color:#52525b;font-size:13px;font-weight:600}}
 `;
 

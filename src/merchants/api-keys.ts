@@ -16,15 +16,34 @@ export async function createApiKey(db: Db, merchantId: string, mode: KeyMode, no
   const lastFour = apiKey.slice(-4);
   await db
     .insertInto('api_keys')
-    .values({ id: keyId, merchant_id: merchantId, mode, key_hash: sha256Hex(apiKey), last_four: lastFour, created_at: now, revoked_at: null })
+    .values({
+      id: keyId,
+      merchant_id: merchantId,
+      mode,
+      key_hash: sha256Hex(apiKey),
+      last_four: lastFour,
+      created_at: now,
+      revoked_at: null,
+      last_used_at: null,
+    })
     .execute();
   return { keyId, apiKey, mode, lastFour };
 }
 
-export async function revokeApiKey(db: Db, keyId: string, now = Date.now()): Promise<boolean> {
-  const result = await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).where('revoked_at', 'is', null).executeTakeFirst();
+/** Revokes an active key; with `merchantId`, only a key of that merchant (another's is left alone and false answered). */
+export async function revokeApiKey(db: Db, keyId: string, now = Date.now(), merchantId?: string): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .$if(merchantId !== undefined, (qb) => qb.where('merchant_id', '=', merchantId!))
+    .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
+
+/** How stale `last_used_at` may get: a key in constant use is written once a minute, not on every request. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
 
 export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode; walletConfigured: boolean };
 
@@ -32,35 +51,62 @@ export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMod
  * Finds the merchant behind a presented key. The key is looked up by its hash and the
  * hashes compared in constant time; a key of the other mode than the service runs in is refused.
  */
-export async function authenticateApiKey(db: Db, presented: string | undefined, serviceMode: 'sandbox' | 'live'): Promise<AuthenticatedKey | undefined> {
+export async function authenticateApiKey(
+  db: Db,
+  presented: string | undefined,
+  serviceMode: 'sandbox' | 'live',
+  now = Date.now(),
+): Promise<AuthenticatedKey | undefined> {
   if (!presented || !KEY_PATTERN.test(presented)) return undefined;
   const hash = sha256Hex(presented);
   // The merchant's wallet comes in the same round trip: every session write warns without it.
   const row = await db
     .selectFrom('api_keys')
     .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
-    .select(['api_keys.id', 'api_keys.merchant_id', 'api_keys.mode', 'api_keys.key_hash', 'api_keys.revoked_at', 'merchants.wallet_address'])
+    .select([
+      'api_keys.id',
+      'api_keys.merchant_id',
+      'api_keys.mode',
+      'api_keys.key_hash',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'merchants.wallet_address',
+    ])
     .where('api_keys.key_hash', '=', hash)
     .executeTakeFirst();
   if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return undefined;
   const expectedMode: KeyMode = serviceMode === 'sandbox' ? 'test' : 'live';
   if (row.mode !== expectedMode) return undefined;
+  if (row.last_used_at === null || row.last_used_at <= now - LAST_USED_RESOLUTION_MS) {
+    await db
+      .updateTable('api_keys')
+      .set({ last_used_at: now })
+      .where('id', '=', row.id)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - LAST_USED_RESOLUTION_MS)]))
+      .execute();
+  }
   return { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null };
 }
 
-export type MaskedApiKey = { keyId: string; masked: string; mode: KeyMode; createdAt: string };
+export type MaskedApiKey = { keyId: string; masked: string; mode: KeyMode; createdAt: string; lastUsedAt: string | null };
 
 /** A merchant's active API keys, oldest first, masked as "…" and the last four characters (the keys themselves are never stored). */
 export async function listApiKeys(db: Db, merchantId: string): Promise<{ keys: MaskedApiKey[]; count: number }> {
   const rows = await db
     .selectFrom('api_keys')
-    .select(['id', 'mode', 'last_four', 'created_at'])
+    .select(['id', 'mode', 'last_four', 'created_at', 'last_used_at'])
     .where('merchant_id', '=', merchantId)
     .where('revoked_at', 'is', null)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  const keys = rows.map((row) => ({ keyId: row.id, masked: `…${row.last_four}`, mode: row.mode, createdAt: new Date(row.created_at).toISOString() }));
+  const keys = rows.map((row) => ({
+    keyId: row.id,
+    masked: `…${row.last_four}`,
+    mode: row.mode,
+    createdAt: new Date(row.created_at).toISOString(),
+    lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at).toISOString(),
+  }));
   return { keys, count: keys.length };
 }
 

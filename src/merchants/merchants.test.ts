@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { refusedWith } from '../testing/refusals.ts';
-import { countActiveApiKeys, createApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
+import { authenticateApiKey, countActiveApiKeys, createApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
 import { acceptedChains, checkAcceptedChains, createMerchant, findMerchant, listMerchants, paymentSettings, setAcceptedChains } from './merchants.ts';
 
 const WALLET = `0x${'ab'.repeat(20)}`;
@@ -97,8 +97,8 @@ for (const { engine, skip } of engines) {
       const listed = await listApiKeys(db(), merchant.id);
       assert.deepEqual(listed, {
         keys: [
-          { keyId: first.keyId, masked: `…${first.apiKey.slice(-4)}`, mode: 'test', createdAt: new Date(1_000).toISOString() },
-          { keyId: second.keyId, masked: `…${second.apiKey.slice(-4)}`, mode: 'live', createdAt: new Date(2_000).toISOString() },
+          { keyId: first.keyId, masked: `…${first.apiKey.slice(-4)}`, mode: 'test', createdAt: new Date(1_000).toISOString(), lastUsedAt: null },
+          { keyId: second.keyId, masked: `…${second.apiKey.slice(-4)}`, mode: 'live', createdAt: new Date(2_000).toISOString(), lastUsedAt: null },
         ],
         count: 2,
       });
@@ -107,6 +107,21 @@ for (const { engine, skip } of engines) {
       assert.equal(await countActiveApiKeys(db(), merchant.id), 2);
       assert.equal(await countActiveApiKeys(db(), other.id), 1);
       assert.equal(await countActiveApiKeys(db(), 'mer_missing'), 0);
+    });
+
+    test("a key's last use is written at most once a minute, and only its merchant revokes it", async () => {
+      const merchant = await createMerchant(db(), { name: 'Used' });
+      const key = await createApiKey(db(), merchant.id, 'test', 1_000);
+      const lastUsed = async () => (await listApiKeys(db(), merchant.id)).keys[0]?.lastUsedAt;
+      assert.equal(await lastUsed(), null);
+      assert.ok(await authenticateApiKey(db(), key.apiKey, 'sandbox', 100_000));
+      assert.equal(await lastUsed(), new Date(100_000).toISOString());
+      await authenticateApiKey(db(), key.apiKey, 'sandbox', 159_999);
+      assert.equal(await lastUsed(), new Date(100_000).toISOString(), 'not rewritten within the minute');
+      await authenticateApiKey(db(), key.apiKey, 'sandbox', 160_000);
+      assert.equal(await lastUsed(), new Date(160_000).toISOString());
+      assert.equal(await revokeApiKey(db(), key.keyId, 2_000, 'mer_other'), false);
+      assert.equal(await revokeApiKey(db(), key.keyId, 2_000, merchant.id), true);
     });
   });
 }

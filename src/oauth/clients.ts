@@ -19,9 +19,31 @@ export async function createClient(db: Db, merchantId: string, now = Date.now())
   return { clientId, clientSecret, merchantId };
 }
 
-export async function revokeClient(db: Db, clientId: string, now = Date.now()): Promise<boolean> {
-  const result = await db.updateTable('oauth_clients').set({ revoked_at: now }).where('id', '=', clientId).where('revoked_at', 'is', null).executeTakeFirst();
+/** Revokes an active client; with `merchantId`, only a client of that merchant (another's is left alone and false answered). */
+export async function revokeClient(db: Db, clientId: string, now = Date.now(), merchantId?: string): Promise<boolean> {
+  const result = await db
+    .updateTable('oauth_clients')
+    .set({ revoked_at: now })
+    .where('id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .$if(merchantId !== undefined, (qb) => qb.where('merchant_id', '=', merchantId!))
+    .executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+export type ClientSummary = { clientId: string; createdAt: string };
+
+/** A merchant's active clients, oldest first (their secrets are never stored, so never shown again). */
+export async function listClients(db: Db, merchantId: string): Promise<ClientSummary[]> {
+  const rows = await db
+    .selectFrom('oauth_clients')
+    .select(['id', 'created_at'])
+    .where('merchant_id', '=', merchantId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({ clientId: row.id, createdAt: new Date(row.created_at).toISOString() }));
 }
 
 /** The merchant of an active client whose secret this is; the hashes are compared in constant time. */

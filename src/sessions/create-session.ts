@@ -5,10 +5,9 @@ import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import type { OrderType } from '../db/schema.ts';
 import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
-import { parseDecimalAmount } from '../money/decimal.ts';
 import { runIdempotently } from './idempotency.ts';
 import { insertSession } from './sessions.ts';
-import { checkTerms, parseQuotableCurrency } from './terms.ts';
+import { checkTerms, parseMoney, parseQuotableCurrency } from './terms.ts';
 import { payabilityWarnings, type SessionWarning, sessionCreatedBody } from './views.ts';
 
 /** A chain the session is paid on, the tokens it takes there, and optionally where that one payment goes. */
@@ -45,14 +44,6 @@ export type CreateSessionOptions = {
 export type SessionCreatedResult = { sessionId: string; redirectUrl: string; warnings?: SessionWarning[] };
 
 type Context = Pick<AppContext, 'config' | 'db' | 'dbKind' | 'metrics' | 'now' | 'rates'>;
-
-/** The digits of a money value: E1 gives the text the client sent; a number (a tool's argument) is written out. */
-function moneyMinor(value: number | string, field: 'amount' | 'minAmount', exponent: number, currency: string): bigint {
-  if (typeof value === 'number' && !Number.isFinite(value)) throw invalidField(field, 'must be a number');
-  const parsed = parseDecimalAmount(String(value), exponent);
-  if (!parsed.ok) throw invalidField(field, `${parsed.reason} (${currency} allows ${exponent} decimal${exponent === 1 ? '' : 's'})`);
-  return parsed.minor;
-}
 
 /**
  * The session's chains checked against what the merchant accepts: each chain accepted, each token
@@ -100,9 +91,9 @@ export async function createPaymentSession(
   options: CreateSessionOptions = {},
 ): Promise<SessionCreatedResult> {
   const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
-  const amountMinor = moneyMinor(input.amount, 'amount', exponent, currency);
+  const amountMinor = parseMoney(input.amount, 'amount', exponent, currency);
   const editable = input.editable ?? false;
-  const minAmountMinor = input.minAmount == null ? null : moneyMinor(input.minAmount, 'minAmount', exponent, currency);
+  const minAmountMinor = input.minAmount == null ? null : parseMoney(input.minAmount, 'minAmount', exponent, currency);
   checkTerms({ amountMinor, currency, minAmountMinor, editable });
 
   let walletConfigured = options.walletConfigured;

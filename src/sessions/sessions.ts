@@ -9,9 +9,14 @@ import type { PaymentSessionsTable, SessionStatus } from '../db/schema.ts';
  */
 export type SessionRow = Selectable<PaymentSessionsTable>;
 
-/** A TRANSIENT session past its deadline is expired even before the sweeper marks it. */
-export function isExpired(session: Pick<SessionRow, 'status' | 'expires_at'>, now: number): boolean {
-  return session.status === 'EXPIRED' || (session.status === 'OPEN' && session.expires_at !== null && session.expires_at <= now);
+/**
+ * A TRANSIENT session past its deadline is expired even before the sweeper marks it; an open session
+ * archived from the dashboard is expired too (it can no longer be paid or changed).
+ */
+export function isExpired(session: Pick<SessionRow, 'status' | 'expires_at'> & { archived_at?: number | null }, now: number): boolean {
+  if (session.status === 'EXPIRED') return true;
+  if (session.status !== 'OPEN') return false;
+  return (session.expires_at !== null && session.expires_at <= now) || (session.archived_at ?? null) !== null;
 }
 
 export async function findSession(db: Db, sessionId: string): Promise<SessionRow | undefined> {
@@ -36,8 +41,9 @@ export async function insertSession(db: Db, row: Insertable<PaymentSessionsTable
   }
 }
 
-/** A TRANSIENT session that is paid, expired or being paid can no longer change; a STATIC one always can. */
+/** An archived session can no longer change; a TRANSIENT one that is paid, expired or being paid neither; a STATIC one otherwise always can. */
 export async function assertChangeable(db: Db, session: SessionRow, now: number): Promise<void> {
+  if (session.archived_at !== null) throw new TillError('session_expired');
   if (session.order_type !== 'TRANSIENT') return;
   if (session.status === 'SUCCESS') throw new TillError('session_settled');
   if (isExpired(session, now)) throw new TillError('session_expired');
@@ -63,6 +69,7 @@ export async function updateSession(db: Db, session: SessionRow, changes: Sessio
       .where('id', '=', session.id)
       .where('version', '=', session.version)
       .where('status', '=', session.status)
+      .where('archived_at', 'is', null)
       .$if(session.order_type === 'TRANSIENT', (qb) => qb.where('payments_in_progress', '=', 0))
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) throw new TillError('session_changed');
@@ -110,6 +117,7 @@ export async function startPayment(trx: Tx, sessionId: string, quotedVersion: nu
     .set((eb) => ({ payments_in_progress: eb('payments_in_progress', '+', 1) }))
     .where('id', '=', sessionId)
     .where('status', '=', 'OPEN')
+    .where('archived_at', 'is', null)
     .where('version', '=', quotedVersion)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
     .returningAll()
@@ -141,4 +149,47 @@ export async function reopenAfterReversal(trx: Tx, sessionId: string, now: numbe
     .returningAll()
     .executeTakeFirst();
   return reopened ?? (await trx.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow());
+}
+
+export const MAX_SESSIONS_PAGE_SIZE = 100;
+
+export type SessionsPage = { sessions: SessionRow[]; page: number; size: number; hasMore: boolean };
+
+/**
+ * A merchant's sessions, newest first, one page at a time (read on the (merchant_id, created_at)
+ * index); archived ones only when asked. `hasMore` tells whether a next page exists, without a count.
+ */
+export async function listMerchantSessions(
+  db: Db,
+  merchantId: string,
+  options: { page?: number; size?: number; archived?: boolean } = {},
+): Promise<SessionsPage> {
+  const size = Math.min(Math.max(Math.trunc(options.size ?? 20), 1), MAX_SESSIONS_PAGE_SIZE);
+  const page = Math.max(Math.trunc(options.page ?? 1), 1);
+  const rows = await db
+    .selectFrom('payment_sessions')
+    .selectAll()
+    .where('merchant_id', '=', merchantId)
+    .where('archived_at', options.archived ? 'is not' : 'is', null)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(size + 1)
+    .offset((page - 1) * size)
+    .execute();
+  return { sessions: rows.slice(0, size), page, size, hasMore: rows.length > size };
+}
+
+/**
+ * Archives a merchant's session: from now on it is hidden from the dashboard's list and can no
+ * longer be paid or changed. False when it is not this merchant's or is archived already.
+ */
+export async function archiveSession(db: Db, merchantId: string, sessionId: string, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('payment_sessions')
+    .set({ archived_at: now, updated_at: now })
+    .where('id', '=', sessionId)
+    .where('merchant_id', '=', merchantId)
+    .where('archived_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }

@@ -1,5 +1,4 @@
 import { invalidField, TillError } from '../common/errors.ts';
-import { numberText } from '../http/json.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent, normalizeCurrency } from '../money/iso4217.ts';
 import { type RatesProvider, RateUnavailableError } from '../money/rates.ts';
@@ -32,12 +31,10 @@ export async function parseQuotableCurrency(value: string, rates: RatesProvider)
   return parsed;
 }
 
-/** Reads a money field from the digits the client sent (never through a float). */
-export function parseMoneyField(body: unknown, field: 'amount' | 'minAmount', exponent: number, currency: string): bigint {
-  const text = numberText(body, field);
-  const value = (body as Record<string, unknown>)[field];
-  if (text === undefined || typeof value !== 'number') throw invalidField(field, 'must be a number');
-  const parsed = parseDecimalAmount(text, exponent);
+/** A money value in minor units: the exact decimal text the client sent (never through a float), or a number written out. */
+export function parseMoney(value: number | string, field: 'amount' | 'minAmount', exponent: number, currency: string): bigint {
+  if (typeof value === 'number' && !Number.isFinite(value)) throw invalidField(field, 'must be a number');
+  const parsed = parseDecimalAmount(String(value), exponent);
   if (!parsed.ok) throw invalidField(field, `${parsed.reason} (${currency} allows ${exponent} decimal${exponent === 1 ? '' : 's'})`);
   return parsed.minor;
 }

@@ -14,6 +14,6 @@ export const listApiKeysTool = defineTool({
   }),
   async run(context, access) {
     const { keys, count } = await listApiKeys(context.db, access.grant.merchantId);
-    return { keys: keys.map((key) => ({ ...key, createdAt: new Date(key.createdAt).toISOString() })), count };
+    return { keys: keys.map(({ keyId, masked, mode, createdAt }) => ({ keyId, masked, mode, createdAt: new Date(createdAt).toISOString() })), count };
   },
 });

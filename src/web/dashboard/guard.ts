@@ -12,10 +12,17 @@ export async function signedInOrRedirect(context: AppContext, request: FastifyRe
   return signedIn;
 }
 
-/** Whether a form post came from one of our pages: the session's CSRF token, and an Origin (when sent) that is ours. */
+/**
+ * Whether a form post came from one of our pages: the session's CSRF token, an Origin (when sent) that
+ * is ours and a Sec-Fetch-Site (when sent) of same-origin. Our pages send `Referrer-Policy:
+ * no-referrer`, under which browsers post our own forms with `Origin: null`; so "null" tells nothing,
+ * and Sec-Fetch-Site, which browsers send whatever the referrer policy, says where the post came from.
+ */
 export function formPostAllowed(context: AppContext, request: FastifyRequest, signedIn: SignedIn): boolean {
   const origin = request.headers.origin;
-  if (origin !== undefined && origin !== new URL(context.config.baseUrl).origin) return false;
+  if (origin !== undefined && origin !== 'null' && origin !== new URL(context.config.baseUrl).origin) return false;
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin') return false;
   return sessionCsrfValid(signedIn, formFields(request).csrf);
 }
 

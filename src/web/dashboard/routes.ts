@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { registerFormParser } from '../../http/forms.ts';
 import { registerAccount } from './account.route.ts';
+import { registerGetPaid } from './get-paid.route.ts';
+import { registerLinks } from './links.route.ts';
 import { registerOverview } from './overview.route.ts';
 import { registerSettings } from './settings.route.ts';
 
@@ -15,5 +17,7 @@ export function registerDashboard(app: FastifyInstance, context: AppContext): vo
     registerOverview(pages, context);
     registerSettings(pages, context);
     registerAccount(pages, context);
+    registerGetPaid(pages, context);
+    registerLinks(pages, context);
   });
 }

@@ -1,0 +1,153 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { SignedIn } from '../../accounts/web-session.ts';
+import type { AppContext } from '../../context.ts';
+import { escapeHtml, sendPage } from '../../http/html.ts';
+import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../../merchants/api-keys.ts';
+import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
+import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
+import { dashboardPage } from './layout.ts';
+import { HTML_RESPONSE } from './overview.route.ts';
+import { addDashboardRoute, copyField, csrfInput, DASHBOARD_SCRIPT, moment, registerDashboardScript } from './page-parts.ts';
+
+const PATH = '/dashboard/get-paid';
+
+/** Notices after a redirect, by their code in `?done=`. */
+const NOTICES: Record<string, string> = {
+  'key-revoked': 'API key revoked. Requests with it are refused from now on.',
+  'client-revoked': 'Client revoked. It can no longer get tokens, and its tokens are refused from now on.',
+};
+
+type Shown = { apiKey?: IssuedApiKey; client?: IssuedClient };
+
+/** E1 as curl, with the service's API base path and (when just created) the key itself. */
+function curlSnippet(baseUrl: string, apiKey: string): string {
+  const body = JSON.stringify({ amount: 25.5, currency: 'USD', concept: 'Order 1001', orderType: 'TRANSIENT' });
+  return `curl -X POST '${baseUrl}${PAYMENT_API_BASE_PATH}/payment_session' \\
+  -H 'Content-Type: application/json' \\
+  -H 'X-SC-ApiKey: ${apiKey}' \\
+  -d '${body}'`;
+}
+
+async function getPaidBody(context: AppContext, signedIn: SignedIn, shown: Shown): Promise<string> {
+  const merchantId = signedIn.user.merchantId;
+  const [{ keys }, clients] = await Promise.all([listApiKeys(context.db, merchantId), listClients(context.db, merchantId)]);
+  const csrf = csrfInput(signedIn.csrfToken);
+  const keyMode = context.config.mode === 'sandbox' ? 'test' : 'live';
+
+  const newKey = shown.apiKey
+    ? `<div class="secret" role="region" aria-labelledby="new-key-heading"><h3 id="new-key-heading">Your new API key</h3>
+<p>Copy it now and keep it on your server: it is shown this once, and only its last four characters afterwards.</p>
+${copyField('new-api-key', 'API key', shown.apiKey.apiKey, { select: true })}</div>`
+    : '';
+  const keyRows = keys
+    .map(
+      (key) => `<tr><td data-label="Key"><code>${escapeHtml(key.masked)}</code></td><td data-label="Mode">${escapeHtml(key.mode)}</td>
+<td data-label="Created">${moment(key.createdAt)}</td><td data-label="Last used">${moment(key.lastUsedAt)}</td>
+<td><form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${escapeHtml(key.masked.slice(1))}">Revoke</button></form></td></tr>`,
+    )
+    .join('\n');
+  const keyTable = keys.length
+    ? `<h3 class="keys-heading">Active keys</h3><p class="note">Masked: the keys themselves are not stored.</p><table class="cards"><thead><tr><th scope="col">Key</th><th scope="col">Mode</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${keyRows}</tbody></table>`
+    : '<p>No active API key.</p>';
+
+  const newClient = shown.client
+    ? `<div class="secret" role="region" aria-labelledby="new-client-heading"><h3 id="new-client-heading">Your new client</h3>
+<p>Copy the secret now: it is shown this once.</p>
+${copyField('new-client-id', 'Client ID', shown.client.clientId)}
+${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { select: true })}</div>`
+    : '';
+  const clientRows = clients
+    .map(
+      (client) => `<tr><td data-label="Client ID"><code>${escapeHtml(client.clientId)}</code></td><td data-label="Created">${moment(client.createdAt)}</td>
+<td><form method="post" action="${PATH}/clients/${encodeURIComponent(client.clientId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke client ${escapeHtml(client.clientId)}">Revoke</button></form></td></tr>`,
+    )
+    .join('\n');
+  const clientTable = clients.length
+    ? `<h3 class="keys-heading">Active clients</h3><table class="cards"><thead><tr><th scope="col">Client ID</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${clientRows}</tbody></table>`
+    : '<p>No active client.</p>';
+
+  const snippetKey = shown.apiKey?.apiKey ?? `sk_${keyMode}_…`;
+  return `<p>Your server creates a payment session with an API key (or a client-credentials token), then sends the buyer to its <code>redirectUrl</code>.</p>
+<section aria-labelledby="keys-heading"><h2 id="keys-heading">API keys</h2>
+${newKey}
+<form method="post" action="${PATH}/api-keys">${csrf}<button type="submit">Create an API key</button></form>
+${keyTable}</section>
+<section aria-labelledby="clients-heading"><h2 id="clients-heading">Client credentials</h2>
+<p>For a server that gets short-lived bearer tokens from <code>POST /oauth/token</code> instead of holding an API key.</p>
+${newClient}
+<form method="post" action="${PATH}/clients">${csrf}<button type="submit">Create a client</button></form>
+${clientTable}</section>
+<section aria-labelledby="curl-heading"><h2 id="curl-heading">Create a payment session</h2>
+<p>The payment API is at <code>${escapeHtml(context.config.baseUrl + PAYMENT_API_BASE_PATH)}</code>.${shown.apiKey ? ' This one carries your new key.' : ` Put your key in place of <code>${escapeHtml(snippetKey)}</code>.`}</p>
+<pre id="curl-snippet" tabindex="0" aria-label="curl command">${escapeHtml(curlSnippet(context.config.baseUrl, snippetKey))}</pre>
+</section>${DASHBOARD_SCRIPT}`;
+}
+
+async function sendGetPaid(
+  context: AppContext,
+  reply: FastifyReply,
+  signedIn: SignedIn,
+  status: number,
+  view: { shown?: Shown; notice?: string; problem?: string },
+) {
+  return sendPage(
+    reply,
+    status,
+    dashboardPage({
+      signedIn,
+      section: 'get-paid',
+      mode: context.config.mode,
+      ...(view.notice ? { notice: view.notice } : {}),
+      ...(view.problem ? { problem: view.problem } : {}),
+      body: await getPaidBody(context, signedIn, view.shown ?? {}),
+    }),
+  );
+}
+
+const NOT_FOUND = { 404: HTML_RESPONSE };
+
+/** Get paid: API keys and client credentials (create shown once, list, revoke) and a ready E1 curl command. */
+export function registerGetPaid(app: FastifyInstance, context: AppContext): void {
+  registerDashboardScript(app);
+  const route = (doc: Parameters<typeof addDashboardRoute>[2], handler: Parameters<typeof addDashboardRoute>[3]) =>
+    addDashboardRoute(app, context, doc, handler);
+
+  route({ method: 'GET', url: PATH, summary: "The signed-in merchant's API keys, clients and an E1 curl command" }, async (signedIn, request, reply) => {
+    const done = (request.query as { done?: unknown }).done;
+    const notice = typeof done === 'string' ? NOTICES[done] : undefined;
+    return sendGetPaid(context, reply, signedIn, 200, notice ? { notice } : {});
+  });
+
+  route(
+    { method: 'POST', url: `${PATH}/api-keys`, summary: 'Creates an API key, shown on the answered page this once', responses: { 200: HTML_RESPONSE } },
+    async (signedIn, _request, reply) => {
+      const apiKey = await createApiKey(context.db, signedIn.user.merchantId, context.config.mode === 'sandbox' ? 'test' : 'live', context.now());
+      return sendGetPaid(context, reply, signedIn, 200, { shown: { apiKey }, notice: `API key …${apiKey.lastFour} created.` });
+    },
+  );
+
+  route(
+    {
+      method: 'POST',
+      url: `${PATH}/clients`,
+      summary: 'Creates a client-credentials client, its secret shown on the answered page this once',
+      responses: { 200: HTML_RESPONSE },
+    },
+    async (signedIn, _request, reply) => {
+      const client = await createClient(context.db, signedIn.user.merchantId, context.now());
+      return sendGetPaid(context, reply, signedIn, 200, { shown: { client }, notice: `Client ${client.clientId} created.` });
+    },
+  );
+
+  const revocations = [
+    { url: `${PATH}/api-keys/{id}/revoke`, what: 'API key', revoke: revokeApiKey, done: 'key-revoked' },
+    { url: `${PATH}/clients/{id}/revoke`, what: 'client', revoke: revokeClient, done: 'client-revoked' },
+  ];
+  for (const { url, what, revoke, done } of revocations)
+    route({ method: 'POST', url, summary: `Revokes one of the merchant’s ${what}s`, responses: NOT_FOUND }, async (signedIn, request, reply) => {
+      const { id } = request.params as { id: string };
+      if (!(await revoke(context.db, id, context.now(), signedIn.user.merchantId)))
+        return sendGetPaid(context, reply, signedIn, 404, { problem: `No such ${what}: it was revoked already, or it is not one of yours.` });
+      return reply.redirect(`${PATH}?done=${done}`, 303);
+    });
+}

@@ -1,0 +1,351 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import QRCode from 'qrcode';
+import type { SignedIn } from '../../accounts/web-session.ts';
+import { invalidField, TillError } from '../../common/errors.ts';
+import type { AppContext } from '../../context.ts';
+import type { OrderType } from '../../db/schema.ts';
+import { formFields } from '../../http/forms.ts';
+import { escapeHtml, sendPage } from '../../http/html.ts';
+import { validate } from '../../http/validation.ts';
+import { findMerchant } from '../../merchants/merchants.ts';
+import { formatMinor } from '../../money/decimal.ts';
+import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
+import { formatUsdc } from '../../money/usdc.ts';
+import { createPaymentSession } from '../../sessions/create-session.ts';
+import { CreateSessionBody } from '../../sessions/schemas.ts';
+import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, type SessionRow } from '../../sessions/sessions.ts';
+import { updatePaymentSession } from '../../sessions/update-session.ts';
+import { redirectUrlFor } from '../../sessions/views.ts';
+import { dashboardPage } from './layout.ts';
+import { HTML_RESPONSE } from './overview.route.ts';
+import { addDashboardRoute, copyField, csrfInput, DASHBOARD_SCRIPT, moment } from './page-parts.ts';
+
+const PATH = '/dashboard/links';
+const PAGE_SIZE = 20;
+
+const NOTICES: Record<string, string> = {
+  created: 'Payment link created. Share its URL or QR code.',
+  saved: 'Changes saved.',
+  archived: 'Payment link archived: it can no longer be paid.',
+};
+
+/** The form's fields, named as in E1 so a refusal's field is the form's. */
+const FIELDS = {
+  orderType: 'Kind',
+  amount: 'Amount',
+  currency: 'Currency',
+  concept: 'What is paid for',
+  editable: 'The buyer chooses the amount',
+  minAmount: 'Minimum amount',
+  orderId: 'Order ID',
+  successUrl: 'Success URL',
+  cancelUrl: 'Cancel URL',
+  failUrl: 'Fail URL',
+} as const;
+type FieldName = keyof typeof FIELDS;
+type FormValues = Partial<Record<FieldName, string>>;
+
+const TEXT_FIELDS = CreateSessionBody.pick({ orderId: true, concept: true, successUrl: true, cancelUrl: true, failUrl: true });
+
+const optional = (value: string | undefined) => (value === undefined || value.trim() === '' ? null : value.trim());
+
+/** The form as E1/E2 input: empty optional fields are null (cleared); the text fields checked as E1 checks them. */
+function linkInput(values: FormValues) {
+  const amount = optional(values.amount);
+  if (amount === null) throw invalidField('amount', 'is required');
+  const currency = optional(values.currency);
+  if (currency === null) throw invalidField('currency', 'is required');
+  const text = validate(TEXT_FIELDS, {
+    orderId: optional(values.orderId),
+    concept: optional(values.concept),
+    successUrl: optional(values.successUrl),
+    cancelUrl: optional(values.cancelUrl),
+    failUrl: optional(values.failUrl),
+  });
+  return { amount, currency, editable: values.editable === 'on', minAmount: optional(values.minAmount), ...text };
+}
+
+function formValues(request: FastifyRequest): FormValues {
+  const fields = formFields(request);
+  const values: FormValues = {};
+  for (const name of Object.keys(FIELDS) as FieldName[]) if (fields[name] !== undefined) values[name] = fields[name];
+  return values;
+}
+
+function sessionValues(session: SessionRow): FormValues {
+  const exponent = currencyExponent(session.currency) ?? 2;
+  return {
+    orderType: session.order_type,
+    amount: formatMinor(session.amount_minor, exponent),
+    currency: session.currency,
+    concept: session.concept ?? '',
+    ...(session.editable === 1 ? { editable: 'on' } : {}),
+    minAmount: session.min_amount_minor === null ? '' : formatMinor(session.min_amount_minor, exponent),
+    orderId: session.order_id ?? '',
+    successUrl: session.success_url ?? '',
+    cancelUrl: session.cancel_url ?? '',
+    failUrl: session.fail_url ?? '',
+  };
+}
+
+/** A refusal as the page says it: the field's label, then the service's message (which names the field too). */
+function problemText(error: TillError): string {
+  const field = error.field as FieldName | undefined;
+  return field && field in FIELDS ? `${FIELDS[field]}: ${error.message}` : error.message;
+}
+
+function textInput(name: FieldName, values: FormValues, invalid: string | undefined, attributes: string, hint?: string): string {
+  const hintHtml = hint ? `<span class="note" id="${name}-hint">${escapeHtml(hint)}</span>` : '';
+  const describedBy = hint ? ` aria-describedby="${name}-hint"` : '';
+  return `<p><label for="${name}">${escapeHtml(FIELDS[name])}</label>${hintHtml}<input id="${name}" name="${name}" value="${escapeHtml(values[name] ?? '')}" ${attributes}${describedBy}${invalid === name ? ' aria-invalid="true"' : ''}></p>`;
+}
+
+/** The optional fields folded under "Order ID and return URLs" (unfolded when one is filled in or refused). */
+const MORE: FieldName[] = ['orderId', 'successUrl', 'cancelUrl', 'failUrl'];
+
+/** The fields of a link, for creating one (with its kind) or editing one (E2's fields). */
+function linkFields(values: FormValues, invalid: string | undefined, options: { create: boolean }): string {
+  const kind = values.orderType ?? 'STATIC';
+  const kindInvalid = invalid === 'orderType' ? ' aria-invalid="true"' : '';
+  const kindFieldset = options.create
+    ? `<fieldset><legend>${FIELDS.orderType}</legend>
+<p class="choice"><input type="radio" id="orderType-static" name="orderType" value="STATIC"${kind === 'STATIC' ? ' checked' : ''}${kindInvalid}> <label for="orderType-static">Reusable link (STATIC): never expires, takes many payments</label></p>
+<p class="choice"><input type="radio" id="orderType-transient" name="orderType" value="TRANSIENT"${kind === 'TRANSIENT' ? ' checked' : ''}${kindInvalid}> <label for="orderType-transient">One payment (TRANSIENT): paid once, expires</label></p></fieldset>`
+    : '';
+  return `${kindFieldset}
+${textInput('amount', values, invalid, 'inputmode="decimal" autocomplete="off" required', 'The price; with a buyer-chosen amount, the amount suggested.')}
+${textInput('currency', { currency: 'USD', ...values }, invalid, 'maxlength="3" autocomplete="off" required', 'ISO 4217 code: USD, EUR, …')}
+${textInput('concept', values, invalid, 'maxlength="500"', 'Shown to the buyer.')}
+<p class="choice"><input type="checkbox" id="editable" name="editable"${values.editable === 'on' ? ' checked' : ''}${invalid === 'editable' ? ' aria-invalid="true"' : ''}> <label for="editable">${FIELDS.editable}</label></p>
+${textInput('minAmount', values, invalid, 'inputmode="decimal" autocomplete="off"', 'Optional floor of a buyer-chosen amount.')}
+<details${MORE.some((name) => name === invalid || (values[name] ?? '') !== '') ? ' open' : ''}><summary>Order ID and return URLs</summary>
+${textInput('orderId', values, invalid, 'maxlength="255" autocomplete="off"', 'Optional: your own unique reference.')}
+${textInput('successUrl', values, invalid, 'type="url" inputmode="url"', 'Optional: where the buyer goes once paid.')}
+${textInput('cancelUrl', values, invalid, 'type="url" inputmode="url"', 'Optional: where the buyer goes on cancel.')}
+${textInput('failUrl', values, invalid, 'type="url" inputmode="url"', 'Optional: where the buyer goes when the payment fails.')}</details>`;
+}
+
+function statusText(session: SessionRow, now: number): string {
+  if (session.archived_at !== null) return 'Archived';
+  if (session.status === 'SUCCESS') return 'Paid';
+  return isExpired(session, now) ? 'Expired' : 'Open';
+}
+
+async function listBody(
+  context: AppContext,
+  signedIn: SignedIn,
+  view: { page: number; archived: boolean; values: FormValues; invalid?: string },
+): Promise<string> {
+  const merchantId = signedIn.user.merchantId;
+  const [{ sessions, hasMore, page }, merchant] = await Promise.all([
+    listMerchantSessions(context.db, merchantId, { page: view.page, size: PAGE_SIZE, archived: view.archived }),
+    findMerchant(context.db, merchantId),
+  ]);
+  const now = context.now();
+  const rows = sessions
+    .map(
+      (
+        session,
+      ) => `<tr><td data-label="Link"><a href="${PATH}/${encodeURIComponent(session.id)}">${escapeHtml(session.concept ?? session.order_id ?? session.id)}</a></td>
+<td data-label="Amount">${escapeHtml(formatMoney(session.amount_minor, session.currency))}${session.editable === 1 ? ' <span class="tag">buyer chooses</span>' : ''}</td>
+<td data-label="Kind">${session.order_type}</td><td data-label="Status">${statusText(session, now)}</td><td data-label="Created">${moment(session.created_at)}</td></tr>`,
+    )
+    .join('\n');
+  const query = (p: number) => `${PATH}?${view.archived ? 'archived=1&amp;' : ''}page=${p}`;
+  const pager = [page > 1 ? `<a href="${query(page - 1)}">Newer</a>` : '', hasMore ? `<a href="${query(page + 1)}">Older</a>` : ''].filter(Boolean).join(' · ');
+  const table = sessions.length
+    ? `<table class="cards"><thead><tr><th scope="col">Link</th><th scope="col">Amount</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead><tbody>${rows}</tbody></table>`
+    : `<p>${view.archived ? 'No archived link.' : 'No payment link yet.'}</p>`;
+  return `${merchant?.walletAddress ? '' : '<p class="problem">No payout wallet is set: links cannot be paid until it is (Settings).</p>'}
+<section aria-labelledby="new-link-heading"><h2 id="new-link-heading">New payment link</h2>
+<form method="post" action="${PATH}" class="link-form">${csrfInput(signedIn.csrfToken)}
+${linkFields(view.values, view.invalid, { create: true })}
+<p><button type="submit">Create the link</button></p></form></section>
+<section aria-labelledby="links-heading"><h2 id="links-heading">${view.archived ? 'Archived links' : 'Your links'}</h2>
+<p class="note">Newest first. ${view.archived ? `<a href="${PATH}">Show active links</a>` : `<a href="${PATH}?archived=1">Show archived links</a>`}</p>
+${table}${pager ? `<nav aria-label="Pages of links"><p>${pager}</p></nav>` : ''}</section>`;
+}
+
+async function qrCode(url: string): Promise<string> {
+  const svg = await QRCode.toString(url, { type: 'svg', margin: 1, errorCorrectionLevel: 'M', color: { dark: '#000000', light: '#ffffff' } });
+  return svg.replace('<svg ', '<svg role="img" aria-labelledby="qr-caption" focusable="false" ');
+}
+
+function changeable(session: SessionRow, now: number): boolean {
+  if (session.archived_at !== null) return false;
+  return session.order_type === 'STATIC' || (session.status === 'OPEN' && !isExpired(session, now));
+}
+
+async function detailBody(context: AppContext, signedIn: SignedIn, session: SessionRow, view: { values?: FormValues; invalid?: string }): Promise<string> {
+  const now = context.now();
+  const url = redirectUrlFor(context.config.baseUrl, session.id);
+  const payments = await context.db
+    .selectFrom('payments')
+    .selectAll()
+    .where('session_id', '=', session.id)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(100)
+    .execute();
+  const paymentRows = payments
+    .map(
+      (
+        p,
+      ) => `<tr><td data-label="Order">${p.public_order_id ? `<a href="/checkout/v2/orders/receipt/${encodeURIComponent(p.public_order_id)}">${escapeHtml(p.public_order_id)}</a>` : '—'}</td>
+<td data-label="Status">${escapeHtml(p.status)}</td><td data-label="Amount">${escapeHtml(formatMoney(p.amount_minor, p.currency))} <span class="note">(${escapeHtml(formatUsdc(p.value))} USDC)</span></td>
+<td data-label="Payer"><code>${escapeHtml(p.payer)}</code></td><td data-label="When">${moment(p.settled_at ?? p.created_at)}</td></tr>`,
+    )
+    .join('\n');
+  const paymentsTable = payments.length
+    ? `<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Payer</th><th scope="col">When</th></tr></thead><tbody>${paymentRows}</tbody></table>`
+    : '<p>No payment yet.</p>';
+  const csrf = csrfInput(signedIn.csrfToken);
+  const edit = changeable(session, now)
+    ? `<form method="post" action="${PATH}/${encodeURIComponent(session.id)}" class="link-form">${csrf}
+${linkFields(view.values ?? sessionValues(session), view.invalid, { create: false })}
+<p><button type="submit">Save changes</button></p></form>`
+    : '<p>This link can no longer change: it is paid, expired or archived.</p>';
+  const archive =
+    session.archived_at === null
+      ? `<section aria-labelledby="archive-heading"><h2 id="archive-heading">Archive</h2><p>An archived link is hidden from your list and can no longer be paid. Payments already made stay.</p>
+<form method="post" action="${PATH}/${encodeURIComponent(session.id)}/archive">${csrf}<button type="submit" class="danger">Archive this link</button></form></section>`
+      : `<p>Archived ${moment(session.archived_at)}.</p>`;
+  return `<p><a href="${PATH}">← All payment links</a></p>
+<dl class="facts"><div><dt>Status</dt><dd>${statusText(session, now)}</dd></div><div><dt>Kind</dt><dd>${session.order_type}</dd></div>
+<div><dt>Amount</dt><dd>${escapeHtml(formatMoney(session.amount_minor, session.currency))}${session.editable === 1 ? ' (the buyer chooses)' : ''}</dd></div>
+<div><dt>Created</dt><dd>${moment(session.created_at)}</dd></div>${session.expires_at === null ? '' : `<div><dt>Expires</dt><dd>${moment(session.expires_at)}</dd></div>`}</dl>
+<section aria-labelledby="share-heading"><h2 id="share-heading">Share</h2>
+${copyField('link-url', 'Link URL', url)}
+<p><a href="${escapeHtml(url)}">Open the payment page</a></p>
+<figure class="qr">${await qrCode(url)}<figcaption id="qr-caption">QR code of the link’s URL</figcaption></figure></section>
+<section aria-labelledby="payments-heading"><h2 id="payments-heading">Payments</h2>${paymentsTable}</section>
+<section aria-labelledby="edit-heading"><h2 id="edit-heading">Edit</h2>${edit}</section>
+${archive}${DASHBOARD_SCRIPT}`;
+}
+
+type PageView = { notice?: string | undefined; problem?: string | undefined };
+
+function sendLinksPage(
+  context: AppContext,
+  reply: FastifyReply,
+  signedIn: SignedIn,
+  status: number,
+  heading: string | undefined,
+  view: PageView,
+  body: string,
+) {
+  return sendPage(
+    reply,
+    status,
+    dashboardPage({
+      signedIn,
+      section: 'links',
+      mode: context.config.mode,
+      ...(heading ? { heading } : {}),
+      ...(view.notice ? { notice: view.notice } : {}),
+      ...(view.problem ? { problem: view.problem } : {}),
+      body,
+    }),
+  );
+}
+
+const notFound = (context: AppContext, reply: FastifyReply, signedIn: SignedIn) =>
+  sendLinksPage(
+    context,
+    reply,
+    signedIn,
+    404,
+    'No such payment link',
+    {},
+    `<p>It does not exist, or it is not one of yours.</p><p><a href="${PATH}">All payment links</a></p>`,
+  );
+
+const noticeOf = (request: FastifyRequest) => {
+  const done = (request.query as { done?: unknown }).done;
+  return typeof done === 'string' ? NOTICES[done] : undefined;
+};
+
+const heading = (session: SessionRow) => session.concept ?? 'Payment link';
+
+/** Payment links: create (STATIC or TRANSIENT), list, copy the URL, QR code, edit (E2's fields), payments, archive. */
+export function registerLinks(app: FastifyInstance, context: AppContext): void {
+  const route = (doc: Parameters<typeof addDashboardRoute>[2], handler: Parameters<typeof addDashboardRoute>[3]) =>
+    addDashboardRoute(app, context, doc, handler);
+
+  route(
+    { method: 'GET', url: PATH, summary: "The signed-in merchant's payment links, newest first, and the form of a new one" },
+    async (signedIn, request, reply) => {
+      const query = request.query as { page?: unknown; archived?: unknown };
+      const page = typeof query.page === 'string' && /^\d{1,6}$/.test(query.page) ? Number(query.page) : 1;
+      const body = await listBody(context, signedIn, { page, archived: query.archived === '1', values: {} });
+      return sendLinksPage(context, reply, signedIn, 200, undefined, { notice: noticeOf(request) }, body);
+    },
+  );
+
+  route(
+    { method: 'POST', url: PATH, summary: 'Creates a payment link (a payment session, as E1)', responses: { 400: HTML_RESPONSE } },
+    async (signedIn, request, reply) => {
+      const values = formValues(request);
+      try {
+        const orderType = values.orderType ?? 'STATIC';
+        if (orderType !== 'STATIC' && orderType !== 'TRANSIENT') throw invalidField('orderType', 'must be STATIC or TRANSIENT');
+        const created = await createPaymentSession(context, signedIn.user.merchantId, { ...linkInput(values), orderType: orderType as OrderType });
+        return reply.redirect(`${PATH}/${encodeURIComponent(created.sessionId)}?done=created`, 303);
+      } catch (error) {
+        if (!(error instanceof TillError)) throw error;
+        const body = await listBody(context, signedIn, { page: 1, archived: false, values, ...(error.field ? { invalid: error.field } : {}) });
+        return sendLinksPage(context, reply, signedIn, error.status, undefined, { problem: problemText(error) }, body);
+      }
+    },
+  );
+
+  route(
+    { method: 'GET', url: `${PATH}/{sessionId}`, summary: 'One payment link: its URL, QR code, payments and edit form', responses: { 404: HTML_RESPONSE } },
+    async (signedIn, request, reply) => {
+      const { sessionId } = request.params as { sessionId: string };
+      const session = await findMerchantSession(context.db, signedIn.user.merchantId, sessionId);
+      if (!session) return notFound(context, reply, signedIn);
+      return sendLinksPage(context, reply, signedIn, 200, heading(session), { notice: noticeOf(request) }, await detailBody(context, signedIn, session, {}));
+    },
+  );
+
+  route(
+    {
+      method: 'POST',
+      url: `${PATH}/{sessionId}`,
+      summary: 'Changes a payment link (E2’s fields); nothing is saved when a field is refused',
+      responses: { 400: HTML_RESPONSE, 404: HTML_RESPONSE, 409: HTML_RESPONSE },
+    },
+    async (signedIn, request, reply) => {
+      const { sessionId } = request.params as { sessionId: string };
+      const merchantId = signedIn.user.merchantId;
+      const session = await findMerchantSession(context.db, merchantId, sessionId);
+      if (!session) return notFound(context, reply, signedIn);
+      const values = formValues(request);
+      try {
+        const merchant = await findMerchant(context.db, merchantId);
+        await updatePaymentSession(context, merchantId, { sessionId, ...linkInput(values) }, { walletConfigured: merchant?.walletAddress != null });
+        return reply.redirect(`${PATH}/${encodeURIComponent(sessionId)}?done=saved`, 303);
+      } catch (error) {
+        if (!(error instanceof TillError)) throw error;
+        const current = (await findMerchantSession(context.db, merchantId, sessionId)) ?? session;
+        const body = await detailBody(context, signedIn, current, { values, ...(error.field ? { invalid: error.field } : {}) });
+        return sendLinksPage(context, reply, signedIn, error.status, heading(current), { problem: problemText(error) }, body);
+      }
+    },
+  );
+
+  route(
+    {
+      method: 'POST',
+      url: `${PATH}/{sessionId}/archive`,
+      summary: 'Archives a payment link: hidden from the list, no longer payable',
+      responses: { 404: HTML_RESPONSE },
+    },
+    async (signedIn, request, reply) => {
+      const { sessionId } = request.params as { sessionId: string };
+      if (!(await archiveSession(context.db, signedIn.user.merchantId, sessionId, context.now()))) return notFound(context, reply, signedIn);
+      return reply.redirect(`${PATH}?done=archived`, 303);
+    },
+  );
+}
