@@ -9,6 +9,7 @@ import * as oauth from './migrations/0006_oauth.ts';
 import * as oauthGrants from './migrations/0007_oauth_grants.ts';
 import * as acceptedChains from './migrations/0008_accepted_chains.ts';
 import * as mcpAudit from './migrations/0009_mcp_audit.ts';
+import * as dashboardOrders from './migrations/0012_dashboard_orders.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '0007_oauth_grants': oauthGrants,
   '0008_accepted_chains': acceptedChains,
   '0009_mcp_audit': mcpAudit,
+  '0012_dashboard_orders': dashboardOrders,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
