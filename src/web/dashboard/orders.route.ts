@@ -10,7 +10,7 @@ import { toCsvLine } from './csv.ts';
 import { signedInOrRedirect } from './guard.ts';
 import { dashboardPage } from './layout.ts';
 import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
-import { moment } from './views.ts';
+import { cursorPager, FILTER_REFUSED, moment } from './views.ts';
 
 const PATH = '/dashboard/orders';
 export const ORDERS_PAGE_SIZE = 50;
@@ -110,14 +110,14 @@ async function ordersPage(context: AppContext, signedIn: SignedIn, parsed: Parse
 ${slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)).join('\n')}
 </tbody></table>`
     : `<p>${problem ? 'Fix the filter to see orders.' : filtered || parsed.after ? 'No order matches this filter.' : 'No paid order yet. Orders appear here once a payment settles.'}</p>`;
-  const pager = [
-    parsed.after ? `<a href="${PATH}${query ? `?${escapeHtml(query)}` : ''}">Newest</a>` : '',
-    slice.next
-      ? `<a href="${PATH}?${escapeHtml(new URLSearchParams([...new URLSearchParams(query), ['after', cursorText(slice.next)]]).toString())}" rel="next">Older orders</a>`
-      : '',
-  ]
-    .filter(Boolean)
-    .join(' ');
+  const pager = cursorPager({
+    path: PATH,
+    filter: parsed.form,
+    paged: parsed.after !== undefined,
+    next: slice.next && cursorText(slice.next),
+    older: 'Older orders',
+    label: 'Pages of orders',
+  });
   const csv = problem
     ? ''
     : `<p><a href="${PATH}.csv${query ? `?${escapeHtml(query)}` : ''}" download>Export ${filtered ? 'these orders' : 'all orders'} as CSV</a></p>`;
@@ -128,7 +128,7 @@ ${slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)).joi
       section: 'orders',
       mode: context.config.mode,
       ...(problem ? { problem } : {}),
-      body: `${filterForm(parsed.form, invalid)}${csv}${list}${pager ? `<nav aria-label="Pages" class="pager">${pager}</nav>` : ''}`,
+      body: `${filterForm(parsed.form, invalid)}${csv}${list}${pager}`,
     }),
   };
 }
@@ -188,7 +188,7 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
       summary: 'The signed-in merchant’s orders, newest first, filtered (status, dates, session, order id or TX- id), paged by cursor',
       tag: DASHBOARD_TAG,
       security: 'none',
-      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: { description: 'A filter field cannot be read: the page names it' } },
+      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
     },
     {},
     async (request, reply) => {
@@ -208,7 +208,7 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
       description: 'Cells that a spreadsheet would read as a formula (starting with = + - @, tab or carriage return) are prefixed with a quote.',
       tag: DASHBOARD_TAG,
       security: 'none',
-      responses: { 200: { description: 'text/csv' }, 303: SIGN_IN_REDIRECT, 400: { description: 'A filter field cannot be read: the page names it' } },
+      responses: { 200: { description: 'text/csv' }, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
     },
     {},
     async (request, reply: FastifyReply) => {
