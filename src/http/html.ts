@@ -62,6 +62,9 @@ select{display:block;margin-top:.25rem;padding:.5rem .6rem;border:1px solid #717
 .cards,.cards tbody,.cards tr,.cards td{display:block;overflow:visible}.cards thead{display:none}
 .cards tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.cards td{border:0;padding:.2rem 0}
 .cards td[data-label]::before{content:attr(data-label);display:block;color:#52525b;font-size:13px;font-weight:600}}
+.deliveries{list-style:none;padding:0}.delivery{border:1px solid #e4e4e7;border-radius:6px;padding:.25rem .9rem .75rem;margin:.75rem 0}
+.attempts{margin:.25rem 0 .5rem;padding-left:1.25rem}.attempts li{margin:.25rem 0}.excerpt{display:block;margin-top:.2rem;white-space:pre-wrap}
+.secrets dd{margin:0 0 .75rem}.secrets code{overflow-wrap:anywhere}.checks li{padding:.3rem 0}
 `;
 
 export function page(title: string, body: string): string {

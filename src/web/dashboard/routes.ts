@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { registerFormParser } from '../../http/forms.ts';
 import { registerDevelopers } from './developers.route.ts';
+import { registerNotifications } from './notifications.route.ts';
 import { registerOrders } from './orders.route.ts';
 import { registerOverview } from './overview.route.ts';
 
@@ -14,5 +15,6 @@ export function registerDashboard(app: FastifyInstance, context: AppContext): vo
     registerOverview(pages, context);
     registerOrders(pages, context);
     registerDevelopers(pages, context);
+    registerNotifications(pages, context);
   });
 }
