@@ -82,7 +82,7 @@ function orderRow(order: MerchantOrder, explorerTxUrl: string): string {
 <td data-label="Amount">${escapeHtml(`${order.amount} ${order.currency}`)}<br><span class="note">${escapeHtml(order.tokenAmount)} ${order.token}</span></td>
 <td data-label="Status">${order.status === 'SUCCESS' ? '<span class="tag tag-granted">Paid</span>' : '<span class="tag tag-opt-in">Reversed</span>'}</td>
 <td data-label="Session"><a href="${PATH}?session=${encodeURIComponent(order.paymentSessionId)}"><code>${escapeHtml(order.paymentSessionId)}</code></a></td>
-<td data-label="Transaction"><a href="${escapeHtml(explorerUrl(explorerTxUrl, order.transactionHash))}" aria-label="Transaction ${escapeHtml(order.transactionHash)} on the explorer"><code>${escapeHtml(shortHash(order.transactionHash))}</code></a></td>
+<td data-label="Transaction"><a href="${escapeHtml(explorerUrl(explorerTxUrl, order.transactionHash))}" title="Transaction ${escapeHtml(order.transactionHash)} on the explorer"><code>${escapeHtml(shortHash(order.transactionHash))}</code></a></td>
 </tr>`;
 }
 
