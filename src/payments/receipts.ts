@@ -196,7 +196,12 @@ export type OrderFilter = {
 /** Where a page of orders ends: the next page starts after this order. */
 export type OrdersCursor = { settledAt: number; id: string };
 
-export type MerchantOrder = PaidOrder & { status: OrderStatus; settledAtMs: number; id: string };
+export type MerchantOrder = PaidOrder & {
+  status: OrderStatus;
+  settledAtMs: number;
+  id: string /** The amount with its currency's decimals, e.g. `12.00 USD`. */;
+  amountText: string;
+};
 
 export type OrdersSlice = { orders: MerchantOrder[]; next: OrdersCursor | undefined };
 
@@ -241,9 +246,15 @@ export async function searchOrders(db: Db, merchantId: string, filter: OrderFilt
     .orderBy('payments.id', 'desc')
     .limit(size + 1)
     .execute();
-  const orders = rows
-    .slice(0, size)
-    .map((row): MerchantOrder => ({ ...paidOrderOf(row), id: row.id, status: row.status as OrderStatus, settledAtMs: Number(row.settled_at) }));
+  const orders = rows.slice(0, size).map(
+    (row): MerchantOrder => ({
+      ...paidOrderOf(row),
+      id: row.id,
+      status: row.status as OrderStatus,
+      settledAtMs: Number(row.settled_at),
+      amountText: formatMoney(row.amount_minor, row.currency),
+    }),
+  );
   const last = orders.at(-1);
   return { orders, next: rows.length > size && last ? { settledAt: last.settledAtMs, id: last.id } : undefined };
 }

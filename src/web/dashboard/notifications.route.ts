@@ -60,11 +60,11 @@ function secretsSection(endpoint: WebhookEndpoint | undefined, state: PageState,
     ? `<dl class="secrets"><dt>Webhook key (<code>X-Webhook-Api-Key</code>)</dt><dd><code>${escapeHtml(state.revealed.webhookKey)}</code></dd>
 <dt>Signing secret</dt><dd><code>${escapeHtml(state.revealed.signingSecret)}</code></dd></dl>`
     : '<p>Your server checks each delivery with the webhook key and the signing secret. They are shown after you enter your password.</p>';
-  const password = (id: string) =>
-    `<p><label for="${id}">Your password</label><input id="${id}" name="password" type="password" autocomplete="current-password" required${state.invalid === 'password' ? ' aria-invalid="true"' : ''}></p>`;
   return `<h2 id="secrets">Key and signing secret</h2>${shown}
-<form method="post" action="${PATH}/reveal">${csrfInput(csrf)}${password('pw-reveal')}<p class="actions"><button type="submit" class="secondary">Reveal</button></p></form>
-<form method="post" action="${PATH}/rotate">${csrfInput(csrf)}${password('pw-rotate')}<p class="note">Rotating makes a new key and secret at once: deliveries are signed with the new ones from now on.</p><p class="actions"><button type="submit" class="danger">Rotate key and secret</button></p></form>`;
+<form method="post" action="${PATH}/reveal">${csrfInput(csrf)}
+<p><label for="wh-password">Your password</label><input id="wh-password" name="password" type="password" autocomplete="current-password" required${state.invalid === 'password' ? ' aria-invalid="true"' : ''}></p>
+<p class="note">Rotating makes a new key and secret at once: deliveries are signed with the new ones from then on.</p>
+<p class="actions"><button type="submit" class="secondary">Reveal</button> <button type="submit" class="danger" formaction="${PATH}/rotate">Rotate key and secret</button></p></form>`;
 }
 
 function deliveryItem(delivery: DeliveryView, csrf: string): string {

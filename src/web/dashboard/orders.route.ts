@@ -79,10 +79,10 @@ function orderRow(order: MerchantOrder, explorerTxUrl: string): string {
   return `<tr>
 <td data-label="Paid">${moment(order.settledAtMs)}</td>
 <td data-label="Order"><a href="${escapeHtml(receipt)}"><code>${escapeHtml(order.publicOrderId)}</code></a>${order.orderId === null ? '' : `<br><span class="note">Your id: ${escapeHtml(order.orderId)}</span>`}</td>
-<td data-label="Amount">${escapeHtml(`${order.amount} ${order.currency}`)}<br><span class="note">${escapeHtml(order.tokenAmount)} ${order.token}</span></td>
+<td data-label="Amount" class="nowrap">${escapeHtml(order.amountText)}<br><span class="note">${escapeHtml(order.tokenAmount)} ${order.token}</span></td>
 <td data-label="Status">${order.status === 'SUCCESS' ? '<span class="tag tag-granted">Paid</span>' : '<span class="tag tag-opt-in">Reversed</span>'}</td>
 <td data-label="Session"><a href="${PATH}?session=${encodeURIComponent(order.paymentSessionId)}"><code>${escapeHtml(order.paymentSessionId)}</code></a></td>
-<td data-label="Transaction"><a href="${escapeHtml(explorerUrl(explorerTxUrl, order.transactionHash))}" title="Transaction ${escapeHtml(order.transactionHash)} on the explorer"><code>${escapeHtml(shortHash(order.transactionHash))}</code></a></td>
+<td data-label="Transaction" class="nowrap"><a href="${escapeHtml(explorerUrl(explorerTxUrl, order.transactionHash))}" title="Transaction ${escapeHtml(order.transactionHash)} on the explorer"><code>${escapeHtml(shortHash(order.transactionHash))}</code></a></td>
 </tr>`;
 }
 
