@@ -22,7 +22,7 @@ import {
   startServer,
 } from './support.ts';
 
-const ROUNDS = 2;
+const ROUNDS = 3;
 const WARMUP_SECONDS = 2;
 const TARGET_RATIO = 1.2;
 const SMALL = 10_000;

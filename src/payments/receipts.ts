@@ -224,11 +224,15 @@ export async function searchOrders(db: Db, merchantId: string, filter: OrderFilt
     throw new TillError('invalid_field', { field: 'size', problem: 'must be an integer from 1 to 1000' });
   const search = filter.search?.trim();
   const byPublicId = search !== undefined && search !== '' && /^tx-/i.test(search);
+  // Within one session the payments come from the session's index; the merchant is then checked on
+  // the session, so the planner is not tempted to walk all the merchant's orders to skip a sort.
+  const oneSession = (filter.sessionId !== undefined && filter.sessionId !== '') || (!byPublicId && search !== undefined && search !== '');
   const rows = await db
     .selectFrom('payments')
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
     .select([...ORDER_COLUMNS, 'payments.status'])
-    .where('payments.merchant_id', '=', merchantId)
+    .$if(!oneSession, (qb) => qb.where('payments.merchant_id', '=', merchantId))
+    .$if(oneSession, (qb) => qb.where('payment_sessions.merchant_id', '=', merchantId))
     .$if(filter.status !== undefined, (qb) => qb.where('payments.status', '=', filter.status!))
     .$if(filter.status === undefined, (qb) => qb.where('payments.status', 'in', ['SUCCESS', 'REVERSED']))
     .where('payments.settled_at', 'is not', null)
@@ -236,9 +240,7 @@ export async function searchOrders(db: Db, merchantId: string, filter: OrderFilt
     .$if(filter.to !== undefined, (qb) => qb.where('payments.settled_at', '<', filter.to!))
     .$if(filter.sessionId !== undefined && filter.sessionId !== '', (qb) => qb.where('payments.session_id', '=', filter.sessionId!))
     .$if(byPublicId, (qb) => qb.where('payments.public_order_id', '=', normalizePublicOrderId(search!)))
-    .$if(!byPublicId && search !== undefined && search !== '', (qb) =>
-      qb.where('payment_sessions.merchant_id', '=', merchantId).where('payment_sessions.order_id', '=', search!),
-    )
+    .$if(!byPublicId && search !== undefined && search !== '', (qb) => qb.where('payment_sessions.order_id', '=', search!))
     .$if(paging.after !== undefined, (qb) =>
       qb.where((eb) => eb(eb.refTuple('payments.settled_at', 'payments.id'), '<', eb.tuple(paging.after!.settledAt, paging.after!.id))),
     )

@@ -9,9 +9,12 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('payments_merchant_settled').execute();
   await db.schema.createIndex('payments_merchant_status_orders').on('payments').columns(['merchant_id', 'status', 'settled_at', 'id']).execute();
   await db.schema.createIndex('payments_merchant_orders').on('payments').columns(['merchant_id', 'settled_at', 'id']).execute();
+  // The orders of one session (the session filter, an orderId search), by status.
+  await db.schema.createIndex('payments_session_orders').on('payments').columns(['session_id', 'status', 'settled_at', 'id']).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('payments_session_orders').execute();
   await db.schema.dropIndex('payments_merchant_orders').execute();
   await db.schema.dropIndex('payments_merchant_status_orders').execute();
   await db.schema.createIndex('payments_merchant_settled').on('payments').columns(['merchant_id', 'status', 'settled_at']).execute();
