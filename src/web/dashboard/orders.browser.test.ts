@@ -3,6 +3,7 @@
 // sends a test event and redelivers it by click, and revokes a coding agent by click. axe-core on
 // every page; phone and desktop screenshots under artifacts/dashboard/.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -120,6 +121,12 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
       assert.equal(await rows.count(), 1);
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'orders-filtered');
+      // The CSV of the current filter: the header and the one order.
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Export these orders as CSV' }).click()]);
+      assert.match(download.suggestedFilename(), /^orders-\d{4}-\d{2}-\d{2}\.csv$/);
+      const csv = readFileSync((await download.path())!, 'utf8').split('\r\n');
+      assert.equal(csv.length, 3);
+      assert.ok(csv[1]!.includes(`${paid[1]},SUCCESS,beans-1kg,`));
       await page.getByRole('link', { name: paid[1]! }).click();
       await page.waitForURL(`${baseUrl}/checkout/v2/orders/receipt/${paid[1]}`);
       await page.getByText('Corner Coffee').first().waitFor();
