@@ -224,7 +224,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
             `<main><h1>Signed in</h1>
 <p>You are signed in as <strong>${escapeHtml(signedIn.user.email)}</strong> for merchant <code>${escapeHtml(signedIn.user.merchantId)}</code>.</p>
 <p><a href="/dashboard">Open the dashboard</a>: payments, settings and your payout wallet.</p>
-<p><a href="/account/coding-agents">Authorized coding agents</a>: the agents you let use your account, and revoking them.</p>
+<p><a href="/dashboard/developers">Authorized coding agents</a>: the agents you let use your account, and revoking them.</p>
 <form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${escapeHtml(signedIn.csrfToken)}"><button type="submit">Sign out</button></form></main>`,
           ),
         );

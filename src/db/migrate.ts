@@ -11,6 +11,7 @@ import * as acceptedChains from './migrations/0008_accepted_chains.ts';
 import * as mcpAudit from './migrations/0009_mcp_audit.ts';
 import * as merchantProfile from './migrations/0010_merchant_profile.ts';
 import * as dashboardLinks from './migrations/0011_dashboard_links.ts';
+import * as dashboardOrders from './migrations/0012_dashboard_orders.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '0009_mcp_audit': mcpAudit,
   '0010_merchant_profile': merchantProfile,
   '0011_dashboard_links': dashboardLinks,
+  '0012_dashboard_orders': dashboardOrders,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

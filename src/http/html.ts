@@ -80,6 +80,16 @@ nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 @media (max-width:40rem){.cards,.cards tbody,.cards tr,.cards td{display:block;overflow:visible}.cards thead{display:none}
 .cards tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.cards td{border:0;padding:.2rem 0}
 .cards td[data-label]::before{content:attr(data-label);display:block;color:#52525b;font-size:13px;font-weight:600}}
+.filters{display:flex;flex-wrap:wrap;gap:0 1rem;align-items:flex-end}.filters p{margin:.4rem 0}.filters input:not([type=hidden]){width:11rem}.filters .actions{align-items:center}
+select{display:block;margin-top:.25rem;padding:.5rem .6rem;border:1px solid #71717a;border-radius:6px;font:inherit;background:#fff}select:focus-visible{outline:2px solid #1d4ed8;outline-offset:2px}
+.cards td:last-child{min-width:0}.cards td:first-child code{white-space:normal;overflow-wrap:anywhere}.cards time,.cards .nowrap,.cards .nowrap code{white-space:nowrap;overflow-wrap:normal}.cards caption{text-align:left}.pager{display:flex;gap:1rem;margin:1rem 0}
+@media (max-width:40rem){.filters{display:block}.filters input:not([type=hidden]){width:100%}
+.cards,.cards tbody,.cards tr,.cards td{display:block;overflow:visible}.cards thead{display:none}
+.cards tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.cards td{border:0;padding:.2rem 0;overflow-wrap:anywhere}
+.cards td[data-label]::before{content:attr(data-label);display:block;color:#52525b;font-size:13px;font-weight:600}.cards caption{display:block}}
+.deliveries{list-style:none;padding:0}.delivery{border:1px solid #e4e4e7;border-radius:6px;padding:.25rem .9rem .75rem;margin:.75rem 0}
+.attempts{margin:.25rem 0 .5rem;padding-left:1.25rem}.attempts li{margin:.25rem 0}.excerpt{display:block;margin-top:.2rem;white-space:pre-wrap}
+.secrets dd{margin:0 0 .75rem}.secrets code{overflow-wrap:anywhere}.checks li{padding:.3rem 0}
 `;
 
 export function page(title: string, body: string): string {

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
+import type { Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
+import type { McpToolCallsTable } from '../db/schema.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
 
 export type AuditOutcome = 'ok' | 'refused' | 'failed';
@@ -79,6 +81,17 @@ export async function successfulCallsSince(db: Db, grantId: string, tool: string
   return Number(row.count);
 }
 
+const auditedCallOf = (row: Selectable<McpToolCallsTable>): AuditedCall => ({
+  grantId: row.grant_id,
+  clientId: row.client_id,
+  merchantId: row.merchant_id,
+  tool: row.tool,
+  outcome: row.outcome,
+  reason: row.reason,
+  argumentsSha256: row.arguments_sha256,
+  createdAt: Number(row.created_at),
+});
+
 /** A merchant's audited calls, newest first. */
 export async function listToolCalls(db: Db, merchantId: string, limit: number): Promise<AuditedCall[]> {
   const rows = await db
@@ -89,14 +102,42 @@ export async function listToolCalls(db: Db, merchantId: string, limit: number): 
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();
-  return rows.map((row) => ({
-    grantId: row.grant_id,
-    clientId: row.client_id,
-    merchantId: row.merchant_id,
-    tool: row.tool,
-    outcome: row.outcome,
-    reason: row.reason,
-    argumentsSha256: row.arguments_sha256,
-    createdAt: row.created_at,
-  }));
+  return rows.map(auditedCallOf);
+}
+
+export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ['ok', 'refused', 'failed'];
+
+/** What the merchant's audit log is narrowed to. */
+export type ToolCallFilter = { grantId?: string; tool?: string; outcome?: AuditOutcome };
+
+/** Where a page of the audit log ends: the next page starts after this call. */
+export type ToolCallCursor = { createdAt: number; id: string };
+
+export type ToolCallsSlice = { calls: (AuditedCall & { id: string })[]; next: ToolCallCursor | undefined };
+
+/**
+ * A merchant's audited calls, newest first, filtered, one slice after `after` (keyset paging, from
+ * the merchant's or the grant's index; `next` is absent on the last slice).
+ */
+export async function searchToolCalls(
+  db: Db,
+  merchantId: string,
+  filter: ToolCallFilter,
+  paging: { after?: ToolCallCursor; size: number },
+): Promise<ToolCallsSlice> {
+  const rows = await db
+    .selectFrom('mcp_tool_calls')
+    .selectAll()
+    .where('merchant_id', '=', merchantId)
+    .$if(filter.grantId !== undefined, (qb) => qb.where('grant_id', '=', filter.grantId!))
+    .$if(filter.tool !== undefined, (qb) => qb.where('tool', '=', filter.tool!))
+    .$if(filter.outcome !== undefined, (qb) => qb.where('outcome', '=', filter.outcome!))
+    .$if(paging.after !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(paging.after!.createdAt, paging.after!.id))))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(paging.size + 1)
+    .execute();
+  const calls = rows.slice(0, paging.size).map((row) => ({ ...auditedCallOf(row), id: row.id }));
+  const last = calls.at(-1);
+  return { calls, next: rows.length > paging.size && last ? { createdAt: last.createdAt, id: last.id } : undefined };
 }

@@ -37,7 +37,7 @@ ${view.problem ? `<p role="alert" class="problem">${escapeHtml(view.problem)}</p
 <ul class="scopes">
 ${boxes}
 </ul></fieldset>
-<p class="note">You can revoke this access at any time under <a href="/account/coding-agents">Authorized coding agents</a> on your account.</p>
+<p class="note">You can revoke this access at any time under <a href="/dashboard/developers">Developers</a> in your dashboard.</p>
 <p class="actions"><button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form></main>`,
   );

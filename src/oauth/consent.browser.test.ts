@@ -1,7 +1,7 @@
 // A coding agent's authorization in Debian's Chromium, as a merchant lives it: the agent opens the
 // authorization URL, the merchant signs in, reads the consent screen, opts in to one more scope and
 // allows; the agent's callback gets a code that the token endpoint exchanges. Then the merchant
-// revokes the agent on the account's list. axe-core on every page, screenshots of each.
+// revokes the agent on the dashboard's Developers page. axe-core on every page, screenshots of each.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { createUser } from '../accounts/users.ts';
 import { browserSkip, launchChromium, screenshots, seriousViolations } from '../testing/browser.ts';
+import { freePort } from '../testing/environment.ts';
 import { startTestService, type TestService } from '../testing/harness.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
@@ -51,10 +52,15 @@ describe('a coding agent authorized in Chromium', { skip: browserSkip }, () => {
   });
 
   before(async () => {
-    [service, browser] = await Promise.all([startTestService('sqlite', { TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS: 'true' }), launchChromium()]);
+    // The service's own address is its base URL: dashboard form posts check the Origin against it.
+    const port = await freePort();
+    [service, browser] = await Promise.all([
+      startTestService('sqlite', { TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS: 'true', TILL_BASE_URL: `http://127.0.0.1:${port}` }),
+      launchChromium(),
+    ]);
     await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
     agentUrl = `http://127.0.0.1:${(agent.address() as AddressInfo).port}`;
-    baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
+    baseUrl = await service.app.listen({ port, host: '127.0.0.1' });
     const { merchantId } = await service.merchant({ name: 'Corner Coffee' });
     await createUser(service.context.db, { merchantId, email: EMAIL, password: PASSWORD });
   });
@@ -141,10 +147,10 @@ describe('a coding agent authorized in Chromium', { skip: browserSkip }, () => {
       assert.ok(scopes.includes('keys:read') && scopes.includes('settings:read') && scopes.includes('orders:read'), tokens.scope);
       assert.ok(!scopes.includes('keys:write'), tokens.scope);
 
-      // The account lists the agent; the merchant revokes it.
+      // The account's old link leads to the dashboard's Developers page, which lists the agent; the merchant revokes it.
       await page.goto(`${baseUrl}/account`);
       await page.getByRole('link', { name: 'Authorized coding agents' }).click();
-      await page.waitForURL(`${baseUrl}/account/coding-agents`);
+      await page.waitForURL(`${baseUrl}/dashboard/developers`);
       const row = page.getByRole('row', { name: new RegExp(CLIENT_NAME) });
       await row.waitFor();
       assert.match((await row.textContent()) ?? '', /keys:read/);
@@ -152,7 +158,7 @@ describe('a coding agent authorized in Chromium', { skip: browserSkip }, () => {
       await screenshots(page, 'oauth', 'coding-agents');
       await page.setViewportSize({ width: 1280, height: 900 });
       await row.getByRole('button', { name: `Revoke ${CLIENT_NAME}` }).click();
-      await page.waitForURL(`${baseUrl}/account/coding-agents?revoked=1`);
+      await page.waitForURL(`${baseUrl}/dashboard/developers?revoked=1`);
       await page.getByRole('status').getByText('Access revoked').waitFor();
       assert.equal(await page.getByRole('row', { name: new RegExp(CLIENT_NAME) }).count(), 0);
       await assertAccessible(page);

@@ -5,7 +5,7 @@ import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
 import { decimalNumber, formatMoney } from '../money/iso4217.ts';
 import { formatUsdc } from '../money/usdc.ts';
-import { explorerUrl } from './payments.ts';
+import { explorerUrl, type PaymentRow } from './payments.ts';
 
 /** Receipts of settled orders (E4, and the MCP tool get_receipt) and the merchant's list of paid orders. */
 export const Receipt = z
@@ -116,6 +116,38 @@ export type PaidOrder = {
   paidAt: string;
 };
 
+/** The columns of an order in a list. */
+const ORDER_COLUMNS = [
+  'payments.id',
+  'payments.public_order_id',
+  'payments.session_id',
+  'payments.amount_minor',
+  'payments.currency',
+  'payments.value',
+  'payments.tx_hash',
+  'payments.settled_at',
+  'payment_sessions.order_id',
+] as const;
+
+type OrderRow = Pick<PaymentRow, 'public_order_id' | 'session_id' | 'amount_minor' | 'currency' | 'value' | 'tx_hash' | 'settled_at'> & {
+  order_id: string | null;
+};
+
+function paidOrderOf(row: OrderRow): PaidOrder {
+  return {
+    publicOrderId: row.public_order_id ?? '',
+    paymentSessionId: row.session_id,
+    orderId: row.order_id,
+    amount: decimalNumber(row.amount_minor, row.currency),
+    currency: row.currency,
+    token: TOKEN_SYMBOL,
+    tokenAmount: formatUsdc(row.value),
+    network: NETWORK_V1,
+    transactionHash: row.tx_hash ?? '',
+    paidAt: new Date(Number(row.settled_at ?? 0)).toISOString(),
+  };
+}
+
 export type PaidOrdersPage = { orders: PaidOrder[]; total: number; page: number; size: number };
 
 /**
@@ -132,37 +164,99 @@ export async function listPaidOrders(db: Db, merchantId: string, paging: { page?
   const counted = await paid.select((eb) => eb.fn.countAll<number | bigint | string>().as('count')).executeTakeFirstOrThrow();
   const rows = await paid
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
-    .select([
-      'payments.public_order_id',
-      'payments.session_id',
-      'payments.amount_minor',
-      'payments.currency',
-      'payments.value',
-      'payments.tx_hash',
-      'payments.settled_at',
-      'payments.id',
-      'payment_sessions.order_id',
-    ])
+    .select(ORDER_COLUMNS)
     .orderBy('payments.settled_at', 'desc')
     .orderBy('payments.id', 'desc')
     .limit(size)
     .offset((page - 1) * size)
     .execute();
   return {
-    orders: rows.map((row) => ({
-      publicOrderId: row.public_order_id ?? '',
-      paymentSessionId: row.session_id,
-      orderId: row.order_id,
-      amount: decimalNumber(row.amount_minor, row.currency),
-      currency: row.currency,
-      token: TOKEN_SYMBOL,
-      tokenAmount: formatUsdc(row.value),
-      network: NETWORK_V1,
-      transactionHash: row.tx_hash ?? '',
-      paidAt: new Date(row.settled_at ?? 0).toISOString(),
-    })),
+    orders: rows.map(paidOrderOf),
     total: Number(counted.count),
     page,
     size,
   };
+}
+
+export type OrderStatus = 'SUCCESS' | 'REVERSED';
+
+/** What the merchant's orders list is narrowed to; every filter is answered from an index. */
+export type OrderFilter = {
+  /** One status, or both (settled, since reversed or not) when absent. */
+  status?: OrderStatus;
+  /** Settled at or after this instant (ms). */
+  from?: number;
+  /** Settled before this instant (ms). */
+  to?: number;
+  sessionId?: string;
+  /** A `TX-…` public order id, or else the merchant's own `orderId`, matched exactly. */
+  search?: string;
+};
+
+/** Where a page of orders ends: the next page starts after this order. */
+export type OrdersCursor = { settledAt: number; id: string };
+
+export type MerchantOrder = PaidOrder & {
+  status: OrderStatus;
+  settledAtMs: number;
+  id: string /** The amount with its currency's decimals, e.g. `12.00 USD`. */;
+  amountText: string;
+};
+
+export type OrdersSlice = { orders: MerchantOrder[]; next: OrdersCursor | undefined };
+
+/** A cursor as it travels in a link: `<settled ms>.<payment id>`. */
+export const cursorText = (cursor: OrdersCursor) => `${cursor.settledAt}.${cursor.id}`;
+
+export function parseCursor(text: string): OrdersCursor | undefined {
+  const match = /^(\d{1,16})\.([A-Za-z0-9_-]{1,64})$/.exec(text);
+  return match ? { settledAt: Number(match[1]), id: match[2]! } : undefined;
+}
+
+/**
+ * The merchant's settled orders, newest first, filtered, one slice at a time after `after` (keyset
+ * paging: no count and no offset, so a page costs the same at any depth and any table size). `next`
+ * is the cursor of the following slice, absent on the last one.
+ */
+export async function searchOrders(db: Db, merchantId: string, filter: OrderFilter, paging: { after?: OrdersCursor; size: number }): Promise<OrdersSlice> {
+  const { size } = paging;
+  if (!Number.isSafeInteger(size) || size < 1 || size > 1000)
+    throw new TillError('invalid_field', { field: 'size', problem: 'must be an integer from 1 to 1000' });
+  const search = filter.search?.trim();
+  const byPublicId = search !== undefined && search !== '' && /^tx-/i.test(search);
+  // Within one session the payments come from the session's index; the merchant is then checked on
+  // the session, so the planner is not tempted to walk all the merchant's orders to skip a sort.
+  const oneSession = (filter.sessionId !== undefined && filter.sessionId !== '') || (!byPublicId && search !== undefined && search !== '');
+  const rows = await db
+    .selectFrom('payments')
+    .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
+    .select([...ORDER_COLUMNS, 'payments.status'])
+    .$if(!oneSession, (qb) => qb.where('payments.merchant_id', '=', merchantId))
+    .$if(oneSession, (qb) => qb.where('payment_sessions.merchant_id', '=', merchantId))
+    .$if(filter.status !== undefined, (qb) => qb.where('payments.status', '=', filter.status!))
+    .$if(filter.status === undefined, (qb) => qb.where('payments.status', 'in', ['SUCCESS', 'REVERSED']))
+    .where('payments.settled_at', 'is not', null)
+    .$if(filter.from !== undefined, (qb) => qb.where('payments.settled_at', '>=', filter.from!))
+    .$if(filter.to !== undefined, (qb) => qb.where('payments.settled_at', '<', filter.to!))
+    .$if(filter.sessionId !== undefined && filter.sessionId !== '', (qb) => qb.where('payments.session_id', '=', filter.sessionId!))
+    .$if(byPublicId, (qb) => qb.where('payments.public_order_id', '=', normalizePublicOrderId(search!)))
+    .$if(!byPublicId && search !== undefined && search !== '', (qb) => qb.where('payment_sessions.order_id', '=', search!))
+    .$if(paging.after !== undefined, (qb) =>
+      qb.where((eb) => eb(eb.refTuple('payments.settled_at', 'payments.id'), '<', eb.tuple(paging.after!.settledAt, paging.after!.id))),
+    )
+    .orderBy('payments.settled_at', 'desc')
+    .orderBy('payments.id', 'desc')
+    .limit(size + 1)
+    .execute();
+  const orders = rows.slice(0, size).map(
+    (row): MerchantOrder => ({
+      ...paidOrderOf(row),
+      id: row.id,
+      status: row.status as OrderStatus,
+      settledAtMs: Number(row.settled_at),
+      amountText: formatMoney(row.amount_minor, row.currency),
+    }),
+  );
+  const last = orders.at(-1);
+  return { orders, next: rows.length > size && last ? { settledAt: last.settledAtMs, id: last.id } : undefined };
 }

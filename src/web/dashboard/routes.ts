@@ -2,8 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { registerFormParser } from '../../http/forms.ts';
 import { registerAccount } from './account.route.ts';
+import { registerDevelopers } from './developers.route.ts';
 import { registerGetPaid } from './get-paid.route.ts';
 import { registerLinks } from './links.route.ts';
+import { registerNotifications } from './notifications.route.ts';
+import { registerOrders } from './orders.route.ts';
 import { registerOverview } from './overview.route.ts';
 import { registerSettings } from './settings.route.ts';
 
@@ -19,5 +22,8 @@ export function registerDashboard(app: FastifyInstance, context: AppContext): vo
     registerAccount(pages, context);
     registerGetPaid(pages, context);
     registerLinks(pages, context);
+    registerOrders(pages, context);
+    registerDevelopers(pages, context);
+    registerNotifications(pages, context);
   });
 }

@@ -1,0 +1,190 @@
+import type { FastifyInstance } from 'fastify';
+import type { SignedIn } from '../../accounts/web-session.ts';
+import type { AppContext } from '../../context.ts';
+import { escapeHtml, sendPage } from '../../http/html.ts';
+import { addRoute } from '../../http/routes.ts';
+import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
+import { type Grant, listGrants, revokeGrant } from '../../oauth/grants.ts';
+import { signedInForPost, signedInOrRedirect } from './guard.ts';
+import { dashboardPage } from './layout.ts';
+import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
+import { csrfInput, cursorPager, FILTER_REFUSED, moment, shortened } from './views.ts';
+
+export const DEVELOPERS_PATH = '/dashboard/developers';
+const AUDIT_PAGE_SIZE = 50;
+const OUTCOME_LABELS: Record<AuditOutcome, string> = { ok: 'Done', refused: 'Refused', failed: 'Failed' };
+
+function grantRow(grant: Grant, csrfToken: string): string {
+  return `<tr>
+<td data-label="Agent"><strong>${escapeHtml(grant.clientName)}</strong><br><code>${escapeHtml(grant.clientId)}</code></td>
+<td data-label="May"><ul class="scope-list">${grant.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join('')}</ul></td>
+<td data-label="Authorized">${moment(grant.createdAt)}</td>
+<td data-label="Last used">${moment(grant.lastUsedAt)}</td>
+<td><form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${escapeHtml(grant.clientName)}">Revoke</button></form></td>
+</tr>`;
+}
+
+function agentsSection(grants: Grant[], csrfToken: string): string {
+  return `<h2 id="agents">Authorized coding agents</h2>
+${
+  grants.length
+    ? `<p>These agents may use your Till account, each with the scopes listed. Revoking one ends its access at once: its next call is refused, and it must ask you again to get it back.</p>
+<table class="cards grants"><thead><tr><th scope="col">Agent</th><th scope="col">May</th><th scope="col">Authorized</th><th scope="col">Last used</th><th scope="col">Access</th></tr></thead>
+<tbody>
+${grants.map((grant) => grantRow(grant, csrfToken)).join('\n')}
+</tbody></table>`
+    : '<p>No coding agent may use your account. An agent asks for access by sending you to a consent screen.</p>'
+}`;
+}
+
+type AuditForm = { grant: string; tool: string; outcome: string };
+type ParsedAudit = { filter: ToolCallFilter; after: ToolCallCursor | undefined; form: AuditForm; problems: { field: string; text: string }[] };
+
+export function parseAuditQuery(query: Record<string, unknown>): ParsedAudit {
+  const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string).trim() : '');
+  const form: AuditForm = { grant: text('grant'), tool: text('tool'), outcome: text('outcome') };
+  const problems: ParsedAudit['problems'] = [];
+  const filter: ToolCallFilter = {};
+  if (form.grant !== '') {
+    if (/^[A-Za-z0-9_-]{1,64}$/.test(form.grant)) filter.grantId = form.grant;
+    else problems.push({ field: 'grant', text: 'Agent must be one of your coding agents' });
+  }
+  if (form.tool !== '') {
+    if (/^[a-z0-9_]{1,100}$/.test(form.tool)) filter.tool = form.tool;
+    else problems.push({ field: 'tool', text: 'Tool must be a tool name: lower-case letters, digits and _' });
+  }
+  if (form.outcome !== '') {
+    if ((AUDIT_OUTCOMES as string[]).includes(form.outcome)) filter.outcome = form.outcome as AuditOutcome;
+    else problems.push({ field: 'outcome', text: 'Outcome must be Done, Refused or Failed' });
+  }
+  let after: ToolCallCursor | undefined;
+  const afterText = text('after');
+  if (afterText !== '') {
+    const match = /^(\d{1,16})\.([A-Za-z0-9_-]{1,64})$/.exec(afterText);
+    if (match) after = { createdAt: Number(match[1]), id: match[2]! };
+    else problems.push({ field: 'after', text: 'Page is not a page of this log; start again from the newest' });
+  }
+  return { filter, after, form, problems };
+}
+
+async function auditSection(context: AppContext, merchantId: string, grants: Grant[], parsed: ParsedAudit): Promise<string> {
+  const invalid = new Set(parsed.problems.map((p) => p.field));
+  const slice = parsed.problems.length
+    ? { calls: [], next: undefined }
+    : await searchToolCalls(context.db, merchantId, parsed.filter, { after: parsed.after, size: AUDIT_PAGE_SIZE });
+  const names = new Map(grants.map((grant) => [grant.id, grant.clientName]));
+  const aria = (field: string) => (invalid.has(field) ? ' aria-invalid="true"' : '');
+  const selected = (value: string, current: string) => (value === current ? ' selected' : '');
+  const grantOptions = grants
+    .map((grant) => `<option value="${escapeHtml(grant.id)}"${selected(grant.id, parsed.form.grant)}>${escapeHtml(grant.clientName)}</option>`)
+    .join('');
+  const unknownGrant =
+    parsed.form.grant !== '' && !names.has(parsed.form.grant) ? `<option value="${escapeHtml(parsed.form.grant)}" selected>Revoked agent</option>` : '';
+  const form = `<form method="get" action="${DEVELOPERS_PATH}#audit" class="filters" role="search" aria-label="Filter the tool calls">
+<p><label for="a-grant">Agent</label><select id="a-grant" name="grant"${aria('grant')}><option value="">All</option>${grantOptions}${unknownGrant}</select></p>
+<p><label for="a-tool">Tool</label><input id="a-tool" name="tool" value="${escapeHtml(parsed.form.tool)}" autocomplete="off"${aria('tool')}></p>
+<p><label for="a-outcome">Outcome</label><select id="a-outcome" name="outcome"${aria('outcome')}><option value="">All</option>${AUDIT_OUTCOMES.map((o) => `<option value="${o}"${selected(o, parsed.form.outcome)}>${OUTCOME_LABELS[o]}</option>`).join('')}</select></p>
+<p class="actions"><button type="submit">Filter</button> <a href="${DEVELOPERS_PATH}#audit">Clear</a></p></form>`;
+  const rows = slice.calls
+    .map(
+      (call) => `<tr>
+<td data-label="Time">${moment(call.createdAt)}</td>
+<td data-label="Agent">${names.has(call.grantId) ? escapeHtml(names.get(call.grantId)) : `<span class="note">Revoked:</span> ${escapeHtml(call.clientId)}`}</td>
+<td data-label="Tool"><code>${escapeHtml(call.tool)}</code></td>
+<td data-label="Outcome">${OUTCOME_LABELS[call.outcome as AuditOutcome] ?? escapeHtml(call.outcome)}${call.reason ? `<br><span class="note">${escapeHtml(call.reason)}</span>` : ''}</td>
+<td data-label="Arguments (SHA-256)">${shortened(call.argumentsSha256, 12, 4)}</td>
+</tr>`,
+    )
+    .join('\n');
+  const filtered = Object.values(parsed.form).some((value) => value !== '');
+  const list = slice.calls.length
+    ? `<table class="cards audit"><thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Tool</th><th scope="col">Outcome</th><th scope="col">Arguments (SHA-256)</th></tr></thead><tbody>
+${rows}
+</tbody></table>`
+    : `<p>${parsed.problems.length ? 'Fix the filter to see the calls.' : filtered || parsed.after ? 'No call matches this filter.' : 'No tool call yet.'}</p>`;
+  const pager = cursorPager({
+    path: DEVELOPERS_PATH,
+    filter: parsed.form,
+    paged: parsed.after !== undefined,
+    next: slice.next && `${slice.next.createdAt}.${slice.next.id}`,
+    older: 'Older calls',
+    label: 'Pages of tool calls',
+    fragment: 'audit',
+  });
+  return `<h2 id="audit">Tool calls</h2>
+<p>Every call your coding agents made through MCP, refused ones included. Arguments are never kept, only their digest.</p>
+${form}${list}${pager}`;
+}
+
+async function developersPage(context: AppContext, signedIn: SignedIn, query: Record<string, unknown>) {
+  const merchantId = signedIn.user.merchantId;
+  const grants = await listGrants(context.db, merchantId);
+  const parsed = parseAuditQuery(query);
+  const problem = parsed.problems.map((p) => `${p.text}.`).join(' ');
+  return {
+    status: problem ? 400 : 200,
+    html: dashboardPage({
+      signedIn,
+      section: 'developers',
+      mode: context.config.mode,
+      ...(query.revoked === '1' ? { notice: 'Access revoked. The agent’s next call is refused.' } : {}),
+      ...(problem ? { problem } : {}),
+      body: `${agentsSection(grants, signedIn.csrfToken)}\n${await auditSection(context, merchantId, grants, parsed)}`,
+    }),
+  };
+}
+
+/** Developers: the authorized coding agents (revoke) and the audit log of their MCP tool calls. */
+export function registerDevelopers(app: FastifyInstance, context: AppContext): void {
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: DEVELOPERS_PATH,
+      summary:
+        'The signed-in merchant’s authorized coding agents, and the audit log of their MCP tool calls (filtered by agent, tool, outcome; paged by cursor)',
+      tag: DASHBOARD_TAG,
+      security: 'none',
+      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
+    },
+    {},
+    async (request, reply) => {
+      const signedIn = await signedInOrRedirect(context, request, reply);
+      if (!signedIn) return reply;
+      const { status, html } = await developersPage(context, signedIn, request.query as Record<string, unknown>);
+      return sendPage(reply, status, html);
+    },
+  );
+
+  addRoute(
+    app,
+    {
+      method: 'POST',
+      url: `${DEVELOPERS_PATH}/agents/{grantId}/revoke`,
+      summary: 'Revokes one of the signed-in merchant’s coding agents (form post with the session CSRF token)',
+      description: 'Its refresh tokens stop working, and its access tokens are refused at their next call. Only a grant of the signed-in user’s merchant.',
+      tag: DASHBOARD_TAG,
+      security: 'none',
+      responses: { 303: { description: 'Revoked: back to the page, which says so' }, 403: HTML_RESPONSE, 404: HTML_RESPONSE },
+    },
+    {},
+    async (request, reply) => {
+      const signedIn = await signedInForPost(context, request, reply);
+      if (!signedIn) return reply;
+      const { grantId } = request.params as { grantId: string };
+      if (!(await revokeGrant(context.db, grantId, 'merchant', context.now(), signedIn.user.merchantId)))
+        return sendPage(
+          reply,
+          404,
+          dashboardPage({
+            signedIn,
+            section: 'developers',
+            mode: context.config.mode,
+            heading: 'No such coding agent',
+            body: `<p>It was already revoked, or it is not one of your account’s.</p><p><a href="${DEVELOPERS_PATH}">Back to Developers</a></p>`,
+          }),
+        );
+      return reply.redirect(`${DEVELOPERS_PATH}?revoked=1`, 303);
+    },
+  );
+}

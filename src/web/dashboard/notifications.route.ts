@@ -1,0 +1,250 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { checkPassword } from '../../accounts/users.ts';
+import type { SignedIn } from '../../accounts/web-session.ts';
+import { TillError } from '../../common/errors.ts';
+import { refusalOf } from '../../common/ssrf.ts';
+import type { AppContext } from '../../context.ts';
+import { formFields, formValues } from '../../http/forms.ts';
+import { escapeHtml, sendPage } from '../../http/html.ts';
+import { addRoute } from '../../http/routes.ts';
+import { webhookTargetAllowance } from '../../webhooks/deliver.ts';
+import { type DeliveryView, listDeliveries, redeliverEvent, sendTestEvent } from '../../webhooks/deliveries.ts';
+import { getWebhook, setWebhook, type WebhookEndpoint, WebhookSettingsError } from '../../webhooks/endpoints.ts';
+import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
+import { signedInForPost, signedInOrRedirect } from './guard.ts';
+import { dashboardPage } from './layout.ts';
+import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
+import { csrfInput, moment } from './views.ts';
+
+const PATH = '/dashboard/notifications';
+const DELIVERIES_SHOWN = 25;
+const EXCERPT_CHARS = 200;
+
+/** What one rendering of the page adds to the stored state: a notice, a refusal, the form as sent, the secrets when revealed. */
+type PageState = {
+  notice?: string;
+  problem?: string;
+  invalid?: 'url' | 'events' | 'password';
+  form?: { url: string; events: string[] };
+  revealed?: { webhookKey: string; signingSecret: string };
+};
+
+const NOTICES: Record<string, string> = {
+  sent: 'Test event queued: it appears in the delivery log below once sent.',
+  redelivered: 'Event queued again: the new delivery appears in the log below.',
+};
+
+function endpointSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): string {
+  const url = state.form?.url ?? endpoint?.url ?? '';
+  const events = new Set(state.form?.events ?? endpoint?.events ?? DEFAULT_EVENTS);
+  const aria = (field: PageState['invalid']) => (state.invalid === field ? ' aria-invalid="true"' : '');
+  const boxes = EVENT_TYPES.map(
+    (type) =>
+      `<li><input type="checkbox" id="ev-${type}" name="events" value="${type}"${events.has(type) ? ' checked' : ''}${aria('events')}> <label for="ev-${type}"><code>${type}</code></label></li>`,
+  ).join('');
+  const status = endpoint
+    ? endpoint.disabledAt === null
+      ? '<p>Deliveries: <strong>on</strong>.</p>'
+      : `<p class="problem">Deliveries are <strong>off</strong> since ${moment(endpoint.disabledAt)}: ${escapeHtml(endpoint.disabledReason ?? '')}. Saving the URL turns them on again.</p>`
+    : '<p>No webhook URL yet: Till tells your server about payments by posting events to it.</p>';
+  return `<h2 id="endpoint">Webhook endpoint</h2>${status}
+<form method="post" action="${PATH}/endpoint">${csrfInput(csrf)}
+<p><label for="wh-url">URL</label><input id="wh-url" name="url" type="url" inputmode="url" autocomplete="off" required value="${escapeHtml(url)}"${aria('url')}></p>
+<fieldset><legend>Events</legend><ul class="scopes checks">${boxes}</ul></fieldset>
+<p><button type="submit">Save</button></p></form>`;
+}
+
+function secretsSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): string {
+  if (!endpoint) return '';
+  const shown = state.revealed
+    ? `<dl class="secrets"><dt>Webhook key (<code>X-Webhook-Api-Key</code>)</dt><dd><code>${escapeHtml(state.revealed.webhookKey)}</code></dd>
+<dt>Signing secret</dt><dd><code>${escapeHtml(state.revealed.signingSecret)}</code></dd></dl>`
+    : '<p>Your server checks each delivery with the webhook key and the signing secret. They are shown after you enter your password.</p>';
+  return `<h2 id="secrets">Key and signing secret</h2>${shown}
+<form method="post" action="${PATH}/reveal">${csrfInput(csrf)}
+<p><label for="wh-password">Your password</label><input id="wh-password" name="password" type="password" autocomplete="current-password" required${state.invalid === 'password' ? ' aria-invalid="true"' : ''}></p>
+<p class="note">Rotating makes a new key and secret at once: deliveries are signed with the new ones from then on.</p>
+<p class="actions"><button type="submit" class="secondary">Reveal</button> <button type="submit" class="danger" formaction="${PATH}/rotate">Rotate key and secret</button></p></form>`;
+}
+
+function deliveryItem(delivery: DeliveryView, csrf: string): string {
+  const attempts = delivery.attempts.length
+    ? `<ol class="attempts">${delivery.attempts
+        .map(
+          (a) =>
+            `<li>${moment(Date.parse(a.at))} · ${a.statusCode === null ? `<strong>no answer</strong>${a.error ? `: ${escapeHtml(a.error)}` : ''}` : `HTTP <strong>${a.statusCode}</strong>`} · ${a.latencyMs} ms${
+              a.response ? `<br><code class="excerpt">${escapeHtml(a.response.slice(0, EXCERPT_CHARS))}</code>` : ''
+            }</li>`,
+        )
+        .join('')}</ol>`
+    : '<p class="note">Not attempted yet.</p>';
+  const status = { PENDING: 'Pending', SUCCEEDED: 'Delivered', FAILED: 'Failed' }[delivery.status];
+  return `<li class="delivery"><p><code>${escapeHtml(delivery.event)}</code> <span class="tag${delivery.status === 'SUCCEEDED' ? ' tag-granted' : delivery.status === 'FAILED' ? ' tag-opt-in' : ''}">${status}</span><br>
+<span class="note">Event <code>${escapeHtml(delivery.eventId)}</code>, ${moment(Date.parse(delivery.createdAt))}${delivery.nextAttemptAt ? `, next attempt ${moment(Date.parse(delivery.nextAttemptAt))}` : ''}</span></p>
+${attempts}
+<form method="post" action="${PATH}/events/${encodeURIComponent(delivery.eventId)}/redeliver">${csrfInput(csrf)}<button type="submit" class="secondary" aria-label="Redeliver event ${escapeHtml(delivery.eventId)}">Redeliver</button></form></li>`;
+}
+
+async function renderPage(context: AppContext, signedIn: SignedIn, state: PageState): Promise<string> {
+  const merchantId = signedIn.user.merchantId;
+  const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId);
+  const deliveries = await listDeliveries(context.db, { merchantId, limit: DELIVERIES_SHOWN });
+  const csrf = signedIn.csrfToken;
+  const log = `<h2 id="deliveries">Delivery log</h2>
+${endpoint ? `<form method="post" action="${PATH}/test">${csrfInput(csrf)}<button type="submit" class="secondary">Send a test event</button></form>` : ''}
+${deliveries.length ? `<ul class="deliveries">${deliveries.map((d) => deliveryItem(d, csrf)).join('\n')}</ul><p class="note">The ${DELIVERIES_SHOWN} latest deliveries.</p>` : '<p>No delivery yet.</p>'}`;
+  return dashboardPage({
+    signedIn,
+    section: 'notifications',
+    mode: context.config.mode,
+    ...(state.notice ? { notice: state.notice } : {}),
+    ...(state.problem ? { problem: state.problem } : {}),
+    body: `${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${log}`,
+  });
+}
+
+async function answerPage(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, state: PageState) {
+  return sendPage(reply, status, await renderPage(context, signedIn, state));
+}
+
+/** Notifications: the webhook URL and events, the key and signing secret, a test event, the delivery log with redelivery. */
+export function registerNotifications(app: FastifyInstance, context: AppContext): void {
+  const post = (
+    url: string,
+    summary: string,
+    responses: Record<number, { description: string }>,
+    handler: (signedIn: SignedIn, fields: Record<string, string>, reply: FastifyReply, request: FastifyRequest) => Promise<unknown>,
+  ) =>
+    addRoute(
+      app,
+      { method: 'POST', url, summary, tag: DASHBOARD_TAG, security: 'none', responses: { 403: HTML_RESPONSE, ...responses } },
+      {},
+      async (request, reply) => {
+        const signedIn = await signedInForPost(context, request, reply);
+        if (!signedIn) return reply;
+        return handler(signedIn, formFields(request), reply, request);
+      },
+    );
+
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: PATH,
+      summary: 'The signed-in merchant’s webhook endpoint, its key and secret (on request), and the delivery log with each attempt',
+      tag: DASHBOARD_TAG,
+      security: 'none',
+      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT },
+    },
+    {},
+    async (request, reply) => {
+      const signedIn = await signedInOrRedirect(context, request, reply);
+      if (!signedIn) return reply;
+      const done = Object.keys(NOTICES).find((key) => (request.query as Record<string, unknown>)[key] === '1');
+      return answerPage(context, reply, signedIn, 200, done ? { notice: NOTICES[done]! } : {});
+    },
+  );
+
+  post(
+    `${PATH}/endpoint`,
+    'Sets the webhook URL and events (form post); a URL the outbound guard refuses is saved with a warning that deliveries to it will not be sent',
+    { 200: HTML_RESPONSE, 400: { description: 'URL or events refused: the page names the field; nothing is saved' } },
+    async (signedIn, fields, reply, request) => {
+      const url = (fields.url ?? '').trim();
+      const events = formValues(request, 'events');
+      const form = { url, events };
+      if (url === '') return answerPage(context, reply, signedIn, 400, { form, invalid: 'url', problem: 'URL: enter the address of your webhook receiver.' });
+      try {
+        await setWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, { url, events }, context.config.mode, context.now());
+      } catch (error) {
+        if (!(error instanceof WebhookSettingsError)) throw error;
+        const field = error.field === 'events' ? 'events' : 'url';
+        return answerPage(context, reply, signedIn, 400, {
+          form,
+          invalid: field,
+          problem: `${field === 'url' ? 'URL' : 'Events'}: ${error.message}. Nothing was saved.`,
+        });
+      }
+      const refusal = await refusalOf(url, webhookTargetAllowance(context.config.webhooks));
+      return answerPage(context, reply, signedIn, 200, {
+        notice: 'Webhook settings saved.',
+        ...(refusal ? { invalid: 'url', problem: `Deliveries to this URL will not be sent: ${refusal}.` } : {}),
+      });
+    },
+  );
+
+  const withPassword = async (
+    signedIn: SignedIn,
+    fields: Record<string, string>,
+    reply: FastifyReply,
+    then: (endpoint: WebhookEndpoint) => Promise<PageState>,
+  ) => {
+    const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId);
+    if (!endpoint) return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
+    if (!(await checkPassword(context.db, signedIn.user.email, fields.password ?? '')))
+      return answerPage(context, reply, signedIn, 400, { invalid: 'password', problem: 'Password: that is not your password. Nothing was shown or changed.' });
+    return answerPage(context, reply, signedIn, 200, await then(endpoint));
+  };
+
+  post(
+    `${PATH}/reveal`,
+    'Shows the webhook key and signing secret after the user’s password (form post)',
+    { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 409: HTML_RESPONSE },
+    (signedIn, fields, reply) =>
+      withPassword(signedIn, fields, reply, async (endpoint) => ({ revealed: { webhookKey: endpoint.webhookKey, signingSecret: endpoint.signingSecret } })),
+  );
+
+  post(
+    `${PATH}/rotate`,
+    'Replaces the webhook key and signing secret after the user’s password, and shows the new ones (form post)',
+    { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 409: HTML_RESPONSE },
+    (signedIn, fields, reply) =>
+      withPassword(signedIn, fields, reply, async (endpoint) => ({
+        notice: 'New key and signing secret made: update your receiver.',
+        revealed: await setWebhook(
+          context.db,
+          context.config.secretKey,
+          signedIn.user.merchantId,
+          { url: endpoint.url, rotate: true },
+          context.config.mode,
+          context.now(),
+        ),
+      })),
+  );
+
+  post(
+    `${PATH}/test`,
+    'Queues a webhook.test event to the merchant’s endpoint (form post)',
+    { 303: { description: 'Queued: back to the page' }, 409: HTML_RESPONSE },
+    async (signedIn, _fields, reply) => {
+      try {
+        await sendTestEvent(context.db, signedIn.user.merchantId, context.now());
+      } catch (error) {
+        if (error instanceof TillError && error.code === 'no_webhook_endpoint')
+          return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
+        throw error;
+      }
+      context.webhookWake.notify();
+      return reply.redirect(`${PATH}?sent=1`, 303);
+    },
+  );
+
+  post(
+    `${PATH}/events/{eventId}/redeliver`,
+    'Sends one of the merchant’s webhook events again, as a new delivery (form post)',
+    { 303: { description: 'Queued: back to the page' }, 404: HTML_RESPONSE, 409: HTML_RESPONSE },
+    async (signedIn, _fields, reply, request) => {
+      try {
+        await redeliverEvent(context.db, (request.params as { eventId: string }).eventId, signedIn.user.merchantId);
+      } catch (error) {
+        if (error instanceof TillError && error.code === 'not_found')
+          return answerPage(context, reply, signedIn, 404, { problem: 'No such event: it is not one of your account’s.' });
+        if (error instanceof TillError && error.code === 'no_webhook_endpoint')
+          return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
+        throw error;
+      }
+      context.webhookWake.notify();
+      return reply.redirect(`${PATH}?redelivered=1`, 303);
+    },
+  );
+}

@@ -1,0 +1,231 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { SignedIn } from '../../accounts/web-session.ts';
+import type { AppContext } from '../../context.ts';
+import { escapeHtml, sendPage } from '../../http/html.ts';
+import { addRoute } from '../../http/routes.ts';
+import { explorerUrl } from '../../payments/payments.ts';
+import { cursorText, type MerchantOrder, type OrderFilter, type OrdersCursor, parseCursor, searchOrders } from '../../payments/receipts.ts';
+import { toCsvLine } from './csv.ts';
+import { signedInOrRedirect } from './guard.ts';
+import { dashboardPage } from './layout.ts';
+import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
+import { cursorPager, FILTER_REFUSED, moment } from './views.ts';
+
+const PATH = '/dashboard/orders';
+export const ORDERS_PAGE_SIZE = 50;
+const CSV_SLICE = 1000;
+const DAY_MS = 86_400_000;
+
+/** The filter as the form sends it (every field a string, empty when unset). */
+type FilterForm = { status: string; from: string; to: string; session: string; q: string };
+
+type ParsedFilter = { filter: OrderFilter; after: OrdersCursor | undefined; form: FilterForm; problems: { field: string; label: string; message: string }[] };
+
+function parseDay(text: string): number | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined;
+  const ms = Date.parse(`${text}T00:00:00Z`);
+  return Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text ? undefined : ms;
+}
+
+/** The orders filter of a query string; each field that cannot be read is named in `problems`. */
+export function parseOrdersQuery(query: Record<string, unknown>): ParsedFilter {
+  const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string).trim() : '');
+  const form: FilterForm = { status: text('status'), from: text('from'), to: text('to'), session: text('session'), q: text('q') };
+  const problems: ParsedFilter['problems'] = [];
+  const filter: OrderFilter = {};
+  if (form.status === 'SUCCESS' || form.status === 'REVERSED') filter.status = form.status;
+  else if (form.status !== '') problems.push({ field: 'status', label: 'Status', message: 'must be Paid, Reversed or All' });
+  for (const [name, label] of [
+    ['from', 'From'],
+    ['to', 'To'],
+  ] as const) {
+    if (form[name] === '') continue;
+    const day = parseDay(form[name]);
+    if (day === undefined) problems.push({ field: name, label, message: 'must be a date written YYYY-MM-DD' });
+    else if (name === 'from') filter.from = day;
+    else filter.to = day + DAY_MS; // the whole day is included
+  }
+  if (filter.from !== undefined && filter.to !== undefined && filter.to <= filter.from)
+    problems.push({ field: 'to', label: 'To', message: 'must be the same day as From or later' });
+  if (form.session !== '') {
+    if (/^[A-Za-z0-9_-]{1,64}$/.test(form.session)) filter.sessionId = form.session;
+    else problems.push({ field: 'session', label: 'Session', message: 'must be a payment session id' });
+  }
+  if (form.q !== '') {
+    if (form.q.length <= 200) filter.search = form.q;
+    else problems.push({ field: 'q', label: 'Search', message: 'must be at most 200 characters' });
+  }
+  let after: OrdersCursor | undefined;
+  const afterText = text('after');
+  if (afterText !== '') {
+    after = parseCursor(afterText);
+    if (!after) problems.push({ field: 'after', label: 'Page', message: 'is not a page of this list; start again from the newest' });
+  }
+  return { filter, after, form, problems };
+}
+
+/** The filter's query string (without the page). */
+function filterQuery(form: FilterForm): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(form)) if (value !== '') params.set(name, value);
+  return params.toString();
+}
+
+const shortHash = (hash: string) => (hash.length > 14 ? `${hash.slice(0, 8)}…${hash.slice(-4)}` : hash);
+
+function orderRow(order: MerchantOrder, explorerTxUrl: string): string {
+  const receipt = `/checkout/v2/orders/receipt/${encodeURIComponent(order.publicOrderId)}`;
+  return `<tr>
+<td data-label="Paid">${moment(order.settledAtMs)}</td>
+<td data-label="Order"><a href="${escapeHtml(receipt)}"><code>${escapeHtml(order.publicOrderId)}</code></a>${order.orderId === null ? '' : `<br><span class="note">Your id: ${escapeHtml(order.orderId)}</span>`}</td>
+<td data-label="Amount" class="nowrap">${escapeHtml(order.amountText)}<br><span class="note">${escapeHtml(order.tokenAmount)} ${order.token}</span></td>
+<td data-label="Status">${order.status === 'SUCCESS' ? '<span class="tag tag-granted">Paid</span>' : '<span class="tag tag-opt-in">Reversed</span>'}</td>
+<td data-label="Session"><a href="${PATH}?session=${encodeURIComponent(order.paymentSessionId)}"><code>${escapeHtml(order.paymentSessionId)}</code></a></td>
+<td data-label="Transaction" class="nowrap"><a href="${escapeHtml(explorerUrl(explorerTxUrl, order.transactionHash))}" title="Transaction ${escapeHtml(order.transactionHash)} on the explorer"><code>${escapeHtml(shortHash(order.transactionHash))}</code></a></td>
+</tr>`;
+}
+
+function filterForm(form: FilterForm, invalid: Set<string>): string {
+  const field = (name: keyof FilterForm, label: string, type: string, hint = '') =>
+    `<p><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${escapeHtml(form[name])}"${invalid.has(name) ? ' aria-invalid="true"' : ''}${hint}></p>`;
+  const option = (value: string, label: string) => `<option value="${value}"${form.status === value ? ' selected' : ''}>${label}</option>`;
+  return `<form method="get" action="${PATH}" class="filters" role="search" aria-label="Filter orders">
+<p><label for="f-status">Status</label><select id="f-status" name="status"${invalid.has('status') ? ' aria-invalid="true"' : ''}>${option('', 'All')}${option('SUCCESS', 'Paid')}${option('REVERSED', 'Reversed')}</select></p>
+${field('from', 'From', 'date')}${field('to', 'To', 'date')}${field('session', 'Session', 'text', ' autocomplete="off"')}${field('q', 'Order id or TX- id', 'search', ' autocomplete="off"')}
+<p class="actions"><button type="submit">Filter</button> <a href="${PATH}">Clear</a></p>
+</form>`;
+}
+
+async function ordersPage(context: AppContext, signedIn: SignedIn, parsed: ParsedFilter): Promise<{ status: number; html: string }> {
+  const invalid = new Set(parsed.problems.map((p) => p.field));
+  const problem = parsed.problems.length ? parsed.problems.map((p) => `${p.label} ${p.message}.`).join(' ') : undefined;
+  const slice = problem
+    ? { orders: [], next: undefined }
+    : await searchOrders(context.db, signedIn.user.merchantId, parsed.filter, { after: parsed.after, size: ORDERS_PAGE_SIZE });
+  const query = filterQuery(parsed.form);
+  const filtered = query !== '';
+  const list = slice.orders.length
+    ? `<table class="cards orders"><caption class="note">Newest first${parsed.after ? ', older page' : ''}</caption><thead><tr><th scope="col">Paid</th><th scope="col">Order</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Session</th><th scope="col">Transaction</th></tr></thead><tbody>
+${slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)).join('\n')}
+</tbody></table>`
+    : `<p>${problem ? 'Fix the filter to see orders.' : filtered || parsed.after ? 'No order matches this filter.' : 'No paid order yet. Orders appear here once a payment settles.'}</p>`;
+  const pager = cursorPager({
+    path: PATH,
+    filter: parsed.form,
+    paged: parsed.after !== undefined,
+    next: slice.next && cursorText(slice.next),
+    older: 'Older orders',
+    label: 'Pages of orders',
+  });
+  const csv = problem
+    ? ''
+    : `<p><a href="${PATH}.csv${query ? `?${escapeHtml(query)}` : ''}" download>Export ${filtered ? 'these orders' : 'all orders'} as CSV</a></p>`;
+  return {
+    status: problem ? 400 : 200,
+    html: dashboardPage({
+      signedIn,
+      section: 'orders',
+      mode: context.config.mode,
+      ...(problem ? { problem } : {}),
+      body: `${filterForm(parsed.form, invalid)}${csv}${list}${pager}`,
+    }),
+  };
+}
+
+export const ORDERS_CSV_HEADER = [
+  'paid_at',
+  'public_order_id',
+  'status',
+  'order_id',
+  'payment_session_id',
+  'amount',
+  'currency',
+  'token_amount',
+  'token',
+  'network',
+  'transaction_hash',
+  'explorer_url',
+  'receipt_url',
+];
+
+/** Every order of the filter as CSV lines, read a slice at a time. */
+async function* csvLines(context: AppContext, merchantId: string, filter: OrderFilter): AsyncGenerator<string> {
+  yield toCsvLine(ORDERS_CSV_HEADER);
+  const base = context.config.baseUrl.replace(/\/$/, '');
+  let after: OrdersCursor | undefined;
+  do {
+    const slice = await searchOrders(context.db, merchantId, filter, { size: CSV_SLICE, ...(after ? { after } : {}) });
+    let chunk = '';
+    for (const order of slice.orders)
+      chunk += toCsvLine([
+        order.paidAt,
+        order.publicOrderId,
+        order.status,
+        order.orderId ?? '',
+        order.paymentSessionId,
+        String(order.amount),
+        order.currency,
+        order.tokenAmount,
+        order.token,
+        order.network,
+        order.transactionHash,
+        explorerUrl(context.config.explorerTxUrl, order.transactionHash),
+        `${base}/checkout/v2/orders/receipt/${order.publicOrderId}`,
+      ]);
+    if (chunk) yield chunk;
+    after = slice.next;
+  } while (after);
+}
+
+/** Orders: the merchant's settled orders, filtered and paged, and their CSV export. */
+export function registerOrders(app: FastifyInstance, context: AppContext): void {
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: PATH,
+      summary: 'The signed-in merchant’s orders, newest first, filtered (status, dates, session, order id or TX- id), paged by cursor',
+      tag: DASHBOARD_TAG,
+      security: 'none',
+      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
+    },
+    {},
+    async (request, reply) => {
+      const signedIn = await signedInOrRedirect(context, request, reply);
+      if (!signedIn) return reply;
+      const { status, html } = await ordersPage(context, signedIn, parseOrdersQuery(request.query as Record<string, unknown>));
+      return sendPage(reply, status, html);
+    },
+  );
+
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: `${PATH}.csv`,
+      summary: 'The signed-in merchant’s orders of a filter (the page’s query string) as CSV, streamed',
+      description: 'Cells that a spreadsheet would read as a formula (starting with = + - @, tab or carriage return) are prefixed with a quote.',
+      tag: DASHBOARD_TAG,
+      security: 'none',
+      responses: { 200: { description: 'text/csv' }, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
+    },
+    {},
+    async (request, reply: FastifyReply) => {
+      const signedIn = await signedInOrRedirect(context, request, reply);
+      if (!signedIn) return reply;
+      const parsed = parseOrdersQuery(request.query as Record<string, unknown>);
+      if (parsed.problems.length) {
+        const { status, html } = await ordersPage(context, signedIn, parsed);
+        return sendPage(reply, status, html);
+      }
+      const day = new Date(context.now()).toISOString().slice(0, 10);
+      return reply
+        .code(200)
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="orders-${day}.csv"`)
+        .header('cache-control', 'no-store')
+        .send(Readable.from(csvLines(context, signedIn.user.merchantId, parsed.filter)));
+    },
+  );
+}
