@@ -7,23 +7,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createUser } from '../accounts/users.ts';
-import { browserSkip, launchChromium, screenshots, seriousViolations } from '../testing/browser.ts';
+import { assertAccessible, browserSkip, launchChromium, screenshots } from '../testing/browser.ts';
 import { freePort } from '../testing/environment.ts';
 import { startTestService, type TestService } from '../testing/harness.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
 const CLIENT_NAME = 'Acme Coding Agent';
-
-async function assertAccessible(page: Page) {
-  const violations = await seriousViolations(page);
-  assert.deepEqual(
-    violations.map((v) => `${v.id}: ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`),
-    [],
-  );
-}
 
 describe('a coding agent authorized in Chromium', { skip: browserSkip }, () => {
   let service: TestService;

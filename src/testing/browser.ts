@@ -137,3 +137,31 @@ export async function screenshots(page: Page, folder: string, name: string): Pro
   }
   return paths;
 }
+
+/** Fails with axe-core's serious and critical violations in the page as it is now, each with its elements. */
+export async function assertAccessible(page: Page): Promise<void> {
+  const violations = await seriousViolations(page);
+  if (violations.length)
+    throw new Error(
+      `axe-core found serious violations:\n${violations.map((v) => `${v.id}: ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`).join('\n')}`,
+    );
+}
+
+/** Types into the field of a label, as a person does: a click, then keys. */
+export async function typeInto(page: Page, label: string, text: string): Promise<void> {
+  await page.getByLabel(label, { exact: true }).click();
+  await page.keyboard.type(text);
+}
+
+/** A buyer, in a browser context of their own, pays a hosted checkout page with the sandbox wallet and sees it paid. */
+export async function payWithSandboxWallet(browser: Browser, checkoutUrl: string): Promise<void> {
+  const buyer = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  try {
+    const checkout = await buyer.newPage();
+    await checkout.goto(checkoutUrl);
+    await checkout.getByRole('button', { name: /Pay with Sandbox wallet/ }).click();
+    await checkout.locator('#outcome').getByText('Paid. Thank you!').waitFor({ timeout: 60_000 });
+  } finally {
+    await buyer.close();
+  }
+}

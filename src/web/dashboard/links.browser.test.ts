@@ -4,24 +4,16 @@
 // page, phone and desktop screenshots of each.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createUser } from '../../accounts/users.ts';
 import { startSandbox } from '../../sandbox/index.ts';
-import { browserSkip, launchChromium, screenshots, seriousViolations } from '../../testing/browser.ts';
+import { assertAccessible, browserSkip, launchChromium, payWithSandboxWallet, screenshots } from '../../testing/browser.ts';
 import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
-
-async function assertAccessible(page: Page) {
-  const violations = await seriousViolations(page);
-  assert.deepEqual(
-    violations.map((v) => `${v.id}: ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`),
-    [],
-  );
-}
 
 describe('the Get paid and Payment links pages in Chromium', { skip: browserSkip }, () => {
   let sandbox: Awaited<ReturnType<typeof startSandbox>>;
@@ -100,15 +92,7 @@ describe('the Get paid and Payment links pages in Chromium', { skip: browserSkip
       await screenshots(page, 'dashboard', 'link');
 
       // The buyer pays it on the hosted page with the sandbox wallet.
-      const buyer = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      try {
-        const checkout = await buyer.newPage();
-        await checkout.goto(url);
-        await checkout.getByRole('button', { name: /Pay with Sandbox wallet/ }).click();
-        await checkout.locator('#outcome').getByText('Paid. Thank you!').waitFor({ timeout: 60_000 });
-      } finally {
-        await buyer.close();
-      }
+      await payWithSandboxWallet(browser, url);
 
       // The payment under the link, with its order id and receipt.
       await page.goto(`${shop.baseUrl}${new URL(page.url()).pathname}`);

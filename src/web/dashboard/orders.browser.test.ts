@@ -7,12 +7,12 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createUser } from '../../accounts/users.ts';
 import { recordToolCall } from '../../mcp/audit.ts';
 import { addConsent } from '../../oauth/grants.ts';
 import { startSandbox } from '../../sandbox/index.ts';
-import { browserSkip, launchChromium, screenshots, seriousViolations } from '../../testing/browser.ts';
+import { assertAccessible, browserSkip, launchChromium, screenshots } from '../../testing/browser.ts';
 import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
@@ -21,14 +21,6 @@ import { challenge, createSession, fundedPayer, pay, signedPayment } from '../..
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
 const AGENT = 'Acme Coding Agent';
-
-async function assertAccessible(page: Page) {
-  const violations = await seriousViolations(page);
-  assert.deepEqual(
-    violations.map((v) => `${v.id}: ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`),
-    [],
-  );
-}
 
 describe('the dashboard’s orders, notifications and developers pages in Chromium', { skip: browserSkip }, () => {
   let sandbox: Awaited<ReturnType<typeof startSandbox>>;

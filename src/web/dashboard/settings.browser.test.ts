@@ -6,30 +6,16 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { connect, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { getAddress } from 'viem';
 import { createUser } from '../../accounts/users.ts';
 import { findMerchant } from '../../merchants/merchants.ts';
-import { browserSkip, launchChromium, screenshots, seriousViolations } from '../../testing/browser.ts';
+import { assertAccessible, browserSkip, launchChromium, screenshots, typeInto } from '../../testing/browser.ts';
 import { type PayingShop, startPayingShop } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
-
-async function assertAccessible(page: Page) {
-  const violations = await seriousViolations(page);
-  assert.deepEqual(
-    violations.map((v) => `${v.id}: ${v.help} ${JSON.stringify(v.nodes.map((n) => n.target))}`),
-    [],
-  );
-}
-
-/** Types into the field of a label, as a person does: a click, then keys. */
-async function typeInto(page: Page, label: string, text: string) {
-  await page.getByLabel(label, { exact: true }).click();
-  await page.keyboard.type(text);
-}
 
 /**
  * A TCP port that forwards to the service: the service's base URL must be known before it listens
