@@ -14,9 +14,10 @@ export async function signedInOrRedirect(context: AppContext, request: FastifyRe
 
 /**
  * Whether a form post came from one of our pages: the session's CSRF token, an Origin (when sent) that
- * is ours and a Sec-Fetch-Site (when sent) of same-origin. Our pages send `Referrer-Policy:
- * no-referrer`, under which browsers post our own forms with `Origin: null`; so "null" tells nothing,
- * and Sec-Fetch-Site, which browsers send whatever the referrer policy, says where the post came from.
+ * is ours and a Sec-Fetch-Site (when sent) of same-origin. Dashboard pages send `Referrer-Policy:
+ * same-origin`, so browsers post their forms with our Origin; a page under the service-wide
+ * `no-referrer` posts with `Origin: null`, which tells nothing, so Sec-Fetch-Site (sent whatever the
+ * referrer policy) decides then.
  */
 export function formPostAllowed(context: AppContext, request: FastifyRequest, signedIn: SignedIn): boolean {
   const origin = request.headers.origin;
