@@ -73,11 +73,16 @@ for (const { engine, skip } of engines) {
     test('a merchant without a payout wallet can still be paid at a session’s publicAddress', async () => {
       const { merchantId } = await env.service.merchant({ name: 'No wallet yet' });
       const destination = newAccount().address;
-      const created = await createPaymentSession(env.service.context, merchantId, {
-        amount: 0.05,
-        currency: 'USD',
-        chains: [{ name: 'base', tokens: ['USDC'], publicAddress: destination }],
-      });
+      const created = await createPaymentSession(
+        env.service.context,
+        merchantId,
+        {
+          amount: 0.05,
+          currency: 'USD',
+          chains: [{ name: 'base', tokens: ['USDC'], publicAddress: destination }],
+        },
+        { createdVia: 'mcp' },
+      );
       assert.equal(created.warnings, undefined);
       const offer = await env.challenge(created.sessionId);
       const { body } = await payWithClient(created.sessionId);

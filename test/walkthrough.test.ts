@@ -101,6 +101,15 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   });
   assert.equal(signedIn.status, 303);
   assert.equal(signedIn.headers.get('location'), '/dashboard');
+  const cookie = signedIn.headers
+    .getSetCookie()
+    .map((header) => header.split(';')[0]!)
+    .join('; ');
+  const dashboard = async (path: string) => {
+    const answer = await fetch(`${new URL(signInUrl!).origin}${path}`, { headers: { cookie }, redirect: 'manual' });
+    assert.equal(answer.status, 200, path);
+    return answer.text();
+  };
 
   // The documented substitutions: the printed key, and free ports for the service and the receiver.
   const block = walkthroughBlock();
@@ -121,6 +130,19 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   assert.match(output, /"transactionHash":"0x[0-9a-f]{64}"/);
   await walked.waitFor(new RegExp(`received payment\\.succeeded for ${sessionId} \\(order order-1001, status SUCCESS\\), signature verified`), 30_000);
   assert.doesNotMatch(walked.output(), /refused a delivery/);
+
+  // Step 7, in prose after the block: signed in as printed, the dashboard shows the paid order on
+  // Orders, and on Notifications the session among the API's orders and its delivered webhook.
+  const orders = await dashboard('/dashboard/orders');
+  assert.ok(orders.includes('order-1001') && orders.includes(sessionId), 'Orders lists the walkthrough’s order');
+  let notifications = '';
+  for (let i = 0; i < 100 && !/<code>payment\.succeeded<\/code> <span class="tag tag-granted">Delivered<\/span>/.test(notifications); i++) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    notifications = await dashboard('/dashboard/notifications');
+  }
+  assert.match(notifications, /<code>payment\.succeeded<\/code> <span class="tag tag-granted">Delivered<\/span>/);
+  assert.match(notifications, /HTTP <strong>200<\/strong>/);
+  assert.ok(notifications.includes(`<td data-label="Session"><code>${sessionId}</code></td>`), 'Notifications lists the session received through the API');
 });
 
 test("README walkthrough in a browser: a new session's redirectUrl is paid with the sandbox wallet", { skip: browserSkip }, async () => {

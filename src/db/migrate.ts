@@ -12,6 +12,7 @@ import * as mcpAudit from './migrations/0009_mcp_audit.ts';
 import * as merchantProfile from './migrations/0010_merchant_profile.ts';
 import * as dashboardLinks from './migrations/0011_dashboard_links.ts';
 import * as dashboardOrders from './migrations/0012_dashboard_orders.ts';
+import * as sessionOrigin from './migrations/0013_session_origin.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '0010_merchant_profile': merchantProfile,
   '0011_dashboard_links': dashboardLinks,
   '0012_dashboard_orders': dashboardOrders,
+  '0013_session_origin': sessionOrigin,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

@@ -30,6 +30,8 @@ export interface ApiKeysTable {
 
 export type OrderType = 'STATIC' | 'TRANSIENT';
 export type SessionStatus = 'OPEN' | 'SUCCESS' | 'EXPIRED';
+/** Where a session was created: E1, a dashboard payment link, or the MCP tool create_payment_session. */
+export type SessionOrigin = 'api' | 'dashboard' | 'mcp';
 
 export interface PaymentSessionsTable {
   id: string;
@@ -55,6 +57,8 @@ export interface PaymentSessionsTable {
   payments_in_progress: Generated<number>;
   /** Archived from the dashboard: hidden from its list and no longer payable (as if expired). */
   archived_at: number | null;
+  /** Where it was created; null on sessions made before this was recorded. */
+  created_via: SessionOrigin | null;
 }
 
 export interface PaymentQuotesTable {

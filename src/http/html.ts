@@ -64,9 +64,6 @@ nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1rem;padding:0;list-style:none}
 .chart-axis{display:flex;justify-content:space-between;gap:.5rem;flex-wrap:wrap;color:#52525b;font-size:13px}
 .setup{padding-left:0;list-style:none}.setup li{margin:.5rem 0}.setup li.attention{list-style:none}
 .choices{list-style:none;padding:0;margin:0}.choices li{display:flex;gap:.6rem;align-items:center;padding:.25rem 0}.choices input{width:1.15rem;height:1.15rem;margin:0}
-@media (max-width:40rem){.cards,.cards tbody,.cards tr,.cards td{display:block;overflow:visible}.cards thead{display:none}
-.cards tr{border:1px solid #e4e4e7;border-radius:6px;padding:.5rem .75rem;margin:.75rem 0}.cards td{border:0;padding:.2rem 0;min-width:0}
-
 .visually-hidden{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}
 .copy{margin:.75rem 0}.copy-row{display:flex;gap:.5rem;align-items:center;max-width:36rem}.copy-row input:not([type=hidden]){max-width:none;flex:1;min-width:0;margin:0;font:13px ui-monospace,monospace}
 .secret{padding:.25rem 1rem .75rem;border:2px solid #15803d;border-radius:6px;background:#f0fdf4;margin:1rem 0}.secret h3{margin-top:.5rem}

@@ -39,7 +39,7 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
       context,
       merchantId,
       { ...input, amount, minAmount },
-      { walletConfigured, requestBody: request.body, ...(idempotencyKey ? { idempotencyKey } : {}) },
+      { createdVia: 'api', walletConfigured, requestBody: request.body, ...(idempotencyKey ? { idempotencyKey } : {}) },
     );
     return reply.code(201).type('application/json; charset=utf-8').send(JSON.stringify(created));
   });

@@ -55,8 +55,11 @@ for (const { engine, skip } of engines) {
       bareMerchantId = (await service.merchant({ name: 'No wallet' })).merchantId;
     });
     after(() => service?.stop());
-    const create = (input: Parameters<typeof createPaymentSession>[2], id = merchantId, options: Parameters<typeof createPaymentSession>[3] = {}) =>
-      createPaymentSession(service.context, id, input, options);
+    const create = (
+      input: Parameters<typeof createPaymentSession>[2],
+      id = merchantId,
+      options: Parameters<typeof createPaymentSession>[3] = { createdVia: 'mcp' },
+    ) => createPaymentSession(service.context, id, input, options);
 
     describe('the MCP tool input', () => {
       test('creates a session and answers its id and hosted page; chains default to what the merchant accepts', async () => {
@@ -140,10 +143,10 @@ for (const { engine, skip } of engines) {
       });
 
       test('an idempotency key replays the first answer', async () => {
-        const first = await create({ amount: 2, currency: 'USD' }, merchantId, { idempotencyKey: 'tool-call-1' });
-        const again = await create({ amount: 2, currency: 'USD' }, merchantId, { idempotencyKey: 'tool-call-1' });
+        const first = await create({ amount: 2, currency: 'USD' }, merchantId, { createdVia: 'mcp', idempotencyKey: 'tool-call-1' });
+        const again = await create({ amount: 2, currency: 'USD' }, merchantId, { createdVia: 'mcp', idempotencyKey: 'tool-call-1' });
         assert.deepEqual(again, first);
-        await assert.rejects(create({ amount: 3, currency: 'USD' }, merchantId, { idempotencyKey: 'tool-call-1' }), (error: unknown) => {
+        await assert.rejects(create({ amount: 3, currency: 'USD' }, merchantId, { createdVia: 'mcp', idempotencyKey: 'tool-call-1' }), (error: unknown) => {
           assert.equal((error as TillError).code, 'idempotency_key_reused');
           return true;
         });

@@ -3,7 +3,7 @@ import { invalidField, TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
-import type { OrderType } from '../db/schema.ts';
+import type { OrderType, SessionOrigin } from '../db/schema.ts';
 import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { runIdempotently } from './idempotency.ts';
 import { insertSession } from './sessions.ts';
@@ -33,6 +33,8 @@ export type NewSessionInput = {
 };
 
 export type CreateSessionOptions = {
+  /** Who is creating it: E1 (`api`), a dashboard payment link (`dashboard`) or the MCP tool (`mcp`); stored on the session. */
+  createdVia: SessionOrigin;
   /** Makes retries safe, as E1's Idempotency-Key header. */
   idempotencyKey?: string;
   /** What the idempotency key is bound to (E1: the request body); `input` unless given. */
@@ -88,7 +90,7 @@ export async function createPaymentSession(
   context: Context,
   merchantId: string,
   input: NewSessionInput,
-  options: CreateSessionOptions = {},
+  options: CreateSessionOptions,
 ): Promise<SessionCreatedResult> {
   const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
   const amountMinor = parseMoney(input.amount, 'amount', exponent, currency);
@@ -128,6 +130,7 @@ export async function createPaymentSession(
       created_at: now,
       updated_at: now,
       version: 1,
+      created_via: options.createdVia,
     });
     context.metrics.sessionsCreated.inc();
     const body = sessionCreatedBody(

@@ -1,7 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { TillError } from '../common/errors.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
-import type { PaymentSessionsTable, SessionStatus } from '../db/schema.ts';
+import type { PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
 
 /**
  * The owner of `payment_sessions`: every write to the table, with the state rules it keeps.
@@ -177,6 +177,44 @@ export async function listMerchantSessions(
     .offset((page - 1) * size)
     .execute();
   return { sessions: rows.slice(0, size), page, size, hasMore: rows.length > size };
+}
+
+/** Where a page of sessions ends: the next page starts after this session. */
+export type SessionsCursor = { createdAt: number; id: string };
+
+/** A cursor as it travels in a link: `<created ms>.<session id>`. */
+export const sessionsCursorText = (cursor: SessionsCursor) => `${cursor.createdAt}.${cursor.id}`;
+
+export function parseSessionsCursor(text: string): SessionsCursor | undefined {
+  const match = /^(\d{1,16})\.([A-Za-z0-9_-]{1,64})$/.exec(text);
+  return match ? { createdAt: Number(match[1]), id: match[2]! } : undefined;
+}
+
+/**
+ * A merchant's sessions created one way (`api`: through E1), newest first, one slice at a time after
+ * `after` (keyset paging on the (merchant_id, created_via, created_at, id) index: a page costs the
+ * same at any depth). `next` is the cursor of the following slice, absent on the last one.
+ */
+export async function listSessionsCreatedVia(
+  db: Db,
+  merchantId: string,
+  origin: SessionOrigin,
+  paging: { after?: SessionsCursor | undefined; size: number },
+): Promise<{ sessions: SessionRow[]; next: SessionsCursor | undefined }> {
+  const size = Math.min(Math.max(Math.trunc(paging.size), 1), MAX_SESSIONS_PAGE_SIZE);
+  const rows = await db
+    .selectFrom('payment_sessions')
+    .selectAll()
+    .where('merchant_id', '=', merchantId)
+    .where('created_via', '=', origin)
+    .$if(paging.after !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(paging.after!.createdAt, paging.after!.id))))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(size + 1)
+    .execute();
+  const sessions = rows.slice(0, size);
+  const last = sessions.at(-1);
+  return { sessions, next: rows.length > size && last ? { createdAt: Number(last.created_at), id: last.id } : undefined };
 }
 
 /**

@@ -27,7 +27,7 @@ export const createPaymentSessionTool = defineTool({
   }),
   output: z.object({ sessionId: z.string(), redirectUrl: z.string() }),
   async run(context, access, args) {
-    const { sessionId, redirectUrl } = await createPaymentSession(context, access.grant.merchantId, args);
+    const { sessionId, redirectUrl } = await createPaymentSession(context, access.grant.merchantId, args, { createdVia: 'mcp' });
     return { sessionId, redirectUrl };
   },
 });

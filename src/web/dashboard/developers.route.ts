@@ -90,9 +90,9 @@ async function auditSection(context: AppContext, merchantId: string, grants: Gra
       (call) => `<tr>
 <td data-label="Time">${moment(call.createdAt)}</td>
 <td data-label="Agent">${names.has(call.grantId) ? escapeHtml(names.get(call.grantId)) : `<span class="note">Revoked:</span> ${escapeHtml(call.clientId)}`}</td>
-<td data-label="Tool"><code>${escapeHtml(call.tool)}</code></td>
+<td data-label="Tool" class="nowrap"><code>${escapeHtml(call.tool)}</code></td>
 <td data-label="Outcome">${OUTCOME_LABELS[call.outcome as AuditOutcome] ?? escapeHtml(call.outcome)}${call.reason ? `<br><span class="note">${escapeHtml(call.reason)}</span>` : ''}</td>
-<td data-label="Arguments (SHA-256)">${shortened(call.argumentsSha256, 12, 4)}</td>
+<td data-label="Arguments (SHA-256)" class="nowrap">${shortened(call.argumentsSha256, 12, 4)}</td>
 </tr>`,
     )
     .join('\n');

@@ -97,7 +97,7 @@ for (const { engine, skip } of engines) {
       for (let i = 0; i < 55; i++) await call(alpha, 'list_orders', 'ok', base + i * 1000);
       await call(beta, 'create_api_key', 'refused', base + 100_000, 'scope_missing');
       await call(beta, 'get_receipt', 'failed', base + 101_000, 'internal');
-      const rows = (html: string) => [...html.matchAll(/<td data-label="Tool"><code>([a-z_]+)<\/code>/g)].map((m) => m[1]);
+      const rows = (html: string) => [...html.matchAll(/<td data-label="Tool" class="nowrap"><code>([a-z_]+)<\/code>/g)].map((m) => m[1]);
       const page = await owner.browser.request('GET', '/dashboard/developers');
       assert.equal(page.statusCode, 200);
       assert.deepEqual(rows(page.body).slice(0, 3), ['get_receipt', 'create_api_key', 'list_orders']);

@@ -125,7 +125,8 @@ ${textInput('cancelUrl', values, invalid, 'type="url" inputmode="url"', 'Optiona
 ${textInput('failUrl', values, invalid, 'type="url" inputmode="url"', 'Optional: where the buyer goes when the payment fails.')}</details>`;
 }
 
-function statusText(session: SessionRow, now: number): string {
+/** A session's state as the dashboard names it: Archived, Paid, Expired or Open. */
+export function statusText(session: SessionRow, now: number): string {
   if (session.archived_at !== null) return 'Archived';
   if (session.status === 'SUCCESS') return 'Paid';
   return isExpired(session, now) ? 'Expired' : 'Open';
@@ -289,7 +290,12 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
       try {
         const orderType = values.orderType ?? 'STATIC';
         if (orderType !== 'STATIC' && orderType !== 'TRANSIENT') throw invalidField('orderType', 'must be STATIC or TRANSIENT');
-        const created = await createPaymentSession(context, signedIn.user.merchantId, { ...linkInput(values), orderType: orderType as OrderType });
+        const created = await createPaymentSession(
+          context,
+          signedIn.user.merchantId,
+          { ...linkInput(values), orderType: orderType as OrderType },
+          { createdVia: 'dashboard' },
+        );
         return reply.redirect(`${PATH}/${encodeURIComponent(created.sessionId)}?done=created`, 303);
       } catch (error) {
         if (!(error instanceof TillError)) throw error;

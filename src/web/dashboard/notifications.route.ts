@@ -7,18 +7,22 @@ import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
 import { escapeHtml, sendPage } from '../../http/html.ts';
 import { addRoute } from '../../http/routes.ts';
+import { formatMoney } from '../../money/iso4217.ts';
+import { listSessionsCreatedVia, parseSessionsCursor, type SessionsCursor, sessionsCursorText } from '../../sessions/sessions.ts';
 import { webhookTargetAllowance } from '../../webhooks/deliver.ts';
 import { type DeliveryView, listDeliveries, redeliverEvent, sendTestEvent } from '../../webhooks/deliveries.ts';
 import { getWebhook, setWebhook, type WebhookEndpoint, WebhookSettingsError } from '../../webhooks/endpoints.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { signedInForPost, signedInOrRedirect } from './guard.ts';
 import { dashboardPage } from './layout.ts';
+import { statusText } from './links.route.ts';
 import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
-import { csrfInput, moment } from './views.ts';
+import { csrfInput, cursorPager, moment } from './views.ts';
 
 const PATH = '/dashboard/notifications';
 const DELIVERIES_SHOWN = 25;
 const EXCERPT_CHARS = 200;
+const API_ORDERS_PAGE_SIZE = 25;
 
 /** What one rendering of the page adds to the stored state: a notice, a refusal, the form as sent, the secrets when revealed. */
 type PageState = {
@@ -27,6 +31,8 @@ type PageState = {
   invalid?: 'url' | 'events' | 'password';
   form?: { url: string; events: string[] };
   revealed?: { webhookKey: string; signingSecret: string };
+  /** The page of the API orders list: after this session (`?after=`), the newest otherwise. */
+  apiAfter?: SessionsCursor;
 };
 
 const NOTICES: Record<string, string> = {
@@ -85,6 +91,38 @@ ${attempts}
 <form method="post" action="${PATH}/events/${encodeURIComponent(delivery.eventId)}/redeliver">${csrfInput(csrf)}<button type="submit" class="secondary" aria-label="Redeliver event ${escapeHtml(delivery.eventId)}">Redeliver</button></form></li>`;
 }
 
+/** Every order (payment session) the merchant created through the payment API (E1), newest first, paged by cursor. */
+async function apiOrdersSection(context: AppContext, merchantId: string, after: SessionsCursor | undefined): Promise<string> {
+  const slice = await listSessionsCreatedVia(context.db, merchantId, 'api', { after, size: API_ORDERS_PAGE_SIZE });
+  const now = context.now();
+  const rows = slice.sessions
+    .map(
+      (session) => `<tr><td data-label="Created">${moment(Number(session.created_at))}</td>
+<td data-label="Session"><code>${escapeHtml(session.id)}</code></td>
+<td data-label="Order id">${session.order_id === null ? '<span class="note">none</span>' : `<code>${escapeHtml(session.order_id)}</code>`}</td>
+<td data-label="Amount">${escapeHtml(formatMoney(session.amount_minor, session.currency))}</td>
+<td data-label="Status">${statusText(session, now)}</td>
+<td data-label="Payment link"><a href="/dashboard/links/${encodeURIComponent(session.id)}" aria-label="Open the payment link of ${escapeHtml(session.id)}">Open</a></td></tr>`,
+    )
+    .join('\n');
+  const list = slice.sessions.length
+    ? `<table class="cards api-orders"><caption class="note">Newest first${after ? ', older page' : ''}</caption><thead><tr><th scope="col">Created</th><th scope="col">Session</th><th scope="col">Order id</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Payment link</th></tr></thead><tbody>
+${rows}</tbody></table>`
+    : `<p>${after ? 'No older order.' : 'No order received through the API yet: sessions your server creates with <code>POST /api/checkout/v2/payment_session</code> appear here.'}</p>`;
+  const pager = cursorPager({
+    path: PATH,
+    filter: {},
+    paged: after !== undefined,
+    next: slice.next && sessionsCursorText(slice.next),
+    older: 'Older API orders',
+    label: 'Pages of API orders',
+    fragment: 'api-orders',
+  });
+  return `<h2 id="api-orders">Orders received through the API</h2>
+<p class="note">The payment sessions your server created with the payment API, with their status; payment links made here or by a coding agent are not listed.</p>
+${list}${pager}`;
+}
+
 async function renderPage(context: AppContext, signedIn: SignedIn, state: PageState): Promise<string> {
   const merchantId = signedIn.user.merchantId;
   const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId);
@@ -99,7 +137,7 @@ ${deliveries.length ? `<ul class="deliveries">${deliveries.map((d) => deliveryIt
     mode: context.config.mode,
     ...(state.notice ? { notice: state.notice } : {}),
     ...(state.problem ? { problem: state.problem } : {}),
-    body: `${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${log}`,
+    body: `${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, merchantId, state.apiAfter)}\n${log}`,
   });
 }
 
@@ -131,17 +169,22 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     {
       method: 'GET',
       url: PATH,
-      summary: 'The signed-in merchant’s webhook endpoint, its key and secret (on request), and the delivery log with each attempt',
+      summary:
+        'The signed-in merchant’s webhook endpoint, its key and secret (on request), the orders received through the API (paged by `after`), and the delivery log with each attempt',
       tag: DASHBOARD_TAG,
       security: 'none',
-      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT },
+      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: { description: 'The API orders page (`after`) cannot be read' } },
     },
     {},
     async (request, reply) => {
       const signedIn = await signedInOrRedirect(context, request, reply);
       if (!signedIn) return reply;
-      const done = Object.keys(NOTICES).find((key) => (request.query as Record<string, unknown>)[key] === '1');
-      return answerPage(context, reply, signedIn, 200, done ? { notice: NOTICES[done]! } : {});
+      const query = request.query as Record<string, unknown>;
+      const done = Object.keys(NOTICES).find((key) => query[key] === '1');
+      const apiAfter = typeof query.after === 'string' ? parseSessionsCursor(query.after) : undefined;
+      if (typeof query.after === 'string' && !apiAfter)
+        return answerPage(context, reply, signedIn, 400, { problem: 'Page: that is not a page of the API orders list; start again from the newest.' });
+      return answerPage(context, reply, signedIn, 200, { ...(done ? { notice: NOTICES[done]! } : {}), ...(apiAfter ? { apiAfter } : {}) });
     },
   );
 

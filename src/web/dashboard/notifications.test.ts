@@ -1,10 +1,14 @@
 // Notifications: the webhook URL and events (refusals naming the field, the outbound guard's
 // warning), key and secret behind the password, rotation, a test event, the delivery log and
-// redelivery; none of it reachable by another merchant's user.
+// redelivery; the orders received through the API (E1 only, newest first, paged); none of it
+// reachable by another merchant's user.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import { createPaymentSessionTool } from '../../mcp/tools/create-payment-session.ts';
+import { createApiKey } from '../../merchants/api-keys.ts';
+import { findSession } from '../../sessions/sessions.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../../testing/harness.ts';
 import { Browser, csrfField, signedInMerchant } from '../../testing/page-browser.ts';
 import { listDeliveries } from '../../webhooks/deliveries.ts';
@@ -168,6 +172,81 @@ for (const { engine, skip } of engines) {
         deliveries.map((d) => d.eventId),
         [delivery!.eventId, delivery!.eventId],
       );
+    });
+
+    test('orders received through the API: only E1 sessions, newest first, 25 a page, each with its link page; not another merchant’s', async () => {
+      const owner = await signedInMerchant(service, { walletAddress: '0x1111111111111111111111111111111111111111' });
+      const { apiKey } = await createApiKey(service.context.db, owner.merchantId, 'test');
+      const e1 = async (key: string, payload: Record<string, unknown>) => {
+        const answer = await service.app.inject({
+          method: 'POST',
+          url: '/api/checkout/v2/payment_session',
+          headers: { 'x-sc-apikey': key, 'content-type': 'application/json' },
+          payload,
+        });
+        assert.equal(answer.statusCode, 201, answer.body);
+        return (answer.json() as { sessionId: string }).sessionId;
+      };
+      const empty = await owner.browser.request('GET', PATH);
+      assert.match(empty.body, /<h2 id="api-orders">Orders received through the API<\/h2>/);
+      assert.match(empty.body, /No order received through the API yet/);
+
+      const apiIds: string[] = [];
+      for (let i = 1; i <= 27; i++) {
+        apiIds.push(await e1(apiKey, { amount: i + 0.5, currency: 'USD', orderId: `api-order-${i}` }));
+        await new Promise((resolve) => setTimeout(resolve, 2)); // one millisecond apart at least: a known order
+      }
+      const csrf = await owner.browser.csrf('/dashboard/links');
+      const link = await owner.browser.request('POST', '/dashboard/links', {
+        csrf,
+        currency: 'USD',
+        amount: '9',
+        orderType: 'STATIC',
+        concept: 'Made on the dashboard',
+      });
+      const linkId = /\/dashboard\/links\/(ps_[\w-]+)\?/.exec(String(link.headers.location))![1]!;
+      const mcp = await createPaymentSessionTool.run(service.context, { grant: { merchantId: owner.merchantId } } as never, { amount: 3, currency: 'USD' });
+      const other = await signedInMerchant(service);
+      const otherKey = (await createApiKey(service.context.db, other.merchantId, 'test')).apiKey;
+      const othersId = await e1(otherKey, { amount: 1, currency: 'USD', orderId: 'someone-elses' });
+
+      const origin = async (id: string) => (await findSession(service.context.db, id))?.created_via;
+      assert.equal(await origin(apiIds[0]!), 'api');
+      assert.equal(await origin(linkId), 'dashboard');
+      assert.equal(await origin(mcp.sessionId as string), 'mcp');
+
+      const sessionsOf = (html: string) => [...html.matchAll(/<td data-label="Session"><code>(ps_[\w-]+)<\/code>/g)].map((m) => m[1]!);
+      const timesOf = (html: string) => [...html.matchAll(/<td data-label="Created"><time datetime="([^"]+)"/g)].map((m) => Date.parse(m[1]!));
+      const first = await owner.browser.request('GET', PATH);
+      assert.equal(first.statusCode, 200);
+      const firstIds = sessionsOf(first.body);
+      assert.equal(firstIds.length, 25);
+      assert.deepEqual(firstIds, apiIds.slice(2).reverse(), 'newest first');
+      const times = timesOf(first.body);
+      assert.ok(times.every((t, i) => i === 0 || t <= times[i - 1]!));
+      assert.ok(first.body.includes('<td data-label="Order id"><code>api-order-27</code></td>'));
+      assert.match(first.body, /<td data-label="Amount">27\.50 USD<\/td>/);
+      assert.match(first.body, /<td data-label="Status">Open<\/td>/);
+      assert.ok(first.body.includes(`href="/dashboard/links/${firstIds[0]}"`));
+      const older = /<a rel="next" href="([^"]+)">Older API orders<\/a>/.exec(first.body)?.[1]?.replaceAll('&amp;', '&');
+      assert.ok(older?.startsWith(`${PATH}?after=`) && older.endsWith('#api-orders'), older);
+      const second = await owner.browser.request('GET', older!.replace('#api-orders', ''));
+      assert.equal(second.statusCode, 200);
+      const secondIds = sessionsOf(second.body);
+      assert.deepEqual(secondIds, [apiIds[1], apiIds[0]]);
+      assert.doesNotMatch(second.body, /Older API orders/);
+      for (const page of [first.body, second.body]) {
+        assert.ok(!page.includes(linkId) && !page.includes(mcp.sessionId as string) && !page.includes(othersId));
+        assert.ok(!page.includes('someone-elses'));
+      }
+      const detail = await owner.browser.request('GET', `/dashboard/links/${firstIds[0]}`);
+      assert.equal(detail.statusCode, 200);
+
+      const bad = await owner.browser.request('GET', `${PATH}?after=not-a-cursor`);
+      assert.equal(bad.statusCode, 400);
+      assert.match(bad.body, /Page: that is not a page of the API orders list/);
+      const theirs = await other.browser.request('GET', PATH);
+      assert.deepEqual(sessionsOf(theirs.body), [othersId]);
     });
 
     test('form posts without the CSRF token are refused (403) and change nothing', async () => {

@@ -1,7 +1,8 @@
 // The dashboard's orders, notifications and developers pages in Debian's Chromium: a merchant with
 // orders paid on the sandbox chain signs in, reads its orders and a receipt, sets its webhook URL,
-// sends a test event and redelivers it by click, and revokes a coding agent by click. axe-core on
-// every page; phone and desktop screenshots under artifacts/dashboard/.
+// sees the orders received through the API, sends a test event and redelivers it by click, and
+// revokes a coding agent by click. axe-core on every page; phone and desktop screenshots under
+// artifacts/dashboard/.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -137,6 +138,10 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
         await page.reload();
       }
       assert.equal(await delivered.count(), 1);
+      // The three sessions made through the API, with their status.
+      const apiOrders = page.locator('table.api-orders tbody tr');
+      assert.equal(await apiOrders.count(), 3);
+      assert.match((await apiOrders.first().textContent()) ?? '', /espresso-7[\s\S]*Paid/);
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'notifications');
       await page.setViewportSize({ width: 1280, height: 900 });
