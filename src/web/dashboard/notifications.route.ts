@@ -170,7 +170,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
       method: 'GET',
       url: PATH,
       summary:
-        'The signed-in merchant’s webhook endpoint, its key and secret (on request), the orders received through the API (paged by `after`), and the delivery log with each attempt',
+        'The signed-in merchant’s webhook endpoint, its key and secret (on request), the orders received through the API (paged), and the delivery log with each attempt',
       tag: DASHBOARD_TAG,
       security: 'none',
       responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: { description: 'The API orders page (`after`) cannot be read' } },
