@@ -1,4 +1,4 @@
-// npm run bench [-- NAME…] [--write] [--duration SECONDS] [--connections N]
+// npm run bench [-- NAME…] [--write] [--duration SECONDS] [--connections N] [--requests N] [--rows N]
 // Runs the named benches (all by default), prints a summary, and with --write puts the figures
 // into bench/README.md. A bench is a report: missing a target never fails the run, only a crash does.
 // Every bench/NAME.ts other than run.ts and support.ts is a bench exporting
@@ -22,12 +22,20 @@ const { values, positionals } = parseArgs({
     write: { type: 'boolean', default: false },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '10' },
+    requests: { type: 'string' },
+    rows: { type: 'string' },
   },
 });
 
-const options: BenchOptions = { durationSeconds: Number(values.duration), connections: Number(values.connections) };
-if (!(options.durationSeconds > 0) || !Number.isInteger(options.connections) || options.connections < 1) {
-  process.stderr.write('--duration must be a positive number of seconds and --connections a positive integer\n');
+const options: BenchOptions = {
+  durationSeconds: Number(values.duration),
+  connections: Number(values.connections),
+  ...(values.requests === undefined ? {} : { requests: Number(values.requests) }),
+  ...(values.rows === undefined ? {} : { rows: Number(values.rows) }),
+};
+const positiveInteger = (value: number | undefined) => value === undefined || (Number.isInteger(value) && value > 0);
+if (!(options.durationSeconds > 0) || !positiveInteger(options.connections) || !positiveInteger(options.requests) || !positiveInteger(options.rows)) {
+  process.stderr.write('--duration must be a positive number of seconds; --connections, --requests and --rows positive integers\n');
   process.exit(2);
 }
 const unknown = positionals.filter((name) => !BENCHES.includes(name));

@@ -9,7 +9,14 @@ import { createServiceStorage, createTestDatabase, type Engine } from '../src/te
 /** What every bench module's `run` returns: lines for the terminal and the figures for bench/README.md. */
 export type BenchReport = { name: string; summary: string; markdown: string };
 
-export type BenchOptions = { durationSeconds: number; connections: number };
+export type BenchOptions = {
+  durationSeconds: number;
+  connections: number;
+  /** The memory bench's number of requests (`--requests`). */
+  requests?: number;
+  /** The growth bench's large fill, in sessions (`--rows`). */
+  rows?: number;
+};
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -114,14 +121,14 @@ type AutocannonResult = {
   timeouts: number;
 };
 
-function loadResult(result: AutocannonResult, expectedStatus: number | undefined, otherFailures = 0): LoadResult {
+function loadResult(result: AutocannonResult, expectedStatus: number | undefined): LoadResult {
   const unexpected = expectedStatus === undefined ? result.non2xx : result.requests.total - (result.statusCodeStats?.[String(expectedStatus)]?.count ?? 0);
   return {
     requestsPerSecond: result.requests.average,
     latencyP50: result.latency.p50,
     latencyP99: result.latency.p99,
     total: result.requests.total,
-    failures: unexpected + result.errors + result.timeouts + otherFailures,
+    failures: unexpected + result.errors + result.timeouts,
   };
 }
 
@@ -138,25 +145,50 @@ export async function runLoad(request: LoadRequest, load: { connections: number;
   return loadResult(JSON.parse(await runNode(args, childEnv({}))) as AutocannonResult, expectedStatus);
 }
 
+/** One kind of request of a mixed load: each of its requests takes the next path and header set in turn. */
+export type MixedKind = {
+  method: 'GET' | 'POST' | 'PUT';
+  paths: string[];
+  headers: Record<string, string>;
+  headerSets?: Record<string, string>[];
+  /** `[<id>]` becomes a fresh id on every request. */
+  body?: string;
+  expectedStatus: number;
+  /** A JSON-RPC error or a tool error in the body counts as a failure too. */
+  jsonRpc?: boolean;
+};
+
+/** A load of requests that change from one to the next (bench/servers/load-rotating.ts): the kinds taken in turn, for a duration or a number of requests. */
+export type MixedJob = { origin: string; kinds: MixedKind[]; connections: number; durationSeconds?: number; amount?: number };
+
+/** Like runLoad, for a MixedJob: autocannon's API in a process of its own. */
+export async function runMixedLoad(job: MixedJob): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'till-bench-load-'));
+  try {
+    const file = join(dir, 'job.json');
+    writeFileSync(file, JSON.stringify(job));
+    const result = JSON.parse(await runNode(['bench/servers/load-rotating.ts', file], childEnv({}))) as AutocannonResult & { unexpected: number };
+    return { ...loadResult(result, undefined), failures: result.unexpected + result.errors + result.timeouts };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
- * Like runLoad, with each request taking the next of `headerSets` in turn (autocannon's API in
- * bench/servers/load-rotating.ts); an answer whose body is a JSON-RPC error or a tool error counts
- * as a failure too.
+ * Like runLoad, with each request taking the next of `headerSets` in turn; an answer whose body is
+ * a JSON-RPC error or a tool error counts as a failure too.
  */
-export async function runRotatingLoad(
+export function runRotatingLoad(
   request: LoadRequest,
   headerSets: Record<string, string>[],
   load: { connections: number; durationSeconds: number },
 ): Promise<LoadResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'till-bench-load-'));
-  try {
-    const job = join(dir, 'job.json');
-    writeFileSync(job, JSON.stringify({ ...request, headerSets, ...load }));
-    const result = JSON.parse(await runNode(['bench/servers/load-rotating.ts', job], childEnv({}))) as AutocannonResult & { bodyFailures: number };
-    return loadResult(result, 200, result.bodyFailures);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const url = new URL(request.url);
+  return runMixedLoad({
+    origin: url.origin,
+    kinds: [{ method: request.method, paths: [url.pathname + url.search], headers: request.headers, headerSets, body: request.body, expectedStatus: 200, jsonRpc: true }],
+    ...load,
+  });
 }
 
 /** The mean of several runs of one load. */
