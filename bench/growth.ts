@@ -4,10 +4,8 @@
 // alternately in the same run, on SQLite and PostgreSQL (target: p99 at 1M at most 1.2× p99 at 10k).
 // The databases are filled with a few INSERT … SELECT statements over a generated series, straight
 // into the tables; the reads take ids drawn at random from the whole loaded set.
-import { sql } from 'kysely';
 import type { Address } from 'viem';
 import { createUser } from '../src/accounts/users.ts';
-import { openDatabase } from '../src/db/index.ts';
 import { type SpawnedSandbox, spawnSandbox } from '../src/sandbox/spawn.ts';
 import { freePort, sandboxSettings } from '../src/testing/environment.ts';
 import { newAccount } from '../src/testing/payer.ts';
@@ -21,14 +19,20 @@ import {
   createBenchStorage,
   createMerchantWithCli,
   type Engine,
+  fillSessionsAndOrders,
   fmt,
   type LoadResult,
   loadRow,
   type MixedKind,
+  openBenchDatabase,
+  ordersCursor,
   postgresUnreachable,
+  publicOrderId,
   runMixedLoad,
   runNode,
   type Skipped,
+  sessionId,
+  signIn,
   startServer,
 } from './support.ts';
 
@@ -39,7 +43,6 @@ const SMALL = 10_000;
 const LARGE = 1_000_000;
 /** Random rows each read rotates over. */
 const SAMPLE = 5_000;
-const EPOCH = Date.parse('2026-01-01T00:00:00Z');
 const PASSWORD = 'bench password, long enough';
 const HOURLY_TOOL_CALLS = 300;
 /** Enough grants for this many list_orders calls per second with every grant under its hourly limit. */
@@ -56,89 +59,9 @@ const ENDPOINTS = {
 type Endpoint = keyof typeof ENDPOINTS;
 type Size = 'small' | 'large';
 type Measured = Record<Endpoint, LoadResult>;
-type Figures = { engine: Engine; rows: Record<Size, number>; small: Measured; large: Measured; ratios: Record<Endpoint, number>; fillSeconds: number } | Skipped;
-
-/** The rows `from` … `from + count - 1` as a table `n(i)`, and an integer written as upper-case hex of `width` digits. */
-function dialect(engine: Engine) {
-  return engine === 'sqlite'
-    ? {
-        series: (from: number, count: number) =>
-          sql.raw(`(WITH RECURSIVE s(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM s WHERE i < ${from + count - 1}) SELECT i FROM s) AS n`),
-        hex: (expr: string, width: number) => sql.raw(`printf('%0${width}X', ${expr})`),
-      }
-    : {
-        series: (from: number, count: number) => sql.raw(`generate_series(${from}, ${from + count - 1}) AS n(i)`),
-        hex: (expr: string, width: number) => sql.raw(`lpad(upper(to_hex(${expr})), ${width}, '0')`),
-      };
-}
-
-/** Session number i, as the fill writes it. */
-const sessionId = (i: number) => `ps_bench${i}`;
-const publicOrderId = (i: number) => `TX-${i.toString(16).toUpperCase().padStart(32, '0')}`;
-/** The orders page's cursor just above order number i (the page lists i and older). */
-const ordersCursor = (i: number) => `${EPOCH + (i + 1) * 1000}.pay_bench${i + 1}`;
-
-const openBenchDatabase = (engine: Engine, databaseUrl: string) =>
-  openDatabase({
-    databaseKind: engine,
-    databaseUrl,
-    sqlitePath: engine === 'sqlite' ? databaseUrl.slice('sqlite:'.length) : undefined,
-    databasePoolSize: 2,
-  });
-
-/**
- * Sessions number 0 … count - 1 of the merchant, shaped as payment links made through the API (STATIC,
- * OPEN, so each still answers a payable challenge), each with an expired quote and one settled
- * payment (one in 50 reversed), newer as the number grows; then the planner's statistics.
- */
-async function fill(engine: Engine, databaseUrl: string, merchantId: string, count: number): Promise<void> {
-  const handle = openBenchDatabase(engine, databaseUrl);
-  const { series, hex } = dialect(engine);
-  const db = handle.db;
-  const epoch = sql.raw(String(EPOCH));
-  try {
-    await sql`INSERT INTO payment_sessions (id, merchant_id, order_id, order_type, status, amount_minor, currency, editable, concept, created_at, updated_at, version, created_via)
-      SELECT 'ps_bench' || i, ${merchantId}, 'bench-' || i, 'STATIC', 'OPEN', 1250, 'EUR', 0, 'Bench item', ${epoch} + i * 1000, ${epoch} + i * 1000, 1, 'api'
-      FROM ${series(0, count)}`.execute(db);
-    await sql`INSERT INTO payment_quotes (id, session_id, session_version, amount_minor, currency, rate, rate_source, usdc_amount, pay_to, asset, created_at, expires_at)
-      SELECT 'q_bench' || i, 'ps_bench' || i, 1, 1250, 'EUR', '1.08', 'fixed', 13500000, '0x0000000000000000000000000000000000000001', '0x0000000000000000000000000000000000000002', ${epoch} + i * 1000, ${epoch} + i * 1000
-      FROM ${series(0, count)}`.execute(db);
-    await sql`INSERT INTO payments (id, session_id, merchant_id, quote_id, status, exclusive, payer, pay_to, asset, value, nonce, valid_after, valid_before, signature,
-        amount_minor, currency, rate, public_order_id, tx_hash, created_at, updated_at, settled_at)
-      SELECT 'pay_bench' || i, 'ps_bench' || i, ${merchantId}, 'q_bench' || i, CASE WHEN i % 50 = 0 THEN 'REVERSED' ELSE 'SUCCESS' END, 0,
-        '0x' || ${hex('i', 40)}, '0x0000000000000000000000000000000000000001', '0x0000000000000000000000000000000000000002', 13500000, 'n' || i, 0, 0, '0x',
-        1250, 'EUR', '1.08', 'TX-' || ${hex('i', 32)}, '0x' || ${hex('i', 64)}, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500
-      FROM ${series(0, count)}`.execute(db);
-    await sql.raw(engine === 'sqlite' ? 'PRAGMA optimize' : 'ANALYZE').execute(db);
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Signs the user in as a browser does and answers the cookies of the signed-in session. */
-export async function signIn(base: string, email: string, password: string): Promise<string> {
-  const jar = new Map<string, string>();
-  const keep = (response: Response) => {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';');
-      const at = pair.indexOf('=');
-      jar.set(pair.slice(0, at), pair.slice(at + 1));
-    }
-  };
-  const cookie = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
-  const form = await fetch(`${base}/sign-in`);
-  keep(form);
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
-  const answer = await fetch(`${base}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: cookie(), origin: base, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ csrf, email, password }).toString(),
-  });
-  keep(answer);
-  if (answer.status !== 303) throw new Error(`sign-in answered ${answer.status}: ${await answer.text()}`);
-  return cookie();
-}
+type Figures =
+  | { engine: Engine; rows: Record<Size, number>; small: Measured; large: Measured; ratios: Record<Endpoint, number>; fillSeconds: number }
+  | Skipped;
 
 /** `SAMPLE` numbers drawn at random from 0 … count - 1. */
 const sample = (count: number) => Array.from({ length: SAMPLE }, () => Math.floor(Math.random() * count));
@@ -149,11 +72,25 @@ const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/j
 type Target = { size: Size; rows: number; base: string; kinds: Record<Endpoint, MixedKind>; server: ChildServer; stop(): Promise<void> };
 
 /** A database filled with `rows` sessions and orders, its merchant, user and agent grants, and `till serve` on it. */
-async function startTarget(engine: Engine, size: Size, rows: number, sandbox: SpawnedSandbox, grants: number, log: (line: string) => void): Promise<Target & { fillSeconds: number }> {
+async function startTarget(
+  engine: Engine,
+  size: Size,
+  rows: number,
+  sandbox: SpawnedSandbox,
+  grants: number,
+  log: (line: string) => void,
+): Promise<Target & { fillSeconds: number }> {
   const storage = await createBenchStorage(engine, `till-bench-growth-${size}-`);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const env = childEnv({ ...storage.settings, PORT: String(port), TILL_BASE_URL: base, TILL_LOG_LEVEL: 'warn', TILL_NO_SANDBOX: 'true', ...sandboxSettings(sandbox) });
+  const env = childEnv({
+    ...storage.settings,
+    PORT: String(port),
+    TILL_BASE_URL: base,
+    TILL_LOG_LEVEL: 'warn',
+    TILL_NO_SANDBOX: 'true',
+    ...sandboxSettings(sandbox),
+  });
   const databaseUrl = storage.settings.TILL_DATABASE_URL;
   try {
     const { merchantId, apiKey } = await createMerchantWithCli(env, newAccount().address as Address);
@@ -162,7 +99,7 @@ async function startTarget(engine: Engine, size: Size, rows: number, sandbox: Sp
     await createUser(handle.db, { merchantId, email, password: PASSWORD });
     await handle.close();
     const started = performance.now();
-    await fill(engine, databaseUrl, merchantId, rows);
+    await fillSessionsAndOrders(engine, databaseUrl, merchantId, rows);
     const fillSeconds = (performance.now() - started) / 1000;
     log(`  ${engine.padEnd(8)} ${rows} sessions and orders filled in ${fmt(fillSeconds, 1)} s`);
     const tokens = JSON.parse(
@@ -265,7 +202,10 @@ async function benchEngine(engine: Engine, sandbox: SpawnedSandbox, options: Ben
     }
     const small = averaged(runs.small);
     const largeFigures = averaged(runs.large);
-    const ratios = Object.fromEntries((Object.keys(ENDPOINTS) as Endpoint[]).map((e) => [e, largeFigures[e].latencyP99 / small[e].latencyP99])) as Record<Endpoint, number>;
+    const ratios = Object.fromEntries((Object.keys(ENDPOINTS) as Endpoint[]).map((e) => [e, largeFigures[e].latencyP99 / small[e].latencyP99])) as Record<
+      Endpoint,
+      number
+    >;
     return { engine, rows: { small: SMALL, large }, small, large: largeFigures, ratios, fillSeconds };
   } catch (error) {
     throw new Error(`${(error as Error).message}\n${targets.map((t) => t.server.output()).join('\n')}`);

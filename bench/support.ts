@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import { openDatabase } from '../src/db/index.ts';
 import { createServiceStorage, createTestDatabase, type Engine } from '../src/testing/environment.ts';
 
 /** What every bench module's `run` returns: lines for the terminal and the figures for bench/README.md. */
@@ -186,7 +188,17 @@ export function runRotatingLoad(
   const url = new URL(request.url);
   return runMixedLoad({
     origin: url.origin,
-    kinds: [{ method: request.method, paths: [url.pathname + url.search], headers: request.headers, headerSets, body: request.body, expectedStatus: 200, jsonRpc: true }],
+    kinds: [
+      {
+        method: request.method,
+        paths: [url.pathname + url.search],
+        headers: request.headers,
+        headerSets,
+        body: request.body,
+        expectedStatus: 200,
+        jsonRpc: true,
+      },
+    ],
     ...load,
   });
 }
@@ -248,4 +260,90 @@ export function ratioReport<F extends { engine: Engine; ratio: number }>(spec: {
     summary.push(spec.summary(figure, verdict));
   }
   return { name: spec.name, summary: summary.join('\n'), markdown: lines.join('\n') };
+}
+
+// Databases filled straight through SQL (no API), for the benches that measure a grown database.
+
+const EPOCH = Date.parse('2026-01-01T00:00:00Z');
+
+/** The rows `from` … `from + count - 1` as a table `n(i)`, and an integer written as upper-case hex of `width` digits. */
+function dialect(engine: Engine) {
+  return engine === 'sqlite'
+    ? {
+        series: (from: number, count: number) =>
+          sql.raw(`(WITH RECURSIVE s(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM s WHERE i < ${from + count - 1}) SELECT i FROM s) AS n`),
+        hex: (expr: string, width: number) => sql.raw(`printf('%0${width}X', ${expr})`),
+      }
+    : {
+        series: (from: number, count: number) => sql.raw(`generate_series(${from}, ${from + count - 1}) AS n(i)`),
+        hex: (expr: string, width: number) => sql.raw(`lpad(upper(to_hex(${expr})), ${width}, '0')`),
+      };
+}
+
+/** Session number i, as the fill writes it. */
+export const sessionId = (i: number) => `ps_bench${i}`;
+export const publicOrderId = (i: number) => `TX-${i.toString(16).toUpperCase().padStart(32, '0')}`;
+/** The orders page's cursor just above order number i (the page lists i and older). */
+export const ordersCursor = (i: number) => `${EPOCH + (i + 1) * 1000}.pay_bench${i + 1}`;
+
+export const openBenchDatabase = (engine: Engine, databaseUrl: string) =>
+  openDatabase({
+    databaseKind: engine,
+    databaseUrl,
+    sqlitePath: engine === 'sqlite' ? databaseUrl.slice('sqlite:'.length) : undefined,
+    databasePoolSize: 2,
+  });
+
+/**
+ * Sessions number 0 … count - 1 of the merchant, shaped as payment links made through the API (STATIC,
+ * OPEN, so each still answers a payable challenge), each with an expired quote and one settled
+ * payment (one in 50 reversed), newer as the number grows; then the planner's statistics.
+ */
+export async function fillSessionsAndOrders(engine: Engine, databaseUrl: string, merchantId: string, count: number): Promise<void> {
+  const handle = openBenchDatabase(engine, databaseUrl);
+  const { series, hex } = dialect(engine);
+  const db = handle.db;
+  const epoch = sql.raw(String(EPOCH));
+  try {
+    await sql`INSERT INTO payment_sessions (id, merchant_id, order_id, order_type, status, amount_minor, currency, editable, concept, created_at, updated_at, version, created_via)
+      SELECT 'ps_bench' || i, ${merchantId}, 'bench-' || i, 'STATIC', 'OPEN', 1250, 'EUR', 0, 'Bench item', ${epoch} + i * 1000, ${epoch} + i * 1000, 1, 'api'
+      FROM ${series(0, count)}`.execute(db);
+    await sql`INSERT INTO payment_quotes (id, session_id, session_version, amount_minor, currency, rate, rate_source, usdc_amount, pay_to, asset, created_at, expires_at)
+      SELECT 'q_bench' || i, 'ps_bench' || i, 1, 1250, 'EUR', '1.08', 'fixed', 13500000, '0x0000000000000000000000000000000000000001', '0x0000000000000000000000000000000000000002', ${epoch} + i * 1000, ${epoch} + i * 1000
+      FROM ${series(0, count)}`.execute(db);
+    await sql`INSERT INTO payments (id, session_id, merchant_id, quote_id, status, exclusive, payer, pay_to, asset, value, nonce, valid_after, valid_before, signature,
+        amount_minor, currency, rate, public_order_id, tx_hash, created_at, updated_at, settled_at)
+      SELECT 'pay_bench' || i, 'ps_bench' || i, ${merchantId}, 'q_bench' || i, CASE WHEN i % 50 = 0 THEN 'REVERSED' ELSE 'SUCCESS' END, 0,
+        '0x' || ${hex('i', 40)}, '0x0000000000000000000000000000000000000001', '0x0000000000000000000000000000000000000002', 13500000, 'n' || i, 0, 0, '0x',
+        1250, 'EUR', '1.08', 'TX-' || ${hex('i', 32)}, '0x' || ${hex('i', 64)}, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500
+      FROM ${series(0, count)}`.execute(db);
+    await sql.raw(engine === 'sqlite' ? 'PRAGMA optimize' : 'ANALYZE').execute(db);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Signs the user in as a browser does and answers the cookies of the signed-in session. */
+export async function signIn(base: string, email: string, password: string): Promise<string> {
+  const jar = new Map<string, string>();
+  const keep = (response: Response) => {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';');
+      const at = pair.indexOf('=');
+      jar.set(pair.slice(0, at), pair.slice(at + 1));
+    }
+  };
+  const cookie = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
+  const form = await fetch(`${base}/sign-in`);
+  keep(form);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  const answer = await fetch(`${base}/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: cookie(), origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf, email, password }).toString(),
+  });
+  keep(answer);
+  if (answer.status !== 303) throw new Error(`sign-in answered ${answer.status}: ${await answer.text()}`);
+  return cookie();
 }

@@ -198,24 +198,56 @@ export async function findQuoteForValue(db: Db, sessionId: string, value: bigint
 
 /** Quotes that ran out more than `QUOTE_RETENTION_MS` ago and that no payment points at are not needed again. */
 const QUOTE_RETENTION_MS = 60 * 60 * 1000;
-const PURGE_BATCH = 1000;
+const PURGE_SLICE = 1000;
+/**
+ * How far below the end of its previous sweep a sweep looks again. Quotes are made with an expiry in
+ * the future, so new candidates appear only above that end; the margin covers clock steps.
+ */
+const RESWEEP_MS = 24 * 60 * 60 * 1000;
+/** Per database handle: the retention cutoff of the last complete sweep (below it every unused quote is gone). */
+const sweptUpTo = new WeakMap<Db, number>();
 
+/**
+ * The quotes of paid orders are kept for good, so a database that has grown holds a great many
+ * expired quotes that stay. A sweep therefore walks expired quotes in slices by (expires_at, id),
+ * the first one of a process from the start and later ones only from where the previous sweep
+ * ended, instead of re-reading every kept quote every few seconds (on SQLite that read blocked
+ * the event loop for seconds at a million orders).
+ */
 export async function purgeOldQuotes(db: Db, now: number): Promise<number> {
+  const cutoff = now - QUOTE_RETENTION_MS;
+  const previous = sweptUpTo.get(db);
+  let after = { expiresAt: previous === undefined ? Number.MIN_SAFE_INTEGER : previous - RESWEEP_MS, id: '' };
   let purged = 0;
   for (;;) {
-    const result = await db
-      .deleteFrom('payment_quotes')
-      .where('id', 'in', (eb) =>
-        eb
-          .selectFrom('payment_quotes as q')
-          .select('q.id')
-          .where('q.expires_at', '<', now - QUOTE_RETENTION_MS)
-          .where((w) => w.not(w.exists(w.selectFrom('payments as p').select('p.id').whereRef('p.quote_id', '=', 'q.id'))))
-          .limit(PURGE_BATCH),
-      )
-      .executeTakeFirst();
-    const deleted = Number(result.numDeletedRows);
-    purged += deleted;
-    if (deleted < PURGE_BATCH) return purged;
+    const slice = await db
+      .selectFrom('payment_quotes')
+      .select(['id', 'expires_at'])
+      .where('expires_at', '>=', after.expiresAt)
+      .where('expires_at', '<', cutoff)
+      .where((eb) => eb.or([eb('expires_at', '>', after.expiresAt), eb('id', '>', after.id)]))
+      .orderBy('expires_at')
+      .orderBy('id')
+      .limit(PURGE_SLICE)
+      .execute();
+    if (slice.length) {
+      const result = await db
+        .deleteFrom('payment_quotes')
+        .where(
+          'id',
+          'in',
+          slice.map((row) => row.id),
+        )
+        .where((w) => w.not(w.exists(w.selectFrom('payments as p').select('p.id').whereRef('p.quote_id', '=', 'payment_quotes.id'))))
+        .executeTakeFirst();
+      purged += Number(result.numDeletedRows);
+    }
+    if (slice.length < PURGE_SLICE) break;
+    const last = slice.at(-1)!;
+    after = { expiresAt: Number(last.expires_at), id: last.id };
+    // node:sqlite runs each statement on the event loop: let requests in between the slices of a long walk.
+    await new Promise((resolve) => setImmediate(resolve));
   }
+  sweptUpTo.set(db, cutoff);
+  return purged;
 }
