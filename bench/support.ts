@@ -317,7 +317,7 @@ export async function fillSessionsAndOrders(engine: Engine, databaseUrl: string,
         '0x' || ${hex('i', 40)}, '0x0000000000000000000000000000000000000001', '0x0000000000000000000000000000000000000002', 13500000, 'n' || i, 0, 0, '0x',
         1250, 'EUR', '1.08', 'TX-' || ${hex('i', 32)}, '0x' || ${hex('i', 64)}, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500
       FROM ${series(0, count)}`.execute(db);
-    await sql.raw(engine === 'sqlite' ? 'PRAGMA optimize' : 'ANALYZE').execute(db);
+    await sql.raw(engine === 'sqlite' ? 'PRAGMA optimize' : 'VACUUM ANALYZE').execute(db);
   } finally {
     await handle.close();
   }

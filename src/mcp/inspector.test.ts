@@ -61,7 +61,7 @@ describe('the MCP Inspector CLI with a bearer token', () => {
 
     const orders = json(await withToken(accessToken, '--method', 'tools/call', '--tool-name', 'list_orders', '--tool-arg', 'page=1', 'size=5'));
     assert.notEqual(orders.isError, true, JSON.stringify(orders));
-    assert.equal(orders.structuredContent.total, 0);
+    assert.equal(orders.structuredContent.hasMore, false);
 
     const quickstart = json(await withToken(accessToken, '--method', 'resources/read', '--uri', 'service://quickstart'));
     assert.equal(quickstart.contents[0].mimeType, 'text/markdown');

@@ -42,7 +42,7 @@ for (const { engine, skip } of engines) {
 
     test('paid orders come newest first, with their order id, amounts, transaction and paid time', async () => {
       const page = await listPaidOrders(db(), env.merchantId, { page: 1, size: 10 });
-      assert.equal(page.total, 3);
+      assert.equal(page.hasMore, false);
       assert.equal(page.page, 1);
       assert.equal(page.size, 10);
       assert.deepEqual(
@@ -70,7 +70,8 @@ for (const { engine, skip } of engines) {
         [...first.orders, ...second.orders].map((order) => order.publicOrderId),
         [...paid].reverse().map((order) => order.paymentId),
       );
-      assert.equal(second.total, 3);
+      assert.equal(first.hasMore, true);
+      assert.equal(second.hasMore, false);
       assert.deepEqual(beyond.orders, []);
       assert.equal((await listPaidOrders(db(), env.merchantId)).size, 20);
       for (const [paging, field] of [
@@ -84,7 +85,7 @@ for (const { engine, skip } of engines) {
     });
 
     test("another merchant's list is its own", async () => {
-      assert.deepEqual(await listPaidOrders(db(), other.merchantId), { orders: [], total: 0, page: 1, size: 20 });
+      assert.deepEqual(await listPaidOrders(db(), other.merchantId), { orders: [], page: 1, size: 20, hasMore: false });
     });
 
     test('a receipt is found with or without TX-, only among the merchant’s orders when scoped; the same one E4 shows', async () => {
