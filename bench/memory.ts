@@ -2,7 +2,7 @@
 // through a spawned sandbox) gets --requests requests (1,000,000 unless given) of E1, the session
 // read, the x402 challenge, the E4 receipt and /healthz, taken in turn, from 127.0.0.1. Its RSS
 // (VmRSS of the child process) is read after the first 10,000 and after each tenth of the rest,
-// each time after a short pause so that no request is in flight. Target: RSS at the end within 10 %
+// each time after a short pause so that no request is in flight, with the V8 heap in use from /metrics. Target: RSS at the end within 10 %
 // of RSS after the first 10,000 (no growth).
 import { readFileSync } from 'node:fs';
 import type { Address } from 'viem';
@@ -39,6 +39,11 @@ const rssBytes = (pid: number) => {
   return Number(match[1]) * 1024;
 };
 const mb = (bytes: number) => fmt(bytes / 1024 / 1024, 1);
+/** The V8 heap in use, from the service's own /metrics: beside RSS it tells a leak from memory the allocator keeps. */
+async function heapUsed(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return Number(/^till_nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+}
 
 export async function run(options: BenchOptions, log: (line: string) => void = () => {}): Promise<BenchReport> {
   const total = Math.max(options.requests ?? REQUESTS, 2 * FIRST);
@@ -73,18 +78,20 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
         { method: 'GET', paths: every.map((i) => `/checkout/v2/orders/receipt/${publicOrderId(i)}`), headers: {}, expectedStatus: 200 },
         { method: 'GET', paths: ['/healthz'], headers: {}, expectedStatus: 200 },
       ];
-      const samples: { requests: number; rss: number; requestsPerSecond: number; failures: number }[] = [];
+      const samples: { requests: number; rss: number; heap: number; requestsPerSecond: number; failures: number }[] = [];
       let done = 0;
       const step = Math.ceil((total - FIRST) / SAMPLES);
       while (done < total) {
         const amount = done === 0 ? FIRST : Math.min(step, total - done);
+        const started = performance.now();
         const result = await runMixedLoad({ origin: base, kinds, connections: options.connections, amount });
+        const requestsPerSecond = amount / ((performance.now() - started) / 1000);
         done += amount;
         await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
-        const sample = { requests: done, rss: rssBytes(server.process.pid!), requestsPerSecond: result.requestsPerSecond, failures: result.failures };
+        const sample = { requests: done, rss: rssBytes(server.process.pid!), heap: await heapUsed(base), requestsPerSecond, failures: result.failures };
         samples.push(sample);
         log(
-          `  after ${String(done).padStart(8)} requests  RSS ${mb(sample.rss).padStart(6)} MB  ${fmt(result.requestsPerSecond).padStart(5)} req/s${result.failures ? `  ${result.failures} FAILED` : ''}`,
+          `  after ${String(done).padStart(8)} requests  RSS ${mb(sample.rss).padStart(6)} MB  heap used ${mb(sample.heap).padStart(6)} MB  ${fmt(requestsPerSecond).padStart(5)} req/s${result.failures ? `  ${result.failures} FAILED` : ''}`,
         );
       }
       const first = samples[0]!;
@@ -96,9 +103,9 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
       const markdown = [
         `Measured ${new Date().toISOString().slice(0, 10)} on a shared 2-core machine busy with other jobs: \`till serve\` on SQLite with ${ROWS.toLocaleString('en')} sessions and orders filled beforehand, ${total.toLocaleString('en')} requests from ${options.connections} connections, taking in turn E1, the session read, the x402 challenge, the E4 receipt and \`/healthz\` (reads over all ${ROWS.toLocaleString('en')} rows); RSS is the child's VmRSS, read ${PAUSE_MS / 1000} s after each batch.${failures ? ` ${failures} answers were not the expected status.` : ''}`,
         '',
-        '| Requests served | RSS MB | req/s of the batch |',
-        '|---:|---:|---:|',
-        ...samples.map((s) => `| ${s.requests.toLocaleString('en')} | ${mb(s.rss)} | ${fmt(s.requestsPerSecond)} |`),
+        '| Requests served | RSS MB | V8 heap used MB | req/s of the batch |',
+        '|---:|---:|---:|---:|',
+        ...samples.map((s) => `| ${s.requests.toLocaleString('en')} | ${mb(s.rss)} | ${mb(s.heap)} | ${fmt(s.requestsPerSecond)} |`),
         '',
         `RSS after ${total.toLocaleString('en')} requests / after the first ${FIRST.toLocaleString('en')}: **${fmt(ratio, 3)}** (${mb(last.rss)} MB / ${mb(first.rss)} MB; peak ${mb(peak)} MB; target within ±${TARGET * 100} %).`,
       ].join('\n');

@@ -1,13 +1,5 @@
 import { ConfigError } from '../config.ts';
-import { auditCommand } from './audit.ts';
-import { clientsCommand, signingKeysCommand } from './clients.ts';
-import { grantsCommand } from './grants.ts';
-import { keysCommand, merchantCommand, migrateCommand } from './operator.ts';
 import { UsageError } from './output.ts';
-import { sandboxCommand } from './sandbox.ts';
-import { serveCommand } from './serve.ts';
-import { usersCommand } from './users.ts';
-import { webhooksCommand } from './webhooks.ts';
 
 const USAGE = `till — self-hostable payment sessions
 
@@ -40,18 +32,21 @@ Commands:
   till sandbox fund --address 0x… --usdc 100 [--json]
 Settings come from the environment, and from ./.env when present (the environment wins); see .env.example.`;
 
-const commands: Record<string, (args: string[]) => Promise<void>> = {
-  serve: serveCommand,
-  migrate: migrateCommand,
-  merchant: merchantCommand,
-  keys: keysCommand,
-  sandbox: sandboxCommand,
-  webhooks: webhooksCommand,
-  users: usersCommand,
-  clients: clientsCommand,
-  'signing-keys': signingKeysCommand,
-  grants: grantsCommand,
-  audit: auditCommand,
+type Command = (args: string[]) => Promise<void>;
+
+/** Each command's module is loaded when it runs: a start of `till serve` loads no other command's code. */
+const commands: Record<string, () => Promise<Command>> = {
+  serve: async () => (await import('./serve.ts')).serveCommand,
+  migrate: async () => (await import('./operator.ts')).migrateCommand,
+  merchant: async () => (await import('./operator.ts')).merchantCommand,
+  keys: async () => (await import('./operator.ts')).keysCommand,
+  sandbox: async () => (await import('./sandbox.ts')).sandboxCommand,
+  webhooks: async () => (await import('./webhooks.ts')).webhooksCommand,
+  users: async () => (await import('./users.ts')).usersCommand,
+  clients: async () => (await import('./clients.ts')).clientsCommand,
+  'signing-keys': async () => (await import('./clients.ts')).signingKeysCommand,
+  grants: async () => (await import('./grants.ts')).grantsCommand,
+  audit: async () => (await import('./audit.ts')).auditCommand,
 };
 
 /**
@@ -76,7 +71,7 @@ async function main(argv: string[]): Promise<void> {
     process.exitCode = name && name !== 'help' && name !== '--help' ? 2 : 0;
     return;
   }
-  await command(args);
+  await (await command())(args);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

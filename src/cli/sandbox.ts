@@ -1,8 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '../config.ts';
-import { fundViaHttp, SANDBOX_JOURNAL_FILE } from '../sandbox/index.ts';
-import { runSandboxProcess } from '../sandbox/process.ts';
 import { type SpawnedSandbox, spawnSandbox } from '../sandbox/spawn.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 
@@ -20,6 +18,13 @@ async function answering(url: string): Promise<{ usdcAddress?: string } | undefi
   }
 }
 
+/**
+ * The chain, its contracts and the facilitator are loaded only by the commands that run or reach
+ * them: `till serve` spawns the sandbox as a process of its own, and loading all that in the
+ * service's process as well took about a second of every start.
+ */
+const sandboxModule = () => import('../sandbox/index.ts');
+
 export async function sandboxCommand(args: string[]): Promise<void> {
   if (args[0] === 'reset') {
     args.shift();
@@ -29,7 +34,7 @@ export async function sandboxCommand(args: string[]): Promise<void> {
     const url = localSandboxUrl(config);
     if (await answering(url))
       throw new UsageError(`a sandbox is running at ${url}; stop it (stop npm start, or the till sandbox process) and run till sandbox reset again`);
-    const journal = join(config.dataDir, SANDBOX_JOURNAL_FILE);
+    const journal = join(config.dataDir, (await sandboxModule()).SANDBOX_JOURNAL_FILE);
     const existed = existsSync(journal);
     rmSync(journal, { force: true });
     printResult(
@@ -50,7 +55,7 @@ export async function sandboxCommand(args: string[]): Promise<void> {
     if (!address || !usdc) throw new UsageError('sandbox fund needs --address 0x… --usdc AMOUNT');
     const config = loadConfig();
     if (config.mode !== 'sandbox') throw new UsageError('sandbox fund works only in the sandbox (no real facilitator configured)');
-    const result = await fundViaHttp(localSandboxUrl(config), address, usdc);
+    const result = await (await sandboxModule()).fundViaHttp(localSandboxUrl(config), address, usdc);
     printResult(
       json,
       result,
@@ -63,6 +68,7 @@ export async function sandboxCommand(args: string[]): Promise<void> {
     ...(args.includes('--port') ? [] : ['--port', String(config.sandboxPort)]),
     ...(args.includes('--data-dir') ? [] : ['--data-dir', config.dataDir]),
   ];
+  const { runSandboxProcess } = await import('../sandbox/process.ts');
   await runSandboxProcess([...defaults, ...args]);
 }
 

@@ -1,12 +1,6 @@
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { createUser } from '../accounts/users.ts';
 import { type Config, loadConfig } from '../config.ts';
-import { createService } from '../main.ts';
-import { createApiKey } from '../merchants/api-keys.ts';
-import { countMerchants, createMerchant } from '../merchants/merchants.ts';
 import { noneLeft } from './output.ts';
 import { ensureSandbox, type SandboxEndpoints } from './sandbox.ts';
-import { generatePassword } from './users.ts';
 
 /** With no real facilitator configured, payments go through the local sandbox, reached over HTTP only. */
 async function withSandbox(config: Config): Promise<{ config: Config; sandbox: SandboxEndpoints | undefined }> {
@@ -24,12 +18,46 @@ async function withSandbox(config: Config): Promise<{ config: Config; sandbox: S
   };
 }
 
+/** What the service and its first start need, loaded once the sandbox is on its way. */
+async function serviceModules() {
+  const [main, merchants, apiKeys, users, cliUsers, accounts] = await Promise.all([
+    import('../main.ts'),
+    import('../merchants/merchants.ts'),
+    import('../merchants/api-keys.ts'),
+    import('../accounts/users.ts'),
+    import('./users.ts'),
+    import('viem/accounts'),
+  ]);
+  return {
+    createService: main.createService,
+    countMerchants: merchants.countMerchants,
+    createMerchant: merchants.createMerchant,
+    createApiKey: apiKeys.createApiKey,
+    createUser: users.createUser,
+    generatePassword: cliUsers.generatePassword,
+    generatePrivateKey: accounts.generatePrivateKey,
+    privateKeyToAccount: accounts.privateKeyToAccount,
+  };
+}
+
 /** The sandbox demo merchant's user; `till users reset-password --email demo@till.localhost` if its password is lost. */
 export const DEMO_USER_EMAIL = 'demo@till.localhost';
 
 export async function serveCommand(args: string[]): Promise<void> {
   noneLeft(args);
-  const { config, sandbox } = await withSandbox(loadConfig());
+  // The sandbox boots in a process of its own: start it first and load the service's modules while it does.
+  const sandboxReady = withSandbox(loadConfig());
+  // Its failure is reported where it is awaited below, not as an unhandled rejection meanwhile.
+  sandboxReady.catch(() => {});
+  let modules: Awaited<ReturnType<typeof serviceModules>>;
+  try {
+    modules = await serviceModules();
+  } catch (error) {
+    await (await sandboxReady.catch(() => undefined))?.sandbox?.spawned?.stop();
+    throw error;
+  }
+  const { createService, countMerchants, createMerchant, createApiKey, createUser, generatePassword, generatePrivateKey, privateKeyToAccount } = modules;
+  const { config, sandbox } = await sandboxReady;
   const service = await createService(config);
   const { log, db } = service.context;
 
