@@ -312,10 +312,10 @@ export async function fillSessionsAndOrders(engine: Engine, databaseUrl: string,
       SELECT 'q_bench' || i, 'ps_bench' || i, 1, 1250, 'EUR', '1.08', 'fixed', 13500000, '0x0000000000000000000000000000000000000001', '0x0000000000000000000000000000000000000002', ${epoch} + i * 1000, ${epoch} + i * 1000
       FROM ${series(0, count)}`.execute(db);
     await sql`INSERT INTO payments (id, session_id, merchant_id, quote_id, status, exclusive, payer, pay_to, asset, value, nonce, valid_after, valid_before, signature,
-        amount_minor, currency, rate, public_order_id, tx_hash, created_at, updated_at, settled_at)
+        amount_minor, currency, rate, public_order_id, tx_hash, block_number, created_at, updated_at, settled_at, finalized_at)
       SELECT 'pay_bench' || i, 'ps_bench' || i, ${merchantId}, 'q_bench' || i, CASE WHEN i % 50 = 0 THEN 'REVERSED' ELSE 'SUCCESS' END, 0,
         '0x' || ${hex('i', 40)}, '0x0000000000000000000000000000000000000001', '0x0000000000000000000000000000000000000002', 13500000, 'n' || i, 0, 0, '0x',
-        1250, 'EUR', '1.08', 'TX-' || ${hex('i', 32)}, '0x' || ${hex('i', 64)}, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500
+        1250, 'EUR', '1.08', 'TX-' || ${hex('i', 32)}, '0x' || ${hex('i', 64)}, i + 1, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 500, ${epoch} + i * 1000 + 60500
       FROM ${series(0, count)}`.execute(db);
     await sql.raw(engine === 'sqlite' ? 'PRAGMA optimize' : 'VACUUM ANALYZE').execute(db);
   } finally {
