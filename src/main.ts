@@ -6,7 +6,7 @@ import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import { type DatabaseHandle, openDatabase } from './db/index.ts';
+import { type DatabaseHandle, type OpenDatabaseOptions, openDatabase } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
 import { registerMcpRoutes } from './mcp/mcp.route.ts';
@@ -59,6 +59,8 @@ export type CreateServiceOptions = {
   rates?: RatesProvider;
   /** Background workers (webhook delivery, expiry, reconciler); on unless false or TILL_ROLE=api. */
   workers?: boolean;
+  /** Told every statement sent to the database (see openDatabase). */
+  onQuery?: OpenDatabaseOptions['onQuery'];
   /** Crash tests only; see AppContext.faultHook. */
   faultHook?: AppContext['faultHook'];
 };
@@ -67,7 +69,7 @@ export type CreateServiceOptions = {
 export async function createService(config: Config, options: CreateServiceOptions = {}): Promise<Service> {
   // The hosted page's scripts are bundled first, so a broken build stops the start.
   await checkoutAssets();
-  const database = openDatabase(config);
+  const database = openDatabase(config, options.onQuery ? { onQuery: options.onQuery } : {});
   await migrateToLatest(database.db);
   const context: AppContext = {
     config,

@@ -1,4 +1,4 @@
-import { Kysely, type KyselyPlugin, PostgresDialect, type Transaction } from 'kysely';
+import { type CompiledQuery, Kysely, type KyselyConfig, type KyselyPlugin, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './schema.ts';
@@ -31,16 +31,26 @@ export type DatabaseHandle = {
   close(): Promise<void>;
 };
 
-export function openDatabase(config: Pick<Config, 'databaseKind' | 'databaseUrl' | 'sqlitePath' | 'databasePoolSize'>): DatabaseHandle {
+export type OpenDatabaseOptions = {
+  /** Told every statement sent to the database, failed ones too (tests read the request paths' queries with it). */
+  onQuery?: (query: CompiledQuery) => void;
+};
+
+export function openDatabase(
+  config: Pick<Config, 'databaseKind' | 'databaseUrl' | 'sqlitePath' | 'databasePoolSize'>,
+  options: OpenDatabaseOptions = {},
+): DatabaseHandle {
+  const { onQuery } = options;
+  const common: Omit<KyselyConfig, 'dialect'> = { plugins: [epochMillisecondsAsNumbers], ...(onQuery ? { log: (event) => onQuery(event.query) } : {}) };
   if (config.databaseKind === 'postgres') {
     const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize });
     // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [epochMillisecondsAsNumbers] });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...common });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   if (!config.sqlitePath) throw new Error('sqlitePath is required for SQLite');
-  const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.sqlitePath)), plugins: [epochMillisecondsAsNumbers] });
+  const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.sqlitePath)), ...common });
   return { db, kind: 'sqlite', close: () => db.destroy() };
 }
 

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
 import { TillError } from '../common/errors.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
@@ -28,7 +28,7 @@ export async function findMerchantSession(db: Db, merchantId: string, sessionId:
 }
 
 /** An orderId is unique per merchant: a second session with it is refused by name. */
-function orderIdInUse(error: unknown, orderId: string | null | undefined): never {
+export function orderIdInUse(error: unknown, orderId: string | null | undefined): never {
   if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(orderId), field: 'orderId' });
   throw error;
 }
@@ -39,6 +39,28 @@ export async function insertSession(db: Db, row: Insertable<PaymentSessionsTable
   } catch (error) {
     orderIdInUse(error, row.order_id);
   }
+}
+
+/**
+ * {@link insertSession} as a part of one PostgreSQL statement: the row is inserted once for each
+ * row of the CTE `source` (which gives merchant_id) when `condition` holds, and its id returned.
+ * The server converts the values to the columns' types (jsonb_populate_record), so the statement
+ * carries no list of types. A taken orderId fails the whole statement (23505), as insertSession does.
+ */
+export function insertSessionFrom(
+  source: string,
+  row: Omit<Insertable<PaymentSessionsTable>, 'merchant_id'>,
+  condition: RawBuilder<unknown> = sql`true`,
+): RawBuilder<unknown> {
+  const columns = ['merchant_id', ...Object.keys(row)].map((column) => sql.id(column));
+  const values = JSON.stringify(row, (_key, value) => (typeof value === 'bigint' ? value.toString() : value));
+  return sql`INSERT INTO payment_sessions (${sql.join(columns)})
+    SELECT ${sql.join(columns.map((column) => sql`r.${column}`))}
+    FROM ${sql.table(source)} CROSS JOIN LATERAL jsonb_populate_record(
+      NULL::payment_sessions, ${values}::jsonb || jsonb_build_object('merchant_id', ${sql.table(source)}.merchant_id)
+    ) r
+    WHERE ${condition}
+    RETURNING id`;
 }
 
 /** An archived session can no longer change; a TRANSIENT one that is paid, expired or being paid neither; a STATIC one otherwise always can. */

@@ -2,7 +2,7 @@
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { type Config, loadConfig } from '../config.ts';
-import { createService, type Service } from '../main.ts';
+import { type CreateServiceOptions, createService, type Service } from '../main.ts';
 import { startSandbox } from '../sandbox/index.ts';
 import { createServiceStorage, type Engine, freePort, sandboxSettings } from './environment.ts';
 import { type Authorization, newAccount } from './payer.ts';
@@ -36,7 +36,7 @@ export type TestService = Service & {
 export async function startTestService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { now?: () => number; workers?: boolean } = {},
+  options: { now?: () => number; workers?: boolean; onQuery?: CreateServiceOptions['onQuery'] } = {},
 ): Promise<TestService> {
   const storage = await createServiceStorage(engine);
   const config = loadConfig({
@@ -49,6 +49,7 @@ export async function startTestService(
   const service = await createService(config, {
     log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     workers: options.workers ?? false,
   });
   return {
