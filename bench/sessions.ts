@@ -22,9 +22,10 @@ import {
 
 type Target = 'ceiling' | 'till';
 
-const ROUNDS = 2;
+const ROUNDS = 3;
 const WARMUP_SECONDS = 2;
-const TARGET_RATIO = 0.6;
+/** Till / ceiling that each run must reach. */
+const TARGETS: Record<Engine, number> = { sqlite: 0.8, postgres: 0.6 };
 const BODY = JSON.stringify({
   amount: 12.5,
   currency: 'EUR',
@@ -72,19 +73,24 @@ async function measure(engine: Engine, target: Target, options: BenchOptions, lo
   }
 }
 
-type EngineFigures = { engine: Engine; ceiling: LoadResult; till: LoadResult; ratio: number } | Skipped;
+type Pair = { ceiling: LoadResult; till: LoadResult; ratio: number };
+/** `ratio` is the lowest of the runs' ratios: the target must hold in each run, not only on average. */
+type EngineFigures = { engine: Engine; pairs: Pair[]; ceiling: LoadResult; till: LoadResult; ratio: number } | Skipped;
 
 async function benchEngine(engine: Engine, options: BenchOptions, log: (line: string) => void): Promise<EngineFigures> {
   const unreachable = await postgresUnreachable(engine);
   if (unreachable) return { engine, skipped: unreachable };
-  const runs: Record<Target, LoadResult[]> = { ceiling: [], till: [] };
-  // Alternating ceiling and Till spreads a noisy machine's drift over both.
+  const pairs: Pair[] = [];
+  // Alternating ceiling and Till spreads a noisy machine's drift over both; each pair gives one ratio.
   for (let round = 0; round < ROUNDS; round++) {
-    for (const target of ['ceiling', 'till'] as const) runs[target].push(await measure(engine, target, options, log));
+    const ceiling = await measure(engine, 'ceiling', options, log);
+    const till = await measure(engine, 'till', options, log);
+    pairs.push({ ceiling, till, ratio: till.requestsPerSecond / ceiling.requestsPerSecond });
+    log(`  ${engine.padEnd(8)} run ${round + 1}: Till / ceiling ${fmt(pairs.at(-1)!.ratio, 2)}`);
   }
-  const ceiling = averageLoad(runs.ceiling);
-  const till = averageLoad(runs.till);
-  return { engine, ceiling, till, ratio: till.requestsPerSecond / ceiling.requestsPerSecond };
+  const ceiling = averageLoad(pairs.map((pair) => pair.ceiling));
+  const till = averageLoad(pairs.map((pair) => pair.till));
+  return { engine, pairs, ceiling, till, ratio: Math.min(...pairs.map((pair) => pair.ratio)) };
 }
 
 export async function run(options: BenchOptions, log: (line: string) => void = () => {}): Promise<BenchReport> {
@@ -92,16 +98,20 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
   for (const engine of ['sqlite', 'postgres'] as const) figures.push(await benchEngine(engine, options, log));
   return ratioReport({
     name: 'sessions',
-    intro: `Measured ${new Date().toISOString().slice(0, 10)}: ${options.connections} connections, ${options.durationSeconds} s per run after a ${WARMUP_SECONDS} s warm-up, ${ROUNDS} runs each alternating ceiling and Till; figures are the means.`,
+    intro: `Measured ${new Date().toISOString().slice(0, 10)}: ${options.connections} connections, ${options.durationSeconds} s per run after a ${WARMUP_SECONDS} s warm-up, ${ROUNDS} runs each alternating ceiling and Till; each run's ratio, then the means. Target: every run ≥ ${TARGETS.postgres} on PostgreSQL, ≥ ${TARGETS.sqlite} on SQLite.`,
     labelColumn: 'Server',
     ratioColumn: 'Till / ceiling',
-    target: TARGET_RATIO,
+    target: (figure) => TARGETS[figure.engine],
     figures,
     rows: (figure) => [
-      loadRow(figure.engine, 'ceiling (node:http + INSERT)', figure.ceiling, ''),
-      loadRow(figure.engine, 'Till', figure.till, `**${fmt(figure.ratio, 2)}**`),
+      ...figure.pairs.flatMap((pair, index) => [
+        loadRow(figure.engine, `run ${index + 1}: ceiling (node:http + INSERT)`, pair.ceiling, ''),
+        loadRow(figure.engine, `run ${index + 1}: Till`, pair.till, `**${fmt(pair.ratio, 2)}**`),
+      ]),
+      loadRow(figure.engine, 'mean: ceiling', figure.ceiling, ''),
+      loadRow(figure.engine, 'mean: Till', figure.till, fmt(figure.till.requestsPerSecond / figure.ceiling.requestsPerSecond, 2)),
     ],
     summary: (figure, verdict) =>
-      `${figure.engine}: Till ${fmt(figure.till.requestsPerSecond, 0)} req/s, ceiling ${fmt(figure.ceiling.requestsPerSecond, 0)} req/s → ${fmt(figure.ratio, 2)} (${verdict})`,
+      `${figure.engine}: Till / ceiling per run ${figure.pairs.map((pair) => fmt(pair.ratio, 2)).join(', ')} (mean Till ${fmt(figure.till.requestsPerSecond, 0)} req/s, ceiling ${fmt(figure.ceiling.requestsPerSecond, 0)} req/s); lowest ${fmt(figure.ratio, 2)} (${verdict})`,
   });
 }

@@ -50,7 +50,11 @@ export async function createSessionWithApiKey(
     ? claimIdempotencyKeyFrom('usable', { key: options.idempotencyKey, requestBody: options.requestBody, now }, { status: 201, body })
     : undefined;
   // With a key, the session is inserted only when the claimed row is this request's own (its body names the new session).
-  const insert = insertSessionFrom('usable', draft, claim ? sql`EXISTS (SELECT 1 FROM claim WHERE position(${draft.id} IN claim.response_body) > 0)` : undefined);
+  const insert = insertSessionFrom(
+    'usable',
+    draft,
+    claim ? sql`EXISTS (SELECT 1 FROM claim WHERE position(${draft.id} IN claim.response_body) > 0)` : undefined,
+  );
   const statement = sql<Outcome>`WITH ${key},
     ${claim ? sql`claim AS (${claim}),` : sql``}
     created AS (${insert})

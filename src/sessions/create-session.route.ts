@@ -57,12 +57,12 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
     } else {
       const { merchantId, walletConfigured } = await requireMerchant(context, request);
       const { idempotencyKey, input } = readRequest(request);
-      created = await createPaymentSession(
-        context,
-        merchantId,
-        input,
-        { createdVia: 'api', walletConfigured, requestBody: request.body, ...(idempotencyKey ? { idempotencyKey } : {}) },
-      );
+      created = await createPaymentSession(context, merchantId, input, {
+        createdVia: 'api',
+        walletConfigured,
+        requestBody: request.body,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
     }
     return reply.code(201).type('application/json; charset=utf-8').send(JSON.stringify(created));
   });

@@ -1,9 +1,9 @@
+import type { Insertable } from 'kysely';
 import { getAddress } from 'viem';
 import { invalidField, TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
-import type { Insertable } from 'kysely';
 import type { OrderType, PaymentSessionsTable, SessionOrigin } from '../db/schema.ts';
 import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { runIdempotently } from './idempotency.ts';
@@ -128,7 +128,11 @@ export type SessionDraft = Omit<Insertable<PaymentSessionsTable>, 'merchant_id'>
  * (exact, in the currency's decimals) and the terms (`minAmount` only on an editable session, not
  * above `amount`). Answers the row to insert, with a new id.
  */
-export async function draftSession(context: Pick<Context, 'config' | 'now' | 'rates'>, input: NewSessionInput, createdVia: SessionOrigin): Promise<SessionDraft> {
+export async function draftSession(
+  context: Pick<Context, 'config' | 'now' | 'rates'>,
+  input: NewSessionInput,
+  createdVia: SessionOrigin,
+): Promise<SessionDraft> {
   const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
   const amountMinor = parseMoney(input.amount, 'amount', exponent, currency);
   const editable = input.editable ?? false;
