@@ -78,10 +78,14 @@ export type PayingService = Awaited<ReturnType<typeof startPayingService>>;
 export async function startPayingService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number } = {},
+  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number; onQuery?: CreateServiceOptions['onQuery'] } = {},
 ) {
   const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
-  const service = await startTestService(engine, { ...sandboxSettings(sandbox), ...env }, { workers: options.workers ?? false });
+  const service = await startTestService(
+    engine,
+    { ...sandboxSettings(sandbox), ...env },
+    { workers: options.workers ?? false, ...(options.onQuery ? { onQuery: options.onQuery } : {}) },
+  );
   const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
   return {
     service,
