@@ -1,6 +1,7 @@
 import { type CompiledQuery, Kysely, type KyselyConfig, type KyselyPlugin, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { namedStatements } from './prepared.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 
@@ -31,6 +32,27 @@ export type DatabaseHandle = {
   close(): Promise<void>;
 };
 
+const named = Symbol('till:named');
+
+/** Sends the prepared queries' SQL (prepared.ts) as named statements, so each connection parses and plans them once. */
+function namingPreparedStatements(pool: pg.Pool): pg.Pool {
+  const connect = pool.connect.bind(pool) as (...callback: unknown[]) => Promise<pg.PoolClient>;
+  pool.connect = (async (...callback: unknown[]) => {
+    if (callback.length) return connect(...callback); // pool.query's own use, left as it is
+    const client = (await connect()) as pg.PoolClient & { [named]?: true };
+    if (!client[named]) {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((text: unknown, ...rest: unknown[]) => {
+        const name = typeof text === 'string' ? namedStatements.get(text) : undefined;
+        return name ? query({ name, text, values: rest[0] }) : query(text, ...rest);
+      }) as typeof client.query;
+      client[named] = true;
+    }
+    return client;
+  }) as typeof pool.connect;
+  return pool;
+}
+
 export type OpenDatabaseOptions = {
   /** Told every statement sent to the database, failed ones too (tests read the request paths' queries with it). */
   onQuery?: (query: CompiledQuery) => void;
@@ -43,7 +65,7 @@ export function openDatabase(
   const { onQuery } = options;
   const common: Omit<KyselyConfig, 'dialect'> = { plugins: [epochMillisecondsAsNumbers], ...(onQuery ? { log: (event) => onQuery(event.query) } : {}) };
   if (config.databaseKind === 'postgres') {
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize });
+    const pool = namingPreparedStatements(new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize }));
     // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...common });

@@ -88,14 +88,13 @@ export async function runIdempotently(
  */
 export function claimIdempotencyKeyFrom(
   source: string,
-  scope: { key: string; requestBody: unknown; now: number },
+  claim: { key: string; requestHash: string; now: number; expiresAt: number },
   response: { status: number; body: RawBuilder<unknown> },
 ): RawBuilder<unknown> {
   const take = (column: string) =>
-    sql`${sql.id(column)} = CASE WHEN idempotency_keys.expires_at <= ${scope.now} THEN excluded.${sql.id(column)} ELSE idempotency_keys.${sql.id(column)} END`;
+    sql`${sql.id(column)} = CASE WHEN idempotency_keys.expires_at <= ${claim.now}::bigint THEN excluded.${sql.id(column)} ELSE idempotency_keys.${sql.id(column)} END`;
   return sql`INSERT INTO idempotency_keys (merchant_id, idempotency_key, request_hash, status_code, response_body, created_at, expires_at)
-    SELECT merchant_id, ${scope.key}, ${requestHashOf(scope.requestBody)}, ${response.status}::integer, ${response.body},
-      ${scope.now}::bigint, ${scope.now + IDEMPOTENCY_TTL_MS}::bigint
+    SELECT merchant_id, ${claim.key}, ${claim.requestHash}, ${sql.lit(response.status)}, ${response.body}, ${claim.now}::bigint, ${claim.expiresAt}::bigint
     FROM ${sql.table(source)}
     ON CONFLICT (merchant_id, idempotency_key) DO UPDATE SET
       ${sql.join(['request_hash', 'status_code', 'response_body', 'created_at', 'expires_at'].map(take))}

@@ -42,18 +42,14 @@ export async function insertSession(db: Db, row: Insertable<PaymentSessionsTable
 }
 
 /**
- * {@link insertSession} as a part of one PostgreSQL statement: the row is inserted once for each
- * row of the CTE `source` (which gives merchant_id) when `condition` holds, and its id returned.
- * The server converts the values to the columns' types (jsonb_populate_record), so the statement
- * carries no list of types. A taken orderId fails the whole statement (23505), as insertSession does.
+ * {@link insertSession} as a part of one PostgreSQL statement: the row (`values`, its columns as
+ * the JSON text of {@link sessionValues}) is inserted once for each row of the CTE `source`, which
+ * gives merchant_id, when `condition` holds, and its id returned. The server converts the values
+ * to the columns' types (jsonb_populate_record), so the statement carries no list of types. A
+ * taken orderId fails the whole statement (23505), as insertSession does.
  */
-export function insertSessionFrom(
-  source: string,
-  row: Omit<Insertable<PaymentSessionsTable>, 'merchant_id'>,
-  condition: RawBuilder<unknown> = sql`true`,
-): RawBuilder<unknown> {
-  const columns = ['merchant_id', ...Object.keys(row)].map((column) => sql.id(column));
-  const values = JSON.stringify(row, (_key, value) => (typeof value === 'bigint' ? value.toString() : value));
+export function insertSessionFrom(source: string, values: string, condition: RawBuilder<unknown> = sql`true`): RawBuilder<unknown> {
+  const columns = ['merchant_id', ...NEW_SESSION_COLUMNS].map((column) => sql.id(column));
   return sql`INSERT INTO payment_sessions (${sql.join(columns)})
     SELECT ${sql.join(columns.map((column) => sql`r.${column}`))}
     FROM ${sql.table(source)} CROSS JOIN LATERAL jsonb_populate_record(
@@ -61,6 +57,35 @@ export function insertSessionFrom(
     ) r
     WHERE ${condition}
     RETURNING id`;
+}
+
+/** What a new session is written with, all but its merchant. */
+const NEW_SESSION_COLUMNS = [
+  'id',
+  'order_id',
+  'order_type',
+  'status',
+  'amount_minor',
+  'currency',
+  'min_amount_minor',
+  'editable',
+  'concept',
+  'success_url',
+  'cancel_url',
+  'fail_url',
+  'pay_to',
+  'expires_at',
+  'created_at',
+  'updated_at',
+  'version',
+  'created_via',
+] as const satisfies readonly (keyof PaymentSessionsTable)[];
+
+/** A new session's row as the JSON text {@link insertSessionFrom} takes (money as digits, never through a float). */
+export function sessionValues(row: Pick<Insertable<PaymentSessionsTable>, (typeof NEW_SESSION_COLUMNS)[number]>): string {
+  return JSON.stringify(Object.fromEntries(NEW_SESSION_COLUMNS.map((column) => [column, row[column] ?? null])), (_key, value) =>
+    typeof value === 'bigint' ? value.toString() : value,
+  );
 }
 
 /** An archived session can no longer change; a TRANSIENT one that is paid, expired or being paid neither; a STATIC one otherwise always can. */
