@@ -45,7 +45,11 @@ const statement = (idempotent: boolean) =>
       ? claimIdempotencyKeyFrom('usable', { key: p.idempotencyKey, requestHash: p.requestHash, now: p.now, expiresAt: p.expiresAt }, { status: 201, body })
       : undefined;
     // With a key, the session is inserted only when the claimed row is this request's own (its body names the new session).
-    const insert = insertSessionFrom('usable', p.values, claim ? sql`EXISTS (SELECT 1 FROM claim WHERE position(${p.sessionId} IN claim.response_body) > 0)` : undefined);
+    const insert = insertSessionFrom(
+      'usable',
+      p.values,
+      claim ? sql`EXISTS (SELECT 1 FROM claim WHERE position(${p.sessionId} IN claim.response_body) > 0)` : undefined,
+    );
     const query = sql<Outcome>`WITH ${usableApiKeyCtes(p)},
       ${claim ? sql`claim AS (${claim}),` : sql``}
       created AS (${insert})
