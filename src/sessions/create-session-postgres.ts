@@ -79,7 +79,7 @@ export async function createSessionWithApiKey(
   const use = apiKeyUse(presentedKey, context.config.mode, now);
   if (!use) throw new TillError('unauthorized', { presented: true });
   const { baseUrl } = context.config;
-  const requestHash = requestHashOf(options.requestBody);
+  const requestHash = options.idempotencyKey ? requestHashOf(options.requestBody) : '';
   const params: Params = {
     ...use,
     sessionId: draft.id,
