@@ -5,7 +5,7 @@ import { ErrorResponse } from '../http/errors.ts';
 import { numberText } from '../http/json.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { createPaymentSession, draftSession, type NewSessionInput } from './create-session.ts';
+import { createPaymentSession, draftSession, type NewSessionInput, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
 import { createSessionWithApiKey } from './create-session-postgres.ts';
 import { checkIdempotencyKey } from './idempotency.ts';
 import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
@@ -38,22 +38,25 @@ function readRequest(request: FastifyRequest): { idempotencyKey: string | undefi
   return { idempotencyKey, input: { ...input, amount, minAmount } };
 }
 
+/** E1 checked before its key is: a request without a valid key is still refused as such (401) before anything of its body is judged. */
+async function checkBeforeKey(context: AppContext, request: FastifyRequest): Promise<{ idempotencyKey: string | undefined; draft: SessionDraft }> {
+  try {
+    const { idempotencyKey, input } = readRequest(request);
+    return { idempotencyKey, draft: await draftSession(context, input, 'api') };
+  } catch (error) {
+    await requireMerchant(context, request);
+    throw error;
+  }
+}
+
 export function registerCreateSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const apiKey = context.dbKind === 'postgres' ? presentedApiKey(request) : undefined;
-    let created: unknown;
+    let created: SessionCreatedResult;
     if (apiKey !== undefined) {
-      // One round trip: the request is checked first, and the key with the insert (see create-session-postgres.ts).
-      let checked: { idempotencyKey: string | undefined; input: NewSessionInput; draft: Awaited<ReturnType<typeof draftSession>> };
-      try {
-        const { idempotencyKey, input } = readRequest(request);
-        checked = { idempotencyKey, input, draft: await draftSession(context, input, 'api') };
-      } catch (error) {
-        // A request without a valid key is refused as such before anything of its body is judged.
-        await requireMerchant(context, request);
-        throw error;
-      }
-      created = await createSessionWithApiKey(context, apiKey, checked.draft, { idempotencyKey: checked.idempotencyKey, requestBody: request.body });
+      // One round trip: the request is checked first, then the key and the insert go in one statement.
+      const { idempotencyKey, draft } = await checkBeforeKey(context, request);
+      created = await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body });
     } else {
       const { merchantId, walletConfigured } = await requireMerchant(context, request);
       const { idempotencyKey, input } = readRequest(request);
