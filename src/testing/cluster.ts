@@ -50,6 +50,8 @@ export type ClusterInstance = {
   readonly pid: number | undefined;
   /** How many times it has been started (1 after the cluster starts, 2 after one restart…). */
   readonly starts: number;
+  /** How long its last start took, from spawning the process to 200 on /readyz (ms). */
+  readonly readyMs: number | undefined;
   /** Everything its processes wrote on stdout and stderr, across restarts, in order. */
   output(): string;
 };
@@ -106,7 +108,17 @@ export async function startCluster(options: ClusterOptions) {
   const slots = await Promise.all(
     options.roles.map(async (role, index) => {
       const port = await freePort();
-      return { index, role, port, url: `http://127.0.0.1:${port}`, up: false, starts: 0, output: '', running: undefined as Running | undefined };
+      return {
+        index,
+        role,
+        port,
+        url: `http://127.0.0.1:${port}`,
+        up: false,
+        starts: 0,
+        readyMs: undefined as number | undefined,
+        output: '',
+        running: undefined as Running | undefined,
+      };
     }),
   );
   const unexpectedExits: UnexpectedExit[] = [];
@@ -139,7 +151,8 @@ export async function startCluster(options: ClusterOptions) {
   }
 
   async function waitReady(slot: (typeof slots)[number], running: Running) {
-    const deadline = Date.now() + readyTimeoutMs;
+    const spawnedAt = Date.now();
+    const deadline = spawnedAt + readyTimeoutMs;
     let exited = false;
     void running.exited.then(() => {
       exited = true;
@@ -152,6 +165,7 @@ export async function startCluster(options: ClusterOptions) {
       );
       if (ready) {
         slot.up = true;
+        slot.readyMs = Date.now() - spawnedAt;
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -216,6 +230,9 @@ export async function startCluster(options: ClusterOptions) {
     },
     get starts() {
       return slot.starts;
+    },
+    get readyMs() {
+      return slot.readyMs;
     },
     output: () => slot.output,
   }));
