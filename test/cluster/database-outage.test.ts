@@ -18,6 +18,16 @@ const OUTAGE_MS = Number(process.env.TILL_TEST_OUTAGE_SECONDS ?? 10) * 1000;
 const CLIENTS = 6;
 const SESSION_TTL_SECONDS = 6;
 
+/** How many answers of each status each endpoint gave, e.g. { create: { 503: 40 } }. */
+function statusesByEndpoint(answers: Answer[]): Record<string, Record<number, number>> {
+  const tally: Record<string, Record<number, number>> = {};
+  for (const { what, status } of answers) {
+    tally[what] ??= {};
+    tally[what][status] = (tally[what][status] ?? 0) + 1;
+  }
+  return tally;
+}
+
 const { skip } = engines.find((e) => e.engine === 'postgres')!;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -138,6 +148,7 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
       requests: answers.length,
       duringOutage: during.length,
       answered503: refused.length,
+      duringOutageByEndpoint: statusesByEndpoint(during),
       answered5xxOther: answers.filter((a) => a.status >= 500 && a.status !== 503).length,
       createsAccepted: created.filter((c) => c.status === 201).length,
       createsRefused: refusedCreates.length,
@@ -159,7 +170,8 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
 
   /**
    * Clients as a merchant's server and its buyers: each creates a session (with an
-   * Idempotency-Key), reads it and asks for its challenge, round and round, until stopped.
+   * Idempotency-Key), reads it, asks for its challenge and its payment page, and now and then
+   * lists its webhook deliveries, round and round, until stopped.
    */
   function startTraffic() {
     const answers: Answer[] = [];
@@ -192,6 +204,10 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
           if (last) {
             await record('read', await cluster.request(`${SESSIONS_PATH}/${last.id}`, { headers: apiHeaders(cluster.merchant.apiKey) }));
             await record('challenge', await cluster.request(`/x402/session/${last.id}`));
+            await record('page', await cluster.request(`/checkout/pay?uid=${last.id}`));
+          }
+          if (i % 5 === 0) {
+            await record('deliveries', await cluster.request('/api/checkout/v2/webhooks/deliveries', { headers: apiHeaders(cluster.merchant.apiKey) }));
           }
         } catch (error) {
           transportErrors.push(String(error));
