@@ -2,6 +2,7 @@ import { Kysely, type KyselyPlugin, PostgresDialect, type Transaction } from 'ky
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Database } from './schema.ts';
+import { trackChanges } from './changes.ts';
 import { createSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 
 export type { Database } from './schema.ts';
@@ -36,11 +37,17 @@ export function openDatabase(config: Pick<Config, 'databaseKind' | 'databaseUrl'
     const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize });
     // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [epochMillisecondsAsNumbers] });
+    const tracked = trackChanges(new PostgresDialect({ pool }));
+    const db = new Kysely<Database>({ dialect: tracked.dialect, plugins: [epochMillisecondsAsNumbers] });
+    tracked.register(db);
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   if (!config.sqlitePath) throw new Error('sqlitePath is required for SQLite');
-  const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.sqlitePath)), plugins: [epochMillisecondsAsNumbers] });
+  const database = openSqlite(config.sqlitePath);
+  const dataVersion = database.prepare('PRAGMA data_version');
+  const tracked = trackChanges(createSqliteDialect(database), () => Number((dataVersion.get() as { data_version: number }).data_version));
+  const db = new Kysely<Database>({ dialect: tracked.dialect, plugins: [epochMillisecondsAsNumbers] });
+  tracked.register(db);
   return { db, kind: 'sqlite', close: () => db.destroy() };
 }
 

@@ -4,6 +4,8 @@ import type { AppContext } from '../context.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
+import type { Answer } from './answers.ts';
+import type { ChallengeCache, EncodedChallenge } from './challenge-cache.ts';
 import { answerPayRequest } from './pay.ts';
 import type { PayFlow, X402Services } from './services.ts';
 
@@ -50,18 +52,26 @@ function docFor(url: string): RouteDoc {
   };
 }
 
-export function registerPaySession(app: FastifyInstance, context: AppContext, services: X402Services): void {
+export function registerPaySession(app: FastifyInstance, context: AppContext, services: X402Services, challenges: ChallengeCache): void {
   const flow: PayFlow = { context, services };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { sessionId, query } = readInput(request);
-    const answer = await answerPayRequest(flow, {
-      sessionId,
-      amount: query.amount,
-      xPayment: header(request, 'x-payment'),
-      paymentSignature: header(request, 'payment-signature'),
-      ip: request.ip,
-      log: request.log,
-    });
+    const xPayment = header(request, 'x-payment');
+    const paymentSignature = header(request, 'payment-signature');
+    // Only a request without a proof may be answered from the cache; a proof always goes to the database.
+    const cacheable = xPayment === undefined && paymentSignature === undefined;
+    const amountKey = query.amount ?? '';
+    if (cacheable) {
+      const cached = challenges.get(sessionId, amountKey, context.now());
+      if (cached) return sendEncoded(reply, cached);
+    }
+    const ticket = challenges.ticket();
+    const answer = await answerPayRequest(flow, { sessionId, amount: query.amount, xPayment, paymentSignature, ip: request.ip, log: request.log });
+    if (cacheable && answer.reusable) {
+      const encoded = encodeAnswer(answer);
+      challenges.put(ticket, { sessionId, amount: amountKey, merchantId: answer.reusable.merchantId }, encoded, answer.reusable.until);
+      return sendEncoded(reply, encoded);
+    }
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   };
   for (const url of ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}']) addRoute(app, docFor(url), {}, handler);
@@ -79,6 +89,16 @@ function readInput(request: FastifyRequest): { sessionId: string; query: z.outpu
   for (const key in query) if (key !== 'amount' || typeof query[key] !== 'string') plain = false;
   if (plain) return { sessionId: sessionId as string, query: typeof query.amount === 'string' ? { amount: query.amount } : {} };
   return { sessionId: validate(Params, request.params).sessionId, query: validate(Query, request.query) };
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function encodeAnswer(answer: Answer): EncodedChallenge {
+  return { status: answer.status, headers: { ...answer.headers, 'content-type': JSON_TYPE }, body: JSON.stringify(answer.body) };
+}
+
+function sendEncoded(reply: FastifyReply, encoded: EncodedChallenge): FastifyReply {
+  return reply.code(encoded.status).headers(encoded.headers).send(encoded.body);
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {

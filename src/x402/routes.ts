@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { createChallengeCache } from './challenge-cache.ts';
 import { registerPaySession } from './pay-session.route.ts';
 import type { X402Services } from './services.ts';
 
@@ -15,13 +16,15 @@ const CORS_HEADERS = {
 export function registerX402Routes(services: X402Services | undefined) {
   return (app: FastifyInstance, context: AppContext) => {
     if (!services) return;
+    const challenges = createChallengeCache(context);
+    app.addHook('onClose', () => challenges.close());
     app.register(async (scope) => {
       scope.addHook('onRequest', async (_request, reply) => {
         reply.headers(CORS_HEADERS);
       });
       for (const path of ['/x402/session/:sessionId', '/checkout/v2/x402/session/:sessionId'])
         scope.options(path, async (_request, reply) => reply.code(204).send());
-      registerPaySession(scope, context, services);
+      registerPaySession(scope, context, services, challenges);
     });
   };
 }
