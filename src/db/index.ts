@@ -1,8 +1,8 @@
 import { Kysely, type KyselyPlugin, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
-import type { Database } from './schema.ts';
 import { trackChanges } from './changes.ts';
+import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 
 export type { Database } from './schema.ts';

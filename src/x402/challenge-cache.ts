@@ -1,6 +1,6 @@
+import type { AppContext } from '../context.ts';
 import { CHANGES_CHANNEL, changeFeed, type DataChange, parseChangePayload } from '../db/changes.ts';
 import { listenForNotifications, type NotificationListener } from '../db/notifications.ts';
-import type { AppContext } from '../context.ts';
 
 /** A challenge as sent: status, every header of its own and the JSON body, encoded once. */
 export type EncodedChallenge = { status: number; headers: Record<string, string>; body: string };

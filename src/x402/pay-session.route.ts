@@ -63,7 +63,10 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
     const amountKey = query.amount ?? '';
     if (cacheable) {
       const cached = challenges.get(sessionId, amountKey, context.now());
-      if (cached) return sendEncoded(reply, cached);
+      if (cached) {
+        context.metrics.x402ChallengesCached.inc();
+        return sendEncoded(reply, cached);
+      }
     }
     const ticket = challenges.ticket();
     const answer = await answerPayRequest(flow, { sessionId, amount: query.amount, xPayment, paymentSignature, ip: request.ip, log: request.log });
