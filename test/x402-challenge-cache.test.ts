@@ -27,12 +27,13 @@ const X402_ENV = {
 const CROSS_INSTANCE_BOUND_MS = { postgres: 500, sqlite: SQLITE_CHECK_MS + 480 };
 const STALENESS_TRIALS = 20;
 
-type Challenge = { status: number; text: string; paymentRequired: string | null; body: Record<string, any> };
+type Offer = { maxAmountRequired: string; payTo: string; description: string };
+type Challenge = { status: number; text: string; paymentRequired: string | null; body: { error?: string; status?: string; accepts: Offer[] } };
 
 async function ask(baseUrl: string, sessionId: string, query = '', headers: Record<string, string> = {}): Promise<Challenge> {
   const response = await fetch(x402Url(baseUrl, sessionId, query), { headers });
   const text = await response.text();
-  return { status: response.status, text, paymentRequired: response.headers.get('payment-required'), body: JSON.parse(text) };
+  return { status: response.status, text, paymentRequired: response.headers.get('payment-required'), body: JSON.parse(text) as Challenge['body'] };
 }
 
 /** Challenges answered from the cache so far, from /metrics. */
@@ -105,16 +106,16 @@ for (const { engine, skip } of engines) {
 
     test('E2: an update is answered at once', async () => {
       const sessionId = await open();
-      assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0].maxAmountRequired, '50000');
+      assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.maxAmountRequired, '50000');
       const updated = await sessionRequest(service.baseUrl, apiKey, 'PUT', { sessionId, amount: 0.07, currency: 'USD' });
       assert.equal(updated.status, 200, await updated.text());
-      assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0].maxAmountRequired, '70000');
+      assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0]!.maxAmountRequired, '70000');
     });
 
     test('an editable session caches each ?amount= apart, and an update drops them all', async () => {
       const sessionId = await open({ editable: true, minAmount: 0.01 });
-      assert.equal((await cached(service.baseUrl, sessionId, '?amount=0.02')).body.accepts[0].maxAmountRequired, '20000');
-      assert.equal((await cached(service.baseUrl, sessionId, '?amount=0.03')).body.accepts[0].maxAmountRequired, '30000');
+      assert.equal((await cached(service.baseUrl, sessionId, '?amount=0.02')).body.accepts[0]!.maxAmountRequired, '20000');
+      assert.equal((await cached(service.baseUrl, sessionId, '?amount=0.03')).body.accepts[0]!.maxAmountRequired, '30000');
       const updated = await sessionRequest(service.baseUrl, apiKey, 'PUT', { sessionId, amount: 0.05, currency: 'USD', minAmount: 0.03 });
       assert.equal(updated.status, 200, await updated.text());
       assert.equal((await ask(service.baseUrl, sessionId, '?amount=0.02')).body.error, 'amount_below_minimum');
@@ -132,13 +133,13 @@ for (const { engine, skip } of engines) {
       const sessionId = await createSession(service.baseUrl, ownKey, { amount: 0.05, currency: 'USD', concept: 'Tea' });
       const other = await open();
       await cached(service.baseUrl, other);
-      assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0].description, 'Before: Tea');
+      assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.description, 'Before: Tea');
       const wallet = newAccount().address;
       assert.ok(await setMerchantWallet(db(), ownId, wallet));
-      assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0].payTo.toLowerCase(), wallet.toLowerCase());
+      assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet.toLowerCase());
       await cached(service.baseUrl, sessionId);
       assert.ok(await setBusinessDetails(db(), ownId, { name: 'After', supportEmail: '', websiteUrl: '' }));
-      assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0].description, 'After: Tea');
+      assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0]!.description, 'After: Tea');
       await cached(service.baseUrl, sessionId);
       const before = await cachedCount(service.baseUrl);
       assert.ok(await setAcceptedChains(db(), ownId, [{ chain: 'base', tokens: ['USDC'] }]));
@@ -165,7 +166,7 @@ for (const { engine, skip } of engines) {
       const sessionId = await createSession(service.baseUrl, apiKey, { amount: 1, currency: 'EUR', orderType: 'STATIC' });
       rates.set('1.10');
       const first = await cached(service.baseUrl, sessionId);
-      assert.equal(first.body.accepts[0].maxAmountRequired, '1100000');
+      assert.equal(first.body.accepts[0]!.maxAmountRequired, '1100000');
       const quote = await db().selectFrom('payment_quotes').selectAll().where('session_id', '=', sessionId).executeTakeFirstOrThrow();
       rates.set('1.20');
       const saved = clock;
@@ -174,7 +175,7 @@ for (const { engine, skip } of engines) {
         clock = quote.expires_at - 60_000 - 1;
         assert.equal((await ask(service.baseUrl, sessionId)).text, first.text);
         clock = quote.expires_at - 60_000;
-        assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0].maxAmountRequired, '1200000');
+        assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0]!.maxAmountRequired, '1200000');
       } finally {
         clock = saved;
         rates.set('1.10');
@@ -255,7 +256,7 @@ for (const { engine, skip } of engines) {
       await ask(service.baseUrl, sessionId);
       assert.equal(await cachedCount(service.baseUrl), before + 1);
       await sql`update payment_sessions set concept = 'raw' where id = ${sessionId}`.execute(db());
-      assert.match((await ask(service.baseUrl, sessionId)).body.accepts[0].description, /: raw$/);
+      assert.match((await ask(service.baseUrl, sessionId)).body.accepts[0]!.description, /: raw$/);
     });
 
     test(`another instance on the same database answers a change within ${CROSS_INSTANCE_BOUND_MS[engine]} ms`, async (t) => {
@@ -273,7 +274,7 @@ for (const { engine, skip } of engines) {
           const wallet = newAccount().address.toLowerCase();
           assert.ok(await setMerchantWallet(db(), merchantId, wallet));
           const changed = performance.now();
-          while ((await ask(otherUrl, sessionId)).body.accepts[0].payTo.toLowerCase() !== wallet) {
+          while ((await ask(otherUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase() !== wallet) {
             if (performance.now() - changed > 5_000) assert.fail('the other instance never answered the change');
           }
           delays.push(performance.now() - changed);
@@ -302,7 +303,7 @@ for (const { engine, skip } of engines) {
       });
       assert.equal(run.code, 0, run.stderr);
       const exited = performance.now();
-      while ((await ask(service.baseUrl, sessionId)).body.accepts[0].payTo.toLowerCase() !== wallet) {
+      while ((await ask(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase() !== wallet) {
         if (performance.now() - exited > 5_000) assert.fail('the service never answered the change made by the CLI');
       }
       const delay = performance.now() - exited;

@@ -33,10 +33,11 @@ export type ChangeFeed = {
   externalVersion: (() => number) | undefined;
 };
 
-const feeds = new WeakMap<Kysely<any>, ChangeFeed & { publish(change: DataChange): void }>();
+// Keyed by the Kysely handle (any database type): a handle's feed lives and goes with it.
+const feeds = new WeakMap<object, ChangeFeed & { publish(change: DataChange): void }>();
 
 /** The committed changes of this handle's writes; undefined for a handle not opened by openDatabase. */
-export function changeFeed(db: Kysely<any>): ChangeFeed | undefined {
+export function changeFeed<DB>(db: Kysely<DB>): ChangeFeed | undefined {
   return feeds.get(db);
 }
 
@@ -81,7 +82,7 @@ export function trackChanges(dialect: Dialect, externalVersion?: () => number) {
     createIntrospector: (db) => dialect.createIntrospector(db),
     createDriver: () => trackingDriver(dialect.createDriver(), feed.publish),
   };
-  return { dialect: tracked, register: (db: Kysely<any>) => feeds.set(db, feed) };
+  return { dialect: tracked, register: <DB>(db: Kysely<DB>) => feeds.set(db, feed) };
 }
 
 function trackingDriver(inner: Driver, publish: (change: DataChange) => void): Driver {
