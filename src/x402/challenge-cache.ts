@@ -2,8 +2,11 @@ import type { AppContext } from '../context.ts';
 import { CHANGES_CHANNEL, changeFeed, type DataChange, parseChangePayload } from '../db/changes.ts';
 import { listenForNotifications, type NotificationListener } from '../db/notifications.ts';
 
-/** A challenge as sent: status, every header of its own and the JSON body, encoded once. */
-export type EncodedChallenge = { status: number; headers: Record<string, string>; body: string };
+/**
+ * A challenge as sent: status, its own headers (content type and PAYMENT-REQUIRED), the same with
+ * the x402 routes' CORS headers for the fast lane, and the JSON body, all encoded once.
+ */
+export type EncodedChallenge = { status: number; headers: Record<string, string>; withCors: Record<string, string>; body: Buffer };
 
 /** How long an answer may be served after another process changed its rows, on SQLite. */
 export const SQLITE_CHECK_MS = 20;
