@@ -29,7 +29,7 @@ const THIS_FILE = fileURLToPath(import.meta.url);
 const SERVE_EXPRESS = '--serve-express';
 const SERVE_CEILING = '--serve-ceiling';
 
-const ROUNDS = 2;
+const ROUNDS = 3;
 const WARMUP_SECONDS = 2;
 const THROUGHPUT_TARGET = 1.5;
 const PAID_REQUESTS = 500;
