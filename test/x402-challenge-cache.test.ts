@@ -36,6 +36,14 @@ async function ask(baseUrl: string, sessionId: string, query = '', headers: Reco
   return { status: response.status, text, paymentRequired: response.headers.get('payment-required'), body: JSON.parse(text) as Challenge['body'] };
 }
 
+function entriesOf(headers: Headers): [string, string][] {
+  const entries: [string, string][] = [];
+  headers.forEach((value, name) => {
+    entries.push([name, value]);
+  });
+  return entries;
+}
+
 /** Challenges answered from the cache so far, from /metrics. */
 async function cachedCount(baseUrl: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text();
@@ -102,6 +110,39 @@ for (const { engine, skip } of engines) {
       const refused = await ask(service.baseUrl, sessionId, '', { 'x-payment': 'not base64 json' });
       assert.equal(refused.body.error, 'invalid_payload');
       assert.equal(await cachedCount(service.baseUrl), before);
+    });
+
+    test('the fast lane answers as the route does: status, headers, body, request id and metric', async () => {
+      const sessionId = await open();
+      const route = '/checkout/v2/x402/session/:sessionId';
+      const metric = async () => {
+        const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+        const line = text
+          .split('\n')
+          .find((l) => l.startsWith('till_http_request_duration_seconds_count{') && l.includes(`route="${route}"`) && l.includes('status="402"'));
+        return Number(line?.split(' ').at(-1) ?? 0);
+      };
+      const url = `${service.baseUrl}/checkout/v2/x402/session/${sessionId}`;
+      const fromRoute = await fetch(url);
+      const before = await cachedCount(service.baseUrl);
+      const counted = await metric();
+      const fromLane = await fetch(url, { headers: { 'x-request-id': 'order-42.retry:1' } });
+      assert.equal(await cachedCount(service.baseUrl), before + 1);
+      assert.equal(await metric(), counted + 1, 'the request metric counts an answer of the fast lane under its route');
+      assert.equal(fromLane.headers.get('x-request-id'), 'order-42.retry:1');
+      assert.match(fromRoute.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      const injected = await service.app.inject({ method: 'GET', url: `/checkout/v2/x402/session/${sessionId}` });
+      const headersOf = (entries: [string, string][]) =>
+        Object.fromEntries(entries.filter(([name]) => !['date', 'x-request-id', 'connection', 'keep-alive'].includes(name)).sort());
+      const laneHeaders = headersOf(entriesOf(fromLane.headers));
+      assert.deepEqual(headersOf(entriesOf(fromRoute.headers)), laneHeaders);
+      assert.deepEqual(headersOf(Object.entries(injected.headers).map(([name, value]) => [name, String(value)])), laneHeaders);
+      assert.equal(laneHeaders['access-control-allow-origin'], '*');
+      assert.equal(laneHeaders['x-content-type-options'], 'nosniff');
+      const body = await fromLane.text();
+      assert.equal(body, await fromRoute.text());
+      assert.equal(body, injected.body);
+      assert.equal(fromLane.status, 402);
     });
 
     test('E2: an update is answered at once', async () => {
