@@ -12,9 +12,9 @@ export type EncodedChallenge = { status: number; headers: Record<string, string>
 export const SQLITE_CHECK_MS = 20;
 /** A lost LISTEN connection is opened again after this; meanwhile nothing is served from the cache. */
 const RELISTEN_MS = 1000;
-/** Sessions held; past it the oldest filled is dropped. An editable session holds a few amounts. */
-const MAX_SESSIONS = 10_000;
-const MAX_AMOUNTS_PER_SESSION = 8;
+/** Answers held (≈ 2 KB each); past it the session filled first is dropped. An editable session holds a few amounts. */
+export const MAX_ANSWERS = 10_000;
+export const MAX_AMOUNTS_PER_SESSION = 8;
 
 type Entry = { answer: EncodedChallenge; until: number };
 type SessionEntries = { merchantId: string; amounts: Map<string, Entry> };
@@ -41,15 +41,21 @@ export function createChallengeCache(context: Pick<AppContext, 'db' | 'dbKind' |
   // Moves on every drop: a fill read before the move may be older than the drop, so it is not kept.
   let epoch = 0;
   let enabled = false;
+  let answers = 0;
   const clear = () => {
     epoch++;
     sessions.clear();
+    answers = 0;
+  };
+  const forget = (sessionId: string) => {
+    answers -= sessions.get(sessionId)?.amounts.size ?? 0;
+    sessions.delete(sessionId);
   };
   const drop = (change: DataChange) => {
     epoch++;
-    if (change.ids === undefined) return sessions.clear();
-    if (change.table === 'payment_sessions') for (const id of change.ids) sessions.delete(id);
-    else for (const [id, entries] of sessions) if (change.ids.includes(entries.merchantId)) sessions.delete(id);
+    if (change.ids === undefined) return clear();
+    if (change.table === 'payment_sessions') for (const id of change.ids) forget(id);
+    else for (const [id, entries] of sessions) if (change.ids.includes(entries.merchantId)) forget(id);
   };
 
   const feed = changeFeed(context.db);
@@ -97,7 +103,10 @@ export function createChallengeCache(context: Pick<AppContext, 'db' | 'dbKind' |
       const entry = sessions.get(sessionId)?.amounts.get(amount);
       if (!entry) return undefined;
       if (now < entry.until) return entry.answer;
-      sessions.get(sessionId)!.amounts.delete(amount);
+      const entries = sessions.get(sessionId)!;
+      entries.amounts.delete(amount);
+      answers--;
+      if (entries.amounts.size === 0) sessions.delete(sessionId);
       return undefined;
     },
     ticket: () => epoch,
@@ -105,11 +114,14 @@ export function createChallengeCache(context: Pick<AppContext, 'db' | 'dbKind' |
       if (!enabled || ticket !== epoch) return;
       let entries = sessions.get(key.sessionId);
       if (!entries) {
-        if (sessions.size >= MAX_SESSIONS) sessions.delete(sessions.keys().next().value!);
+        while (answers >= MAX_ANSWERS && sessions.size > 0) forget(sessions.keys().next().value!);
         entries = { merchantId: key.merchantId, amounts: new Map() };
         sessions.set(key.sessionId, entries);
       }
-      if (entries.amounts.size >= MAX_AMOUNTS_PER_SESSION) entries.amounts.delete(entries.amounts.keys().next().value!);
+      if (!entries.amounts.has(key.amount)) {
+        if (entries.amounts.size >= MAX_AMOUNTS_PER_SESSION) entries.amounts.delete(entries.amounts.keys().next().value!);
+        else answers++;
+      }
       entries.amounts.set(key.amount, { answer, until });
     },
     async close() {
