@@ -27,7 +27,7 @@ const COMMON_HEADERS = { 'x-content-type-options': 'nosniff', 'referrer-policy':
 /**
  * A fast lane answers a raw request before the framework routes it, or returns false to leave it to
  * the routes. It is for a hot answer already encoded (the x402 challenge from its cache): it must
- * send what its route would, through `sendRaw`, which adds the request id, the common headers, the
+ * send what its route would, through the `send` it is given, which adds the request id, the common headers, the
  * request log lines and the request metric exactly as the framework's hooks do.
  */
 export type FastLane = (request: IncomingMessage, response: ServerResponse, send: RawSender) => boolean;
