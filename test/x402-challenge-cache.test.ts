@@ -7,15 +7,17 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { pino } from 'pino';
+import { loadConfig } from '../src/config.ts';
 import { createService, type Service } from '../src/main.ts';
 import { setAcceptedChains, setBusinessDetails, setMerchantWallet } from '../src/merchants/merchants.ts';
 import type { RatesProvider } from '../src/money/rates.ts';
 import { claimPayment, recordFailure, recordReversal, recordSettlement } from '../src/payments/payments.ts';
 import { archiveSession, findSession } from '../src/sessions/sessions.ts';
 import { runNodeScript } from '../src/testing/child-process.ts';
+import { createServiceStorage } from '../src/testing/environment.ts';
 import { describeOnEngine, engines, startListeningTestService, type TestService } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
-import { createSession, sessionRequest, x402Url } from '../src/testing/shop.ts';
+import { createMerchant, createSession, sessionRequest, x402Url } from '../src/testing/shop.ts';
 import { SQLITE_CHECK_MS } from '../src/x402/challenge-cache.ts';
 
 const X402_ENV = {
@@ -353,3 +355,30 @@ for (const { engine, skip } of engines) {
     });
   });
 }
+
+test('with info logging, an answer of the fast lane is logged as the framework logs a request', async () => {
+  const lines: Record<string, unknown>[] = [];
+  const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const storage = await createServiceStorage('sqlite');
+  const config = loadConfig({ ...storage.settings, ...X402_ENV, TILL_LOG_LEVEL: 'info', PORT: '0', TILL_BASE_URL: 'http://till.test' });
+  const service = await createService(config, { log, workers: false });
+  try {
+    const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
+    const { apiKey } = await createMerchant(service.context.db, { walletAddress: newAccount().address, keyMode: config.mode === 'sandbox' ? 'test' : 'live' });
+    const sessionId = await createSession(baseUrl, apiKey, { amount: 0.05, currency: 'USD' });
+    await ask(baseUrl, sessionId);
+    lines.length = 0;
+    const response = await fetch(x402Url(baseUrl, sessionId), { headers: { 'x-request-id': 'lane-log-1' } });
+    assert.equal(response.status, 402);
+    assert.equal(response.headers.get('x-request-id'), 'lane-log-1');
+    const mine = lines.filter((line) => line.reqId === 'lane-log-1');
+    assert.deepEqual(
+      mine.map((line) => line.msg),
+      ['incoming request', 'request completed'],
+    );
+    assert.equal((mine[1]!.res as { statusCode: number }).statusCode, 402);
+  } finally {
+    await service.close();
+    await storage.drop();
+  }
+});
