@@ -1,6 +1,7 @@
 import { Kysely, type KyselyPlugin, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { trackChanges } from './changes.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 
@@ -47,11 +48,17 @@ export function openDatabase(config: Pick<Config, 'databaseKind' | 'databaseUrl'
     // Nor may a checked-out client's, lost between two statements of a transaction (the pool listens
     // only to idle ones): its next statement fails as not queryable, and the pool drops it on release.
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [epochMillisecondsAsNumbers] });
+    const tracked = trackChanges(new PostgresDialect({ pool }));
+    const db = new Kysely<Database>({ dialect: tracked.dialect, plugins: [epochMillisecondsAsNumbers] });
+    tracked.register(db);
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   if (!config.sqlitePath) throw new Error('sqlitePath is required for SQLite');
-  const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.sqlitePath)), plugins: [epochMillisecondsAsNumbers] });
+  const database = openSqlite(config.sqlitePath);
+  const dataVersion = database.prepare('PRAGMA data_version');
+  const tracked = trackChanges(createSqliteDialect(database), () => Number((dataVersion.get() as { data_version: number }).data_version));
+  const db = new Kysely<Database>({ dialect: tracked.dialect, plugins: [epochMillisecondsAsNumbers] });
+  tracked.register(db);
   return { db, kind: 'sqlite', close: () => db.destroy() };
 }
 
