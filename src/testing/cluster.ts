@@ -29,6 +29,11 @@ export type ClusterOptions = {
   postgresUrl?: string;
   /** The sandbox's fault controls (`/admin/faults`, `/admin/chain`), off unless asked for. */
   faultControls?: boolean;
+  /**
+   * Start the instances on an empty database, not migrated and with no merchant, as an operator's
+   * first start does (in sandbox mode each instance then considers making the demo merchant).
+   */
+  firstStartOnEmptyDatabase?: boolean;
   /** How long an instance may take to answer 200 on /readyz; 60 s unless given. */
   readyTimeoutMs?: number;
 };
@@ -97,13 +102,14 @@ export async function startCluster(options: ClusterOptions) {
     ...options.env,
   };
   const handle: DatabaseHandle = openDatabase(loadConfig(env));
-  await migrateToLatest(handle.db);
-  const merchantWallet = newAccount().address;
-  // A merchant before the first start, so no instance makes the sandbox's demo merchant.
-  const merchant: TestMerchant & { wallet: Address } = {
-    ...(await createMerchant(handle.db, { name: 'Cluster shop', walletAddress: merchantWallet })),
-    wallet: merchantWallet,
+  // On a first start the instances migrate the empty database themselves, at once.
+  if (!options.firstStartOnEmptyDatabase) await migrateToLatest(handle.db);
+  const newMerchant = async (name = 'Cluster shop'): Promise<TestMerchant & { wallet: Address }> => {
+    const wallet = newAccount().address;
+    return { ...(await createMerchant(handle.db, { name, walletAddress: wallet })), wallet };
   };
+  // A merchant before the first start, so no instance makes the sandbox's demo merchant (unless asked to).
+  let merchant = options.firstStartOnEmptyDatabase ? undefined : await newMerchant();
 
   const slots = await Promise.all(
     options.roles.map(async (role, index) => {
@@ -201,6 +207,7 @@ export async function startCluster(options: ClusterOptions) {
 
   try {
     await Promise.all(slots.map((slot) => waitReady(slot, launch(slot))));
+    merchant ??= await newMerchant();
   } catch (error) {
     await stop();
     throw error;
@@ -243,13 +250,10 @@ export async function startCluster(options: ClusterOptions) {
     env,
     /** The cluster's database, for assertions and set-up. */
     db: handle.db,
-    /** The merchant made before the first start, paid out to `merchant.wallet`. */
+    /** The merchant made before the first start (after it with `firstStartOnEmptyDatabase`), paid out to `merchant.wallet`. */
     merchant,
     /** Another merchant, paid out to a fresh wallet. */
-    async newMerchant(name = 'Cluster shop') {
-      const wallet = newAccount().address;
-      return { ...(await createMerchant(handle.db, { name, walletAddress: wallet })), wallet };
-    },
+    newMerchant,
     sandbox: {
       ...sandboxHttp,
       url: spawned.url,
