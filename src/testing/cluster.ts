@@ -77,8 +77,9 @@ type Running = { child: ChildProcessByStdio<null, Readable, Readable>; exited: P
 export type Cluster = Awaited<ReturnType<typeof startCluster>>;
 
 /**
- * Starts the sandbox, a throwaway database (migrated, with one merchant paid out to a fresh wallet)
- * and the instances, and resolves once every instance answers 200 on /readyz.
+ * Starts the sandbox, a throwaway database (migrated, with one merchant paid out to a fresh wallet,
+ * unless `firstStartOnEmptyDatabase`) and the instances, and resolves once every instance answers
+ * 200 on /readyz.
  */
 export async function startCluster(options: ClusterOptions) {
   if (options.roles.length === 0) throw new Error('a cluster needs at least one instance');
@@ -169,6 +170,8 @@ export async function startCluster(options: ClusterOptions) {
         (response) => response.status === 200,
         () => false,
       );
+      // Killed while it was starting: up only if this very process is still wanted.
+      if (ready && (running.ending || slot.running !== running)) throw new Error(`instance ${slot.index} (${slot.role}) was ended while it was starting`);
       if (ready) {
         slot.up = true;
         slot.readyMs = Date.now() - spawnedAt;
@@ -197,12 +200,16 @@ export async function startCluster(options: ClusterOptions) {
   const sandboxHttp = sandboxOverHttp(spawned);
   const chain = createPublicClient({ transport: http(spawned.rpcUrl) });
 
-  async function stop() {
+  let stopping: Promise<void> | undefined;
+  function stop() {
     stopped = true;
-    await Promise.all(slots.map((slot) => end(slot, 'SIGTERM')));
-    await handle.close();
-    await storage.drop();
-    await spawned.stop();
+    stopping ??= (async () => {
+      await Promise.all(slots.map((slot) => end(slot, 'SIGTERM')));
+      await handle.close();
+      await storage.drop();
+      await spawned.stop();
+    })();
+    return stopping;
   }
 
   try {
