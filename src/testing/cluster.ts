@@ -25,6 +25,11 @@ export type ClusterOptions = {
   env?: Record<string, string>;
   /** Settings of one instance on top of the shared ones (e.g. a setting only it has). */
   instanceEnv?: (index: number, role: ClusterRole) => Record<string, string>;
+  /**
+   * The database URL the instances are given, from the throwaway database's own URL: e.g. the same
+   * database through a TCP proxy the test controls. The cluster's `db` always connects directly.
+   */
+  instanceDatabaseUrl?: (directUrl: string) => string;
   /** The PostgreSQL server the throwaway database is made on; TILL_TEST_POSTGRES_URL unless given. */
   postgresUrl?: string;
   /** The sandbox's fault controls (`/admin/faults`, `/admin/chain`), off unless asked for. */
@@ -138,7 +143,13 @@ export async function startCluster(options: ClusterOptions) {
 
   function launch(slot: (typeof slots)[number]): Running {
     const child = spawn(process.execPath, [CLI_ENTRY, 'serve'], {
-      env: { ...env, PORT: String(slot.port), TILL_ROLE: slot.role, ...options.instanceEnv?.(slot.index, slot.role) },
+      env: {
+        ...env,
+        ...(options.instanceDatabaseUrl ? { TILL_DATABASE_URL: options.instanceDatabaseUrl(storage.settings.TILL_DATABASE_URL) } : {}),
+        PORT: String(slot.port),
+        TILL_ROLE: slot.role,
+        ...options.instanceEnv?.(slot.index, slot.role),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const running: Running = { child, ending: false, exited: Promise.resolve() };
@@ -255,6 +266,8 @@ export async function startCluster(options: ClusterOptions) {
     instances,
     /** What every instance was started with (database URL, secret key, sandbox, shared settings). */
     env,
+    /** The throwaway database's own URL (what `db` connects to). */
+    databaseUrl: storage.settings.TILL_DATABASE_URL,
     /** The cluster's database, for assertions and set-up. */
     db: handle.db,
     /** The merchant made before the first start (after it with `firstStartOnEmptyDatabase`), paid out to `merchant.wallet`. */
