@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
+import { isDatabaseUnavailable } from '../db/index.ts';
 import { registerApiReference } from './api-reference.route.ts';
 import { sendError } from './errors.ts';
 import { registerHealth } from './health.route.ts';
@@ -28,6 +29,11 @@ function frameworkError(error: FastifyError): TillError | undefined {
   }
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) return new TillError('invalid_request', { problem: error.message });
   return undefined;
+}
+
+/** A database that cannot be reached is a 503 with Retry-After: the request can be sent again. */
+function unavailableDatabase(error: unknown): TillError | undefined {
+  return isDatabaseUnavailable(error) ? new TillError('database_unreachable') : undefined;
 }
 
 /** The service's own pages and endpoints, beside the capabilities' routes. */
@@ -72,7 +78,7 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const refusal = error instanceof TillError ? error : frameworkError(error);
+    const refusal = error instanceof TillError ? error : (frameworkError(error) ?? unavailableDatabase(error));
     if (refusal) {
       if (refusal.status >= 500) request.log.error({ err: error }, 'request failed');
       return sendError(reply, refusal);
