@@ -25,10 +25,20 @@ export type ClusterOptions = {
   env?: Record<string, string>;
   /** Settings of one instance on top of the shared ones (e.g. a setting only it has). */
   instanceEnv?: (index: number, role: ClusterRole) => Record<string, string>;
+  /**
+   * The database URL the instances are given, from the throwaway database's own URL: e.g. the same
+   * database through a TCP proxy the test controls. The cluster's `db` always connects directly.
+   */
+  instanceDatabaseUrl?: (directUrl: string) => string;
   /** The PostgreSQL server the throwaway database is made on; TILL_TEST_POSTGRES_URL unless given. */
   postgresUrl?: string;
   /** The sandbox's fault controls (`/admin/faults`, `/admin/chain`), off unless asked for. */
   faultControls?: boolean;
+  /**
+   * Start the instances on an empty database, not migrated and with no merchant, as an operator's
+   * first start does (in sandbox mode each instance then considers making the demo merchant).
+   */
+  firstStartOnEmptyDatabase?: boolean;
   /** How long an instance may take to answer 200 on /readyz; 60 s unless given. */
   readyTimeoutMs?: number;
 };
@@ -72,8 +82,9 @@ type Running = { child: ChildProcessByStdio<null, Readable, Readable>; exited: P
 export type Cluster = Awaited<ReturnType<typeof startCluster>>;
 
 /**
- * Starts the sandbox, a throwaway database (migrated, with one merchant paid out to a fresh wallet)
- * and the instances, and resolves once every instance answers 200 on /readyz.
+ * Starts the sandbox, a throwaway database (migrated, with one merchant paid out to a fresh wallet,
+ * unless `firstStartOnEmptyDatabase`) and the instances, and resolves once every instance answers
+ * 200 on /readyz.
  */
 export async function startCluster(options: ClusterOptions) {
   if (options.roles.length === 0) throw new Error('a cluster needs at least one instance');
@@ -97,13 +108,14 @@ export async function startCluster(options: ClusterOptions) {
     ...options.env,
   };
   const handle: DatabaseHandle = openDatabase(loadConfig(env));
-  await migrateToLatest(handle.db);
-  const merchantWallet = newAccount().address;
-  // A merchant before the first start, so no instance makes the sandbox's demo merchant.
-  const merchant: TestMerchant & { wallet: Address } = {
-    ...(await createMerchant(handle.db, { name: 'Cluster shop', walletAddress: merchantWallet })),
-    wallet: merchantWallet,
+  // On a first start the instances migrate the empty database themselves, at once.
+  if (!options.firstStartOnEmptyDatabase) await migrateToLatest(handle.db);
+  const newMerchant = async (name = 'Cluster shop'): Promise<TestMerchant & { wallet: Address }> => {
+    const wallet = newAccount().address;
+    return { ...(await createMerchant(handle.db, { name, walletAddress: wallet })), wallet };
   };
+  // A merchant before the first start, so no instance makes the sandbox's demo merchant (unless asked to).
+  let merchant = options.firstStartOnEmptyDatabase ? undefined : await newMerchant();
 
   const slots = await Promise.all(
     options.roles.map(async (role, index) => {
@@ -131,7 +143,13 @@ export async function startCluster(options: ClusterOptions) {
 
   function launch(slot: (typeof slots)[number]): Running {
     const child = spawn(process.execPath, [CLI_ENTRY, 'serve'], {
-      env: { ...env, PORT: String(slot.port), TILL_ROLE: slot.role, ...options.instanceEnv?.(slot.index, slot.role) },
+      env: {
+        ...env,
+        ...(options.instanceDatabaseUrl ? { TILL_DATABASE_URL: options.instanceDatabaseUrl(storage.settings.TILL_DATABASE_URL) } : {}),
+        PORT: String(slot.port),
+        TILL_ROLE: slot.role,
+        ...options.instanceEnv?.(slot.index, slot.role),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const running: Running = { child, ending: false, exited: Promise.resolve() };
@@ -163,6 +181,8 @@ export async function startCluster(options: ClusterOptions) {
         (response) => response.status === 200,
         () => false,
       );
+      // Killed while it was starting: up only if this very process is still wanted.
+      if (ready && (running.ending || slot.running !== running)) throw new Error(`instance ${slot.index} (${slot.role}) was ended while it was starting`);
       if (ready) {
         slot.up = true;
         slot.readyMs = Date.now() - spawnedAt;
@@ -191,16 +211,21 @@ export async function startCluster(options: ClusterOptions) {
   const sandboxHttp = sandboxOverHttp(spawned);
   const chain = createPublicClient({ transport: http(spawned.rpcUrl) });
 
-  async function stop() {
+  let stopping: Promise<void> | undefined;
+  function stop() {
     stopped = true;
-    await Promise.all(slots.map((slot) => end(slot, 'SIGTERM')));
-    await handle.close();
-    await storage.drop();
-    await spawned.stop();
+    stopping ??= (async () => {
+      await Promise.all(slots.map((slot) => end(slot, 'SIGTERM')));
+      await handle.close();
+      await storage.drop();
+      await spawned.stop();
+    })();
+    return stopping;
   }
 
   try {
     await Promise.all(slots.map((slot) => waitReady(slot, launch(slot))));
+    merchant ??= await newMerchant();
   } catch (error) {
     await stop();
     throw error;
@@ -241,15 +266,14 @@ export async function startCluster(options: ClusterOptions) {
     instances,
     /** What every instance was started with (database URL, secret key, sandbox, shared settings). */
     env,
+    /** The throwaway database's own URL (what `db` connects to). */
+    databaseUrl: storage.settings.TILL_DATABASE_URL,
     /** The cluster's database, for assertions and set-up. */
     db: handle.db,
-    /** The merchant made before the first start, paid out to `merchant.wallet`. */
+    /** The merchant made before the first start (after it with `firstStartOnEmptyDatabase`), paid out to `merchant.wallet`. */
     merchant,
     /** Another merchant, paid out to a fresh wallet. */
-    async newMerchant(name = 'Cluster shop') {
-      const wallet = newAccount().address;
-      return { ...(await createMerchant(handle.db, { name, walletAddress: wallet })), wallet };
-    },
+    newMerchant,
     sandbox: {
       ...sandboxHttp,
       url: spawned.url,

@@ -229,6 +229,14 @@ async function assertOneTransferEach(cluster: Cluster, shop: Shop, sessions: Pai
     [],
     'no payment left PENDING',
   );
+  // The merchant hears of each settlement once, whichever instance or reconciler recorded it.
+  const succeededEvents = await cluster.db
+    .selectFrom('webhook_events')
+    .select('session_id')
+    .where('type', '=', 'payment.succeeded')
+    .where('merchant_id', '=', shop.merchantId)
+    .execute();
+  assert.deepEqual(succeededEvents.map((e) => e.session_id).sort(), [...bySession.keys()].sort(), 'one payment.succeeded per session paid');
   return { transfers: [...bySession.values()].reduce((n, hashes) => n + hashes.length, 0), doubles: doubles.length };
 }
 
