@@ -9,6 +9,7 @@ import type { AppContext } from './context.ts';
 import { type DatabaseHandle, type OpenDatabaseOptions, openDatabase } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
+import { purgeEndedWindows } from './limits/limits.ts';
 import { registerMcpRoutes } from './mcp/mcp.route.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
@@ -106,7 +107,7 @@ export async function createService(config: Config, options: CreateServiceOption
     workers.push(
       startExpirySweeper(context, {
         intervalMs: config.expirySweepIntervalMs,
-        purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures, purgeEndedAuthorizationRequests, purgeEndedGrantSecrets],
+        purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures, purgeEndedAuthorizationRequests, purgeEndedGrantSecrets, purgeEndedWindows],
       }),
     );
     if (x402 && config.baseRpcUrl) {

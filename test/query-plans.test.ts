@@ -16,7 +16,7 @@ import { readSession, sessionRequest } from '../src/testing/shop.ts';
 
 /**
  * Tables that grow with traffic (sessions, payments, their quotes and events, deliveries, audit
- * rows, sign-ins): a request must reach their rows through an index. The others (merchants, their
+ * rows, sign-ins, rate-limit windows): a request must reach their rows through an index. The others (merchants, their
  * keys, users, webhook endpoints, OAuth clients and signing keys) grow with the number of merchants
  * and may be scanned.
  */
@@ -32,6 +32,7 @@ const LARGE_TABLES = new Set([
   'merchant_events',
   'user_sessions',
   'sign_in_throttle',
+  'rate_limit_windows',
   'oauth_grants',
   'oauth_grant_secrets',
   'oauth_authorization_requests',

@@ -118,8 +118,10 @@ export async function updateSession(db: Db, session: SessionRow, changes: Sessio
       .where('status', '=', session.status)
       .where('archived_at', 'is', null)
       .$if(session.order_type === 'TRANSIENT', (qb) => qb.where('payments_in_progress', '=', 0))
+      // The id names the changed row to caches of answers built from it (db/changes.ts).
+      .returning('id')
       .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) throw new TillError('session_changed');
+    if (!result) throw new TillError('session_changed');
   } catch (error) {
     orderIdInUse(error, changes.order_id);
   }
@@ -275,6 +277,7 @@ export async function archiveSession(db: Db, merchantId: string, sessionId: stri
     .where('id', '=', sessionId)
     .where('merchant_id', '=', merchantId)
     .where('archived_at', 'is', null)
+    .returning('id')
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return result !== undefined;
 }

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { type Config, loadConfig } from '../config.ts';
 import { type CreateServiceOptions, createService, type Service } from '../main.ts';
+import type { RatesProvider } from '../money/rates.ts';
 import { startSandbox } from '../sandbox/index.ts';
 import { createServiceStorage, type Engine, freePort, sandboxSettings } from './environment.ts';
 import { type Authorization, newAccount } from './payer.ts';
@@ -36,7 +37,7 @@ export type TestService = Service & {
 export async function startTestService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { now?: () => number; workers?: boolean; onQuery?: CreateServiceOptions['onQuery'] } = {},
+  options: { now?: () => number; workers?: boolean; rates?: RatesProvider; onQuery?: CreateServiceOptions['onQuery'] } = {},
 ): Promise<TestService> {
   const storage = await createServiceStorage(engine);
   const config = loadConfig({
@@ -49,6 +50,7 @@ export async function startTestService(
   const service = await createService(config, {
     log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.rates ? { rates: options.rates } : {}),
     ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     workers: options.workers ?? false,
   });
@@ -64,10 +66,14 @@ export async function startTestService(
 }
 
 /** A test service listening on a free port of 127.0.0.1, with that address as its base URL (and so its MCP token audience). */
-export async function startListeningTestService(engine: Engine, env: Record<string, string> = {}): Promise<TestService & { baseUrl: string }> {
+export async function startListeningTestService(
+  engine: Engine,
+  env: Record<string, string> = {},
+  options: Parameters<typeof startTestService>[2] = {},
+): Promise<TestService & { baseUrl: string }> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const service = await startTestService(engine, { TILL_BASE_URL: baseUrl, ...env });
+  const service = await startTestService(engine, { TILL_BASE_URL: baseUrl, ...env }, options);
   await service.app.listen({ port, host: '127.0.0.1' });
   return { ...service, baseUrl };
 }
