@@ -1,6 +1,7 @@
 // x402 on the sandbox chain and facilitator (spawned as `till sandbox` is):
 // (a) throughput of the 402 challenge, Till (`till serve`, SQLite) beside @x402/express serving
-//     one static-price route, each in a child process of its own;
+//     one static-price route and beside the ceiling, a bare node:http server sending Till's own
+//     402 pre-built (status, headers and body as Till sent them), each in a child process of its own;
 // (b) the latency a paid request adds on top of the facilitator's verify + settle, read from
 //     Till's /metrics over 500 paid requests.
 // `npx node bench/x402.ts` runs it on its own; `npm run bench -- x402` runs it with the others.
@@ -26,8 +27,9 @@ import {
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const SERVE_EXPRESS = '--serve-express';
+const SERVE_CEILING = '--serve-ceiling';
 
-const ROUNDS = 2;
+const ROUNDS = 3;
 const WARMUP_SECONDS = 2;
 const THROUGHPUT_TARGET = 1.5;
 const PAID_REQUESTS = 500;
@@ -122,6 +124,32 @@ async function startExpress(sandbox: SpawnedSandbox, merchantWallet: Address): P
   return { server: await startServer([THIS_FILE, SERVE_EXPRESS], env, url), url };
 }
 
+/** The ceiling: node:http sending one pre-built 402 (Till's, as read from it) to every request, nothing else. */
+async function serveCeiling(): Promise<void> {
+  const { createServer } = await import('node:http');
+  const answer = JSON.parse(process.env.ANSWER!) as { headers: Record<string, string>; body: string };
+  const body = Buffer.from(answer.body);
+  const headers = { ...answer.headers, 'content-length': String(body.length) };
+  createServer((_request, response) => void response.writeHead(402, headers).end(body)).listen(Number(process.env.PORT), '127.0.0.1');
+}
+
+/** Till's challenge as sent (its request id included, as a fixed header), less the headers node:http adds itself. */
+async function tillAnswer(url: string): Promise<{ headers: Record<string, string>; body: string }> {
+  const response = await fetch(url);
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) headers[name] = value;
+  });
+  return { headers, body: await response.text() };
+}
+
+async function startCeiling(tillUrl: string): Promise<{ server: ChildServer; url: string }> {
+  const port = await freePort();
+  const env = childEnv({ PORT: String(port), ANSWER: JSON.stringify(await tillAnswer(tillUrl)) });
+  const url = `http://127.0.0.1:${port}/x402/session/ceiling`;
+  return { server: await startServer([THIS_FILE, SERVE_CEILING], env, url), url };
+}
+
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
@@ -129,15 +157,17 @@ const percentile = (values: number[], p: number) => {
 
 async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWallet: Address, options: BenchOptions, log: (line: string) => void) {
   const express = await startExpress(sandbox, merchantWallet);
-  const targets = { till: x402Url(till.base, till.sessionId), express: express.url };
-  const results: Record<'till' | 'express', LoadResult[]> = { till: [], express: [] };
+  const tillUrl = x402Url(till.base, till.sessionId);
+  const ceiling = await startCeiling(tillUrl);
+  const targets = { till: tillUrl, express: express.url, ceiling: ceiling.url };
+  const results: Record<keyof typeof targets, LoadResult[]> = { till: [], express: [], ceiling: [] };
   try {
     for (const [name, url] of Object.entries(targets)) {
       const probe = await fetch(url);
       if (probe.status !== 402) throw new Error(`${name} answered the challenge probe with ${probe.status}: ${await probe.text()}`);
     }
     for (let round = 0; round < ROUNDS; round++) {
-      for (const name of ['till', 'express'] as const) {
+      for (const name of ['till', 'express', 'ceiling'] as const) {
         await challengeLoad(targets[name], { ...options, durationSeconds: WARMUP_SECONDS });
         const result = await challengeLoad(targets[name], options);
         log(
@@ -148,6 +178,7 @@ async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWa
     }
   } finally {
     await express.server.stop();
+    await ceiling.server.stop();
   }
   const summary = (runs: LoadResult[]) => ({
     requestsPerSecond: mean(runs.map((r) => r.requestsPerSecond)),
@@ -157,7 +188,16 @@ async function measureThroughput(sandbox: SpawnedSandbox, till: Till, merchantWa
   });
   const tillFigures = summary(results.till);
   const expressFigures = summary(results.express);
-  return { till: tillFigures, express: expressFigures, ratio: tillFigures.requestsPerSecond / expressFigures.requestsPerSecond };
+  const ceilingFigures = summary(results.ceiling);
+  return {
+    till: tillFigures,
+    express: expressFigures,
+    ceiling: ceilingFigures,
+    ratio: tillFigures.requestsPerSecond / expressFigures.requestsPerSecond,
+    ceilingShare: tillFigures.requestsPerSecond / ceilingFigures.requestsPerSecond,
+    // Each round's own ratio, so a noisy run shows as a spread.
+    roundRatios: results.till.map((run, i) => run.requestsPerSecond / results.express[i]!.requestsPerSecond),
+  };
 }
 
 /** Sums of the histogram series Till exports: the x402 route answered 200, and every facilitator call. */
@@ -240,7 +280,7 @@ export async function run(
       const meetsThroughput = throughput.ratio >= THROUGHPUT_TARGET;
       const meetsLatency = latency.addedP50Ms <= ADDED_LATENCY_TARGET_MS;
       const summary = [
-        `x402: challenge throughput Till ${fmt(throughput.till.requestsPerSecond)} req/s vs @x402/express ${fmt(throughput.express.requestsPerSecond)} req/s = ${fmt(throughput.ratio, 2)}× (target ≥ ${THROUGHPUT_TARGET}×: ${meetsThroughput ? 'met' : 'MISSED'})`,
+        `x402: challenge throughput Till ${fmt(throughput.till.requestsPerSecond)} req/s vs @x402/express ${fmt(throughput.express.requestsPerSecond)} req/s = ${fmt(throughput.ratio, 2)}× (target ≥ ${THROUGHPUT_TARGET}×: ${meetsThroughput ? 'met' : 'MISSED'}); ${fmt(throughput.ceilingShare * 100)}% of the node:http ceiling (${fmt(throughput.ceiling.requestsPerSecond)} req/s)`,
         `x402: latency added to a paid request p50 ${fmt(latency.addedP50Ms, 2)} ms over ${latency.paid} payments (target ≤ ${ADDED_LATENCY_TARGET_MS} ms: ${meetsLatency ? 'met' : 'MISSED'})`,
       ].join('\n');
       const markdown = [
@@ -248,8 +288,9 @@ export async function run(
         '|---|---:|---:|---:|',
         `| Till \`GET /x402/session/{id}\` (SQLite) | ${fmt(throughput.till.requestsPerSecond)} | ${fmt(throughput.till.latencyP50, 1)} ms | ${fmt(throughput.till.latencyP99, 1)} ms |`,
         `| \`@x402/express\` static-price route | ${fmt(throughput.express.requestsPerSecond)} | ${fmt(throughput.express.latencyP50, 1)} ms | ${fmt(throughput.express.latencyP99, 1)} ms |`,
+        `| Ceiling: bare \`node:http\` sending Till's 402 pre-built | ${fmt(throughput.ceiling.requestsPerSecond)} | ${fmt(throughput.ceiling.latencyP50, 1)} ms | ${fmt(throughput.ceiling.latencyP99, 1)} ms |`,
         '',
-        `Ratio Till / @x402/express: **${fmt(throughput.ratio, 2)}×** (target ≥ ${THROUGHPUT_TARGET}×)${throughput.till.failures + throughput.express.failures ? `; ${throughput.till.failures + throughput.express.failures} answers were not 402` : ''}.`,
+        `Ratio Till / @x402/express: **${fmt(throughput.ratio, 2)}×** (target ≥ ${THROUGHPUT_TARGET}×; by round ${throughput.roundRatios.map((r) => `${fmt(r, 2)}×`).join(', ')}); Till keeps **${fmt(throughput.ceilingShare * 100)}%** of the node:http ceiling${throughput.till.failures + throughput.express.failures + throughput.ceiling.failures ? `; ${throughput.till.failures + throughput.express.failures + throughput.ceiling.failures} answers were not 402` : ''}.`,
         '',
         `| ${latency.paid} paid requests${latency.failed ? ` (${latency.failed} failed)` : ''} | p50 | p90 | p99 |`,
         '|---|---:|---:|---:|',
@@ -271,6 +312,7 @@ export async function run(
 
 if (process.argv[1] === THIS_FILE) {
   if (process.argv[2] === SERVE_EXPRESS) await serveExpress();
+  else if (process.argv[2] === SERVE_CEILING) await serveCeiling();
   else {
     const report = await run();
     process.stdout.write(`\n${report.summary}\n\n${report.markdown}\n`);

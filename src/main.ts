@@ -6,9 +6,10 @@ import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import { type DatabaseHandle, openDatabase } from './db/index.ts';
+import { type DatabaseHandle, type OpenDatabaseOptions, openDatabase } from './db/index.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
+import { purgeEndedWindows } from './limits/limits.ts';
 import { registerMcpRoutes } from './mcp/mcp.route.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
@@ -59,6 +60,8 @@ export type CreateServiceOptions = {
   rates?: RatesProvider;
   /** Background workers (webhook delivery, expiry, reconciler); on unless false or TILL_ROLE=api. */
   workers?: boolean;
+  /** Told every statement sent to the database (see openDatabase). */
+  onQuery?: OpenDatabaseOptions['onQuery'];
   /** Crash tests only; see AppContext.faultHook. */
   faultHook?: AppContext['faultHook'];
 };
@@ -67,7 +70,7 @@ export type CreateServiceOptions = {
 export async function createService(config: Config, options: CreateServiceOptions = {}): Promise<Service> {
   // The hosted page's scripts are bundled first, so a broken build stops the start.
   await checkoutAssets();
-  const database = openDatabase(config);
+  const database = openDatabase(config, options.onQuery ? { onQuery: options.onQuery } : {});
   await migrateToLatest(database.db);
   const context: AppContext = {
     config,
@@ -104,7 +107,7 @@ export async function createService(config: Config, options: CreateServiceOption
     workers.push(
       startExpirySweeper(context, {
         intervalMs: config.expirySweepIntervalMs,
-        purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures, purgeEndedAuthorizationRequests, purgeEndedGrantSecrets],
+        purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures, purgeEndedAuthorizationRequests, purgeEndedGrantSecrets, purgeEndedWindows],
       }),
     );
     if (x402 && config.baseRpcUrl) {

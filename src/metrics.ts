@@ -30,6 +30,11 @@ export function createMetrics() {
       registers: [registry],
     }),
     x402PaymentsSettled: new Counter({ name: 'till_x402_payments_settled_total', help: 'Payments settled through x402', registers: [registry] }),
+    x402ChallengesCached: new Counter({
+      name: 'till_x402_challenges_cached_total',
+      help: 'x402 challenges answered from the per-instance cache of encoded challenges, without reading the database',
+      registers: [registry],
+    }),
     webhookAttempts: new Counter({
       name: 'till_webhook_attempts_total',
       help: 'Webhook delivery attempts by outcome',

@@ -109,6 +109,7 @@ const TABLE_OWNERS: Record<string, string> = {
   oauth_grant_secrets: 'src/oauth/grant-secrets.ts',
   mcp_tool_calls: 'src/mcp/audit.ts',
   merchant_events: 'src/merchants/events.ts',
+  rate_limit_windows: 'src/limits/limits.ts',
 };
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };

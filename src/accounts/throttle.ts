@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
 
 /**
@@ -37,26 +38,32 @@ export function delayAfter(failures: number, policy: ThrottlePolicy): number {
   return Math.min(1000 * 2 ** (failures - policy.freeFailures - 1), policy.slowdownMaxMs);
 }
 
+/**
+ * Counts a failure of each subject with one atomic upsert (a count forgotten starts again at 1), so
+ * failures racing on several instances are each counted; then sets the wait the new count earns.
+ */
 export async function recordFailure(db: Db, subjects: Subject[], now: number): Promise<void> {
   for (const { key, policy } of subjects) {
-    await db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('sign_in_throttle').selectAll().where('subject', '=', key).executeTakeFirst();
-      const forgotten = row && now - Number(row.last_failure_at) >= policy.forgetAfterMs && Number(row.next_attempt_at) <= now;
-      if (!row || forgotten) {
-        await trx.deleteFrom('sign_in_throttle').where('subject', '=', key).execute();
-        await trx
-          .insertInto('sign_in_throttle')
-          .values({ subject: key, failures: 1, last_failure_at: now, next_attempt_at: now + delayAfter(1, policy) })
-          .execute();
-        return;
-      }
-      const failures = row.failures + 1;
-      await trx
+    const forgotten = sql<boolean>`sign_in_throttle.last_failure_at <= ${now - policy.forgetAfterMs} and sign_in_throttle.next_attempt_at <= ${now}`;
+    const { failures } = await db
+      .insertInto('sign_in_throttle')
+      .values({ subject: key, failures: 1, last_failure_at: now, next_attempt_at: now + delayAfter(1, policy) })
+      .onConflict((oc) =>
+        oc.column('subject').doUpdateSet({
+          failures: sql`case when ${forgotten} then 1 else sign_in_throttle.failures + 1 end`,
+          last_failure_at: now,
+        }),
+      )
+      .returning('failures')
+      .executeTakeFirstOrThrow();
+    if (failures > 1) {
+      await db
         .updateTable('sign_in_throttle')
-        .set({ failures, last_failure_at: now, next_attempt_at: now + delayAfter(failures, policy) })
+        .set({ next_attempt_at: now + delayAfter(failures, policy) })
         .where('subject', '=', key)
+        .where('failures', '=', failures)
         .execute();
-    });
+    }
   }
 }
 

@@ -14,6 +14,12 @@ export type AuthenticatedMerchant = { merchantId: string; walletConfigured: bool
  * payment API (audience `{base_url}/checkout`) whose client is still active. Anything else is a 401
  * in the common error shape.
  */
+/** The X-SC-ApiKey a request authenticates with, if it comes with one (a bearer token otherwise, or nothing). */
+export function presentedApiKey(request: FastifyRequest): string | undefined {
+  const header = request.headers[API_KEY_HEADER];
+  return typeof header === 'string' && header !== '' ? header.trim() : undefined;
+}
+
 export async function requireMerchant(context: AppContext, request: FastifyRequest): Promise<AuthenticatedMerchant> {
   const header = request.headers[API_KEY_HEADER];
   const presented = Array.isArray(header) ? undefined : header;

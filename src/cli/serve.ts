@@ -1,6 +1,13 @@
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createUser, findUserByEmail } from '../accounts/users.ts';
 import { type Config, loadConfig } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import type { Service } from '../main.ts';
+import { createApiKey } from '../merchants/api-keys.ts';
+import { countMerchants, createMerchant } from '../merchants/merchants.ts';
 import { noneLeft } from './output.ts';
 import { ensureSandbox, type SandboxEndpoints } from './sandbox.ts';
+import { generatePassword } from './users.ts';
 
 /** With no real facilitator configured, payments go through the local sandbox, reached over HTTP only. */
 async function withSandbox(config: Config): Promise<{ config: Config; sandbox: SandboxEndpoints | undefined }> {
@@ -18,30 +25,29 @@ async function withSandbox(config: Config): Promise<{ config: Config; sandbox: S
   };
 }
 
-/** What the service and its first start need, loaded once the sandbox is on its way. */
-async function serviceModules() {
-  const [main, merchants, apiKeys, users, cliUsers, accounts] = await Promise.all([
-    import('../main.ts'),
-    import('../merchants/merchants.ts'),
-    import('../merchants/api-keys.ts'),
-    import('../accounts/users.ts'),
-    import('./users.ts'),
-    import('viem/accounts'),
-  ]);
-  return {
-    createService: main.createService,
-    countMerchants: merchants.countMerchants,
-    createMerchant: merchants.createMerchant,
-    createApiKey: apiKeys.createApiKey,
-    createUser: users.createUser,
-    generatePassword: cliUsers.generatePassword,
-    generatePrivateKey: accounts.generatePrivateKey,
-    privateKeyToAccount: accounts.privateKeyToAccount,
-  };
-}
-
 /** The sandbox demo merchant's user; `till users reset-password --email demo@till.localhost` if its password is lost. */
 export const DEMO_USER_EMAIL = 'demo@till.localhost';
+
+/**
+ * The demo merchant, its key and its user, in one transaction. Instances started at once on an
+ * empty database all try: the one whose user is written first makes it, the others (refused on the
+ * user's unique email, their merchant rolled back) start without. Undefined when another made it.
+ */
+async function createDemoMerchant(db: Db) {
+  const wallet = privateKeyToAccount(generatePrivateKey()).address;
+  const password = generatePassword();
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const merchant = await createMerchant(trx, { name: 'Demo store (sandbox)', walletAddress: wallet });
+      const key = await createApiKey(trx, merchant.id, 'test');
+      const user = await createUser(trx, { merchantId: merchant.id, email: DEMO_USER_EMAIL, password });
+      return { merchantId: merchant.id, wallet, apiKey: key.apiKey, email: user.email, password };
+    });
+  } catch (error) {
+    if (await findUserByEmail(db, DEMO_USER_EMAIL)) return undefined;
+    throw error;
+  }
+}
 
 export async function serveCommand(args: string[]): Promise<void> {
   noneLeft(args);
@@ -49,28 +55,24 @@ export async function serveCommand(args: string[]): Promise<void> {
   const sandboxReady = withSandbox(loadConfig());
   // Its failure is reported where it is awaited below, not as an unhandled rejection meanwhile.
   sandboxReady.catch(() => {});
-  let modules: Awaited<ReturnType<typeof serviceModules>>;
+  let createService: (config: Config) => Promise<Service>;
   try {
-    modules = await serviceModules();
+    ({ createService } = await import('../main.ts'));
   } catch (error) {
     await (await sandboxReady.catch(() => undefined))?.sandbox?.spawned?.stop();
     throw error;
   }
-  const { createService, countMerchants, createMerchant, createApiKey, createUser, generatePassword, generatePrivateKey, privateKeyToAccount } = modules;
   const { config, sandbox } = await sandboxReady;
   const service = await createService(config);
   const { log, db } = service.context;
 
   // First start of a sandbox with an empty database: a demo merchant, so the README walkthrough works at once.
   if (config.mode === 'sandbox' && (await countMerchants(db)) === 0) {
-    const wallet = privateKeyToAccount(generatePrivateKey()).address;
-    const merchant = await createMerchant(db, { name: 'Demo store (sandbox)', walletAddress: wallet });
-    const key = await createApiKey(db, merchant.id, 'test');
-    const password = generatePassword();
-    const user = await createUser(db, { merchantId: merchant.id, email: DEMO_USER_EMAIL, password });
-    process.stdout.write(
-      `\n  Sandbox demo merchant ${merchant.id} created, paid out to ${wallet}.\n  TEST API key (sandbox only, fake money; shown once): ${key.apiKey}\n  Sign in at ${config.baseUrl}/sign-in as ${user.email} with password (shown once): ${password}\n\n`,
-    );
+    const demo = await createDemoMerchant(db);
+    if (demo)
+      process.stdout.write(
+        `\n  Sandbox demo merchant ${demo.merchantId} created, paid out to ${demo.wallet}.\n  TEST API key (sandbox only, fake money; shown once): ${demo.apiKey}\n  Sign in at ${config.baseUrl}/sign-in as ${demo.email} with password (shown once): ${demo.password}\n\n`,
+      );
   }
 
   let stopping = false;

@@ -133,7 +133,12 @@ export const ERROR_CATALOGUE = {
     () => 'The payment facilitator does not answer; nothing was charged, try again shortly',
     { retryAfterSeconds: 10 },
   ),
-  database_unreachable: entry(503, 'The database does not answer (readiness check)', () => 'The database does not answer'),
+  database_unreachable: entry(
+    503,
+    'The database does not answer; retry after Retry-After (an E1 sent again with its Idempotency-Key is never done twice)',
+    () => 'The database does not answer; nothing was done, try again shortly',
+    { retryAfterSeconds: 5 },
+  ),
   sandbox_unavailable: entry(
     503,
     'The sandbox chain does not answer (sandbox routes only)',

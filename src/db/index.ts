@@ -1,6 +1,8 @@
-import { Kysely, type KyselyPlugin, PostgresDialect, type Transaction } from 'kysely';
+import { type CompiledQuery, Kysely, type KyselyConfig, type KyselyPlugin, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { trackChanges } from './changes.ts';
+import { namedStatements } from './prepared.ts';
 import type { Database } from './schema.ts';
 import { createSqliteDialect, openSqlite } from './sqlite-dialect.ts';
 
@@ -31,16 +33,66 @@ export type DatabaseHandle = {
   close(): Promise<void>;
 };
 
-export function openDatabase(config: Pick<Config, 'databaseKind' | 'databaseUrl' | 'sqlitePath' | 'databasePoolSize'>): DatabaseHandle {
+const named = Symbol('till:named');
+
+/** Sends the prepared queries' SQL (prepared.ts) as named statements, so each connection parses and plans them once. */
+function namingPreparedStatements(pool: pg.Pool): pg.Pool {
+  const connect = pool.connect.bind(pool) as (...callback: unknown[]) => Promise<pg.PoolClient>;
+  pool.connect = (async (...callback: unknown[]) => {
+    if (callback.length) return connect(...callback); // pool.query's own use, left as it is
+    const client = (await connect()) as pg.PoolClient & { [named]?: true };
+    if (!client[named]) {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      client.query = ((text: unknown, ...rest: unknown[]) => {
+        const name = typeof text === 'string' ? namedStatements.get(text) : undefined;
+        return name ? query({ name, text, values: rest[0] }) : query(text, ...rest);
+      }) as typeof client.query;
+      client[named] = true;
+    }
+    return client;
+  }) as typeof pool.connect;
+  return pool;
+}
+
+export type OpenDatabaseOptions = {
+  /** Told every statement sent to the database, failed ones too (tests read the request paths' queries with it). */
+  onQuery?: (query: CompiledQuery) => void;
+};
+
+const CONNECT_TIMEOUT_MS = 5_000;
+
+export function openDatabase(
+  config: Pick<Config, 'databaseKind' | 'databaseUrl' | 'sqlitePath' | 'databasePoolSize'>,
+  options: OpenDatabaseOptions = {},
+): DatabaseHandle {
+  const { onQuery } = options;
+  const common: Omit<KyselyConfig, 'dialect'> = { plugins: [epochMillisecondsAsNumbers], ...(onQuery ? { log: (event) => onQuery(event.query) } : {}) };
   if (config.databaseKind === 'postgres') {
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.databasePoolSize });
+    // A database that stops answering fails a request within seconds (a 503), rather than holding it.
+    const pool = namingPreparedStatements(
+      new pg.Pool({
+        connectionString: config.databaseUrl,
+        max: config.databasePoolSize,
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+        keepAlive: true,
+      }),
+    );
     // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [epochMillisecondsAsNumbers] });
+    // Nor may a checked-out client's, lost between two statements of a transaction (the pool listens
+    // only to idle ones): its next statement fails as not queryable, and the pool drops it on release.
+    pool.on('connect', (client) => client.on('error', () => {}));
+    const tracked = trackChanges(new PostgresDialect({ pool }));
+    const db = new Kysely<Database>({ dialect: tracked.dialect, ...common });
+    tracked.register(db);
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   if (!config.sqlitePath) throw new Error('sqlitePath is required for SQLite');
-  const db = new Kysely<Database>({ dialect: createSqliteDialect(openSqlite(config.sqlitePath)), plugins: [epochMillisecondsAsNumbers] });
+  const database = openSqlite(config.sqlitePath);
+  const dataVersion = database.prepare('PRAGMA data_version');
+  const tracked = trackChanges(createSqliteDialect(database), () => Number((dataVersion.get() as { data_version: number }).data_version));
+  const db = new Kysely<Database>({ dialect: tracked.dialect, ...common });
+  tracked.register(db);
   return { db, kind: 'sqlite', close: () => db.destroy() };
 }
 
@@ -53,4 +105,20 @@ export function isUniqueViolation(error: unknown): boolean {
     e?.errcode === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
     /UNIQUE constraint failed/.test(e?.message ?? '')
   );
+}
+
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+// PostgreSQL: shutting down, starting up, or out of connection slots.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const LOST_CONNECTION = /Connection terminated|timeout exceeded when trying to connect|not queryable|Client was closed|Connection ended/i;
+
+/**
+ * True when the error says the database cannot be reached (refused, dropped, timed out, shutting
+ * down) rather than that a statement was wrong: the request can be answered 503 and retried.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof e?.code === 'string' && (UNREACHABLE_CODES.has(e.code) || UNAVAILABLE_SQLSTATES.has(e.code) || e.code.startsWith('08'))) return true;
+  if (typeof e?.message === 'string' && LOST_CONNECTION.test(e.message)) return true;
+  return Array.isArray(e?.errors) && e.errors.some(isDatabaseUnavailable);
 }

@@ -13,6 +13,8 @@ import * as merchantProfile from './migrations/0010_merchant_profile.ts';
 import * as dashboardLinks from './migrations/0011_dashboard_links.ts';
 import * as dashboardOrders from './migrations/0012_dashboard_orders.ts';
 import * as sessionOrigin from './migrations/0013_session_origin.ts';
+import * as rateLimits from './migrations/0014_rate_limits.ts';
+import * as changeNotifications from './migrations/0016_change_notifications.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -29,6 +31,8 @@ const migrations: Record<string, Migration> = {
   '0011_dashboard_links': dashboardLinks,
   '0012_dashboard_orders': dashboardOrders,
   '0013_session_origin': sessionOrigin,
+  '0014_rate_limits': rateLimits,
+  '0016_change_notifications': changeNotifications,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

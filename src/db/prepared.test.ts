@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import type { Db } from './index.ts';
-import { prepareQuery } from './prepared.ts';
+import { namedStatements, prepareQuery } from './prepared.ts';
 
 const merchantByName = prepareQuery((db: Db, params: { name: string }) => db.selectFrom('merchants').select(['id', 'name']).where('name', '=', params.name));
 
@@ -28,6 +28,20 @@ for (const { engine, skip } of engines) {
       await assert.rejects(merchantByName.execute(service.context.db, {} as { name: string }), /parameter name is missing/);
       const inlined = prepareQuery((db: Db, params: { name: string }) => db.selectFrom('merchants').select('id').where(sql.lit(params.name), '=', 'x'));
       await assert.rejects(inlined.execute(service.context.db, { name: 'x' }), /inlined/);
+    });
+
+    test('on PostgreSQL a prepared query is a named statement of the connection, planned once', { skip: engine !== 'postgres' }, async () => {
+      const single = await startTestService(engine, { TILL_DATABASE_POOL_SIZE: '1' });
+      try {
+        await single.merchant({ name: 'Named' });
+        for (let i = 0; i < 3; i++) assert.ok(await merchantByName.executeTakeFirst(single.context.db, { name: 'Named' }));
+        const text = single.context.db.selectFrom('merchants').select(['id', 'name']).where('name', '=', 'x').compile().sql;
+        const name = namedStatements.get(text);
+        const held = await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(single.context.db);
+        assert.ok(name && held.rows.some((row) => row.name === name), JSON.stringify(held.rows));
+      } finally {
+        await single.stop();
+      }
     });
   });
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Compilable, type CompiledQuery, createQueryId, type Kysely } from 'kysely';
 
 /**
@@ -14,6 +15,13 @@ export type PreparedQuery<DB, P extends Record<string, unknown>, R> = {
   executeTakeFirst(db: Kysely<DB>, params: P): Promise<R | undefined>;
 };
 
+/**
+ * The SQL of every prepared query, by the name PostgreSQL knows it under: each connection parses
+ * and plans it once as a named statement (see openDatabase) instead of on every call. Bounded by
+ * the prepared queries in the code, one text per query and dialect.
+ */
+export const namedStatements = new Map<string, string>();
+
 type Template = { compiled: CompiledQuery; slots: ({ name: string } | { value: unknown })[] };
 
 const MARK = '\u0000till:param:';
@@ -27,6 +35,7 @@ export function prepareQuery<DB, P extends Record<string, unknown>, R>(build: (d
     const standIns = new Proxy({} as P, { get: (_target, name) => `${MARK}${String(name)}` });
     const compiled = build(db, standIns).compile();
     if (compiled.sql.includes(MARK)) throw new Error('prepareQuery: a parameter was inlined into the SQL instead of bound as a value');
+    namedStatements.set(compiled.sql, `till_${createHash('sha256').update(compiled.sql).digest('hex').slice(0, 24)}`);
     const slots = compiled.parameters.map((value) => (typeof value === 'string' && value.startsWith(MARK) ? { name: value.slice(MARK.length) } : { value }));
     template = { compiled, slots };
     templates.set(db, template);

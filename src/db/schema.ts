@@ -140,6 +140,7 @@ export interface Database {
   oauth_grant_secrets: OAuthGrantSecretsTable;
   mcp_tool_calls: McpToolCallsTable;
   merchant_events: MerchantEventsTable;
+  rate_limit_windows: RateLimitWindowsTable;
 }
 
 export type { Generated };
@@ -223,6 +224,15 @@ export interface SignInThrottleTable {
   failures: number;
   last_failure_at: number;
   next_attempt_at: number;
+}
+
+/** Requests counted in one fixed window of one limit for one subject (an IP, a session …). */
+export interface RateLimitWindowsTable {
+  limit_name: string;
+  subject: string;
+  window_start: number;
+  hits: number;
+  expires_at: number;
 }
 
 /** A merchant server's client-credentials client; `secret_hash` is the SHA-256 of its secret. */

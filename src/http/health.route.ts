@@ -11,7 +11,11 @@ export function registerHealth(app: FastifyInstance, context: AppContext): void 
       await context.db.selectFrom('merchants').select('id').limit(1).execute();
       return { status: 'ready' };
     } catch {
-      return reply.code(503).send({ status: 'unavailable', ...errorBody(new TillError('database_unreachable')) });
+      const unreachable = new TillError('database_unreachable');
+      return reply
+        .code(503)
+        .header('retry-after', String(unreachable.retryAfterSeconds))
+        .send({ status: 'unavailable', ...errorBody(unreachable) });
     }
   });
 }

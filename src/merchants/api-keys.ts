@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { type RawBuilder, sql } from 'kysely';
 import { newId } from '../common/ids.ts';
 import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
 import type { Db } from '../db/index.ts';
@@ -86,6 +87,42 @@ export async function authenticateApiKey(
       .execute();
   }
   return { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null };
+}
+
+/** What {@link usableApiKeyCtes} is given: the presented key's hash, the mode the service takes, and the time. */
+export type ApiKeyUse = { keyHash: string; keyMode: KeyMode; now: number; usedBefore: number };
+
+/** The values for {@link usableApiKeyCtes}, or undefined when the presented text cannot be a key. */
+export function apiKeyUse(presented: string | undefined, serviceMode: 'sandbox' | 'live', now: number): ApiKeyUse | undefined {
+  if (!presented || !KEY_PATTERN.test(presented)) return undefined;
+  return { keyHash: sha256Hex(presented), keyMode: serviceMode === 'sandbox' ? 'test' : 'live', now, usedBefore: now - LAST_USED_RESOLUTION_MS };
+}
+
+/**
+ * The key lookup of {@link authenticateApiKey} as the opening of one PostgreSQL statement, so a
+ * write that needs the key's merchant goes to the server in the same round trip: `key` is the
+ * presented key's row (with the merchant's wallet), whatever its state; `usable` is that row only
+ * when the key is active and of the service's mode; `touched` writes `last_used_at` as
+ * authenticateApiKey does, at most once a minute (skipped while another request is writing it, so
+ * concurrent requests never wait on, or deadlock over, the key's row). The statement answers 401
+ * when `usable` is empty. `lock_timeout` is set for this statement only: a write that waits behind
+ * another transaction gives up after 5 s (55P03) instead of waiting for ever.
+ */
+export function usableApiKeyCtes(use: ApiKeyUse): RawBuilder<unknown> {
+  return sql`key AS (
+      SELECT k.id, k.merchant_id, k.mode, k.revoked_at, m.wallet_address, set_config('lock_timeout', '5s', true) AS lock_timeout
+      FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+      WHERE k.key_hash = ${use.keyHash}
+    ),
+    usable AS (SELECT * FROM key WHERE revoked_at IS NULL AND mode = ${use.keyMode}),
+    touched AS (
+      UPDATE api_keys SET last_used_at = ${use.now}::bigint
+      WHERE id IN (
+        SELECT id FROM api_keys
+        WHERE id IN (SELECT id FROM usable) AND (last_used_at IS NULL OR last_used_at <= ${use.usedBefore}::bigint)
+        FOR UPDATE SKIP LOCKED
+      )
+    )`;
 }
 
 export type MaskedApiKey = { keyId: string; masked: string; mode: KeyMode; createdAt: string; lastUsedAt: string | null };

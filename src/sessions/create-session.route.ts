@@ -1,11 +1,12 @@
-import type { FastifyInstance } from 'fastify';
-import { requireMerchant } from '../auth/api-key-auth.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { presentedApiKey, requireMerchant } from '../auth/api-key-auth.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { numberText } from '../http/json.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { createPaymentSession } from './create-session.ts';
+import { createPaymentSession, draftSession, type NewSessionInput, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
+import { createSessionWithApiKey } from './create-session-postgres.ts';
 import { checkIdempotencyKey } from './idempotency.ts';
 import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
 
@@ -26,21 +27,46 @@ const doc: RouteDoc = {
   },
 };
 
+/** E1's headers and body, checked: the Idempotency-Key and the session's fields. */
+function readRequest(request: FastifyRequest): { idempotencyKey: string | undefined; input: NewSessionInput } {
+  const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
+  refusePayoutWalletFields(request.body);
+  const input = validate(CreateSessionBody, request.body);
+  // Money is read from the digits the client sent, never through a float.
+  const amount = numberText(request.body, 'amount') ?? input.amount;
+  const minAmount = input.minAmount == null ? input.minAmount : (numberText(request.body, 'minAmount') ?? input.minAmount);
+  return { idempotencyKey, input: { ...input, amount, minAmount } };
+}
+
+/** E1 checked before its key is: a request without a valid key is still refused as such (401) before anything of its body is judged. */
+async function checkBeforeKey(context: AppContext, request: FastifyRequest): Promise<{ idempotencyKey: string | undefined; draft: SessionDraft }> {
+  try {
+    const { idempotencyKey, input } = readRequest(request);
+    return { idempotencyKey, draft: await draftSession(context, input, 'api') };
+  } catch (error) {
+    await requireMerchant(context, request);
+    throw error;
+  }
+}
+
 export function registerCreateSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
-    const { merchantId, walletConfigured } = await requireMerchant(context, request);
-    const idempotencyKey = checkIdempotencyKey(request.headers['idempotency-key']);
-    refusePayoutWalletFields(request.body);
-    const input = validate(CreateSessionBody, request.body);
-    // Money is read from the digits the client sent, never through a float.
-    const amount = numberText(request.body, 'amount') ?? input.amount;
-    const minAmount = input.minAmount == null ? input.minAmount : (numberText(request.body, 'minAmount') ?? input.minAmount);
-    const created = await createPaymentSession(
-      context,
-      merchantId,
-      { ...input, amount, minAmount },
-      { createdVia: 'api', walletConfigured, requestBody: request.body, ...(idempotencyKey ? { idempotencyKey } : {}) },
-    );
+    const apiKey = context.dbKind === 'postgres' ? presentedApiKey(request) : undefined;
+    let created: SessionCreatedResult;
+    if (apiKey !== undefined) {
+      // One round trip: the request is checked first, then the key and the insert go in one statement.
+      const { idempotencyKey, draft } = await checkBeforeKey(context, request);
+      created = await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body });
+    } else {
+      const { merchantId, walletConfigured } = await requireMerchant(context, request);
+      const { idempotencyKey, input } = readRequest(request);
+      created = await createPaymentSession(context, merchantId, input, {
+        createdVia: 'api',
+        walletConfigured,
+        requestBody: request.body,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
+    }
     return reply.code(201).type('application/json; charset=utf-8').send(JSON.stringify(created));
   });
 }

@@ -1,9 +1,10 @@
+import type { Insertable } from 'kysely';
 import { getAddress } from 'viem';
 import { invalidField, TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
-import type { OrderType, SessionOrigin } from '../db/schema.ts';
+import type { OrderType, PaymentSessionsTable, SessionOrigin } from '../db/schema.ts';
 import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { runIdempotently } from './idempotency.ts';
 import { insertSession } from './sessions.ts';
@@ -92,62 +93,76 @@ export async function createPaymentSession(
   input: NewSessionInput,
   options: CreateSessionOptions,
 ): Promise<SessionCreatedResult> {
-  const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
-  const amountMinor = parseMoney(input.amount, 'amount', exponent, currency);
-  const editable = input.editable ?? false;
-  const minAmountMinor = input.minAmount == null ? null : parseMoney(input.minAmount, 'minAmount', exponent, currency);
-  checkTerms({ amountMinor, currency, minAmountMinor, editable });
+  const draft = await draftSession(context, input, options.createdVia);
 
   let walletConfigured = options.walletConfigured;
-  let payTo: string | null = null;
   if (input.chains != null || walletConfigured === undefined) {
     const merchant = await findMerchant(context.db, merchantId);
     if (!merchant) throw new TillError('not_found', { what: `Merchant ${merchantId}` });
     walletConfigured = merchant.walletAddress !== null;
-    if (input.chains != null) payTo = checkSessionChains(input.chains, merchant.acceptedChains).payTo;
+    if (input.chains != null) draft.pay_to = checkSessionChains(input.chains, merchant.acceptedChains).payTo;
   }
 
-  const now = context.now();
-  const orderType = input.orderType ?? 'TRANSIENT';
   const insert = async (trx: Db) => {
-    const sessionId = newId('ps_');
-    await insertSession(trx, {
-      id: sessionId,
-      merchant_id: merchantId,
-      order_id: input.orderId ?? null,
-      order_type: orderType,
-      status: 'OPEN',
-      amount_minor: amountMinor,
-      currency,
-      min_amount_minor: minAmountMinor,
-      editable: editable ? 1 : 0,
-      concept: input.concept ?? null,
-      success_url: input.successUrl ?? null,
-      cancel_url: input.cancelUrl ?? null,
-      fail_url: input.failUrl ?? null,
-      pay_to: payTo,
-      expires_at: orderType === 'STATIC' ? null : now + context.config.sessionTtlSeconds * 1000,
-      created_at: now,
-      updated_at: now,
-      version: 1,
-      created_via: options.createdVia,
-    });
+    await insertSession(trx, { ...draft, merchant_id: merchantId });
     context.metrics.sessionsCreated.inc();
-    const body = sessionCreatedBody(
-      context.config.baseUrl,
-      sessionId,
-      payabilityWarnings(merchantId, { walletConfigured: walletConfigured === true, sessionPayTo: payTo }),
-    );
-    return { status: 201, body: JSON.stringify(body) };
+    return { status: 201, body: JSON.stringify(createdBody(context.config.baseUrl, draft, merchantId, walletConfigured === true)) };
   };
 
   const response = options.idempotencyKey
     ? await runIdempotently(
         context.db,
         context.dbKind,
-        { merchantId, key: options.idempotencyKey, requestBody: options.requestBody === undefined ? input : options.requestBody, now },
+        { merchantId, key: options.idempotencyKey, requestBody: options.requestBody === undefined ? input : options.requestBody, now: draft.created_at },
         insert,
       )
     : await insert(context.db);
   return JSON.parse(response.body) as SessionCreatedResult;
+}
+
+/** A new session's row, all but its merchant: what the checks that need no database leave (pay_to is null until chains are checked). */
+export type SessionDraft = Omit<Insertable<PaymentSessionsTable>, 'merchant_id'> & { id: string; created_at: number; pay_to: string | null };
+
+/**
+ * The checks of a new session that need no database: the currency (quotable in USDC), the amounts
+ * (exact, in the currency's decimals) and the terms (`minAmount` only on an editable session, not
+ * above `amount`). Answers the row to insert, with a new id.
+ */
+export async function draftSession(
+  context: Pick<Context, 'config' | 'now' | 'rates'>,
+  input: NewSessionInput,
+  createdVia: SessionOrigin,
+): Promise<SessionDraft> {
+  const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
+  const amountMinor = parseMoney(input.amount, 'amount', exponent, currency);
+  const editable = input.editable ?? false;
+  const minAmountMinor = input.minAmount == null ? null : parseMoney(input.minAmount, 'minAmount', exponent, currency);
+  checkTerms({ amountMinor, currency, minAmountMinor, editable });
+  const now = context.now();
+  const orderType = input.orderType ?? 'TRANSIENT';
+  return {
+    id: newId('ps_'),
+    order_id: input.orderId ?? null,
+    order_type: orderType,
+    status: 'OPEN',
+    amount_minor: amountMinor,
+    currency,
+    min_amount_minor: minAmountMinor,
+    editable: editable ? 1 : 0,
+    concept: input.concept ?? null,
+    success_url: input.successUrl ?? null,
+    cancel_url: input.cancelUrl ?? null,
+    fail_url: input.failUrl ?? null,
+    pay_to: null,
+    expires_at: orderType === 'STATIC' ? null : now + context.config.sessionTtlSeconds * 1000,
+    created_at: now,
+    updated_at: now,
+    version: 1,
+    created_via: createdVia,
+  };
+}
+
+/** The 201 body of a new session, with the warning of a merchant whose sessions cannot be paid yet. */
+export function createdBody(baseUrl: string, draft: Pick<SessionDraft, 'id' | 'pay_to'>, merchantId: string, walletConfigured: boolean): SessionCreatedResult {
+  return sessionCreatedBody(baseUrl, draft.id, payabilityWarnings(merchantId, { walletConfigured, sessionPayTo: draft.pay_to }));
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { invalidField, TillError } from '../common/errors.ts';
 import { sha256Hex } from '../common/secrets.ts';
 import type { Db, Tx } from '../db/index.ts';
@@ -30,7 +30,7 @@ export async function runIdempotently(
   scope: { merchantId: string; key: string; requestBody: unknown; now: number },
   work: (trx: Tx) => Promise<StoredResponse>,
 ): Promise<StoredResponse> {
-  const requestHash = sha256Hex(JSON.stringify(scope.requestBody ?? null));
+  const requestHash = requestHashOf(scope.requestBody);
   try {
     return await db.transaction().execute(async (trx) => {
       if (dbKind === 'postgres') await sql`SET LOCAL lock_timeout = '5s'`.execute(trx);
@@ -60,11 +60,7 @@ export async function runIdempotently(
           .where('merchant_id', '=', scope.merchantId)
           .where('idempotency_key', '=', scope.key)
           .executeTakeFirstOrThrow();
-        if (first.request_hash !== requestHash) {
-          throw new TillError('idempotency_key_reused');
-        }
-        if (first.status_code === null || first.response_body === null) throw inUse();
-        return { status: first.status_code, body: first.response_body };
+        return replayOf(first, requestHash);
       }
       const response = await work(trx);
       await trx
@@ -76,9 +72,48 @@ export async function runIdempotently(
       return response;
     });
   } catch (error) {
-    if ((error as { code?: string }).code === '55P03') throw inUse();
+    if (isLockTimeout(error)) throw inUse();
     throw error;
   }
+}
+
+/**
+ * {@link runIdempotently}'s claim as a part of one PostgreSQL statement, for work that is itself one
+ * insert in the same statement: the key row is written for the merchant of the CTE `source`
+ * complete with the response (`body`, an SQL expression over `source`), since the statement either
+ * commits whole or not at all. On a key already held it answers the row as it stands (a duplicate
+ * in flight is waited for, as runIdempotently waits, and then replayed); an expired row is taken
+ * over. Returns `request_hash`, `status_code`, `response_body`: the work should run only when the
+ * answered row is this request's own (its body names what this request creates).
+ */
+export function claimIdempotencyKeyFrom(
+  source: string,
+  claim: { key: string; requestHash: string; now: number; expiresAt: number },
+  response: { status: number; body: RawBuilder<unknown> },
+): RawBuilder<unknown> {
+  const take = (column: string) =>
+    sql`${sql.id(column)} = CASE WHEN idempotency_keys.expires_at <= ${claim.now}::bigint THEN excluded.${sql.id(column)} ELSE idempotency_keys.${sql.id(column)} END`;
+  return sql`INSERT INTO idempotency_keys (merchant_id, idempotency_key, request_hash, status_code, response_body, created_at, expires_at)
+    SELECT merchant_id, ${claim.key}, ${claim.requestHash}, ${sql.lit(response.status)}, ${response.body}, ${claim.now}::bigint, ${claim.expiresAt}::bigint
+    FROM ${sql.table(source)}
+    ON CONFLICT (merchant_id, idempotency_key) DO UPDATE SET
+      ${sql.join(['request_hash', 'status_code', 'response_body', 'created_at', 'expires_at'].map(take))}
+    RETURNING request_hash, status_code, response_body`;
+}
+
+/** What a replay is told apart by: a key reused with another body is refused. */
+export const requestHashOf = (requestBody: unknown) => sha256Hex(JSON.stringify(requestBody ?? null));
+
+/** A key held by another request with a different body (422), or still in flight (409); otherwise the first answer to replay. */
+export function replayOf(first: { request_hash: string; status_code: number | null; response_body: string | null }, requestHash: string): StoredResponse {
+  if (first.request_hash !== requestHash) throw new TillError('idempotency_key_reused');
+  if (first.status_code === null || first.response_body === null) throw inUse();
+  return { status: first.status_code, body: first.response_body };
+}
+
+/** PostgreSQL's lock_timeout ran out: another request holds the key. */
+export function isLockTimeout(error: unknown): boolean {
+  return (error as { code?: string }).code === '55P03';
 }
 
 export async function purgeExpiredIdempotencyKeys(db: Db, now: number): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
 import { TillError } from '../common/errors.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
@@ -28,7 +28,7 @@ export async function findMerchantSession(db: Db, merchantId: string, sessionId:
 }
 
 /** An orderId is unique per merchant: a second session with it is refused by name. */
-function orderIdInUse(error: unknown, orderId: string | null | undefined): never {
+export function orderIdInUse(error: unknown, orderId: string | null | undefined): never {
   if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(orderId), field: 'orderId' });
   throw error;
 }
@@ -39,6 +39,53 @@ export async function insertSession(db: Db, row: Insertable<PaymentSessionsTable
   } catch (error) {
     orderIdInUse(error, row.order_id);
   }
+}
+
+/**
+ * {@link insertSession} as a part of one PostgreSQL statement: the row (`values`, its columns as
+ * the JSON text of {@link sessionValues}) is inserted once for each row of the CTE `source`, which
+ * gives merchant_id, when `condition` holds, and its id returned. The server converts the values
+ * to the columns' types (jsonb_populate_record), so the statement carries no list of types. A
+ * taken orderId fails the whole statement (23505), as insertSession does.
+ */
+export function insertSessionFrom(source: string, values: string, condition: RawBuilder<unknown> = sql`true`): RawBuilder<unknown> {
+  const columns = ['merchant_id', ...NEW_SESSION_COLUMNS].map((column) => sql.id(column));
+  return sql`INSERT INTO payment_sessions (${sql.join(columns)})
+    SELECT ${sql.join(columns.map((column) => sql`r.${column}`))}
+    FROM ${sql.table(source)} CROSS JOIN LATERAL jsonb_populate_record(
+      NULL::payment_sessions, ${values}::jsonb || jsonb_build_object('merchant_id', ${sql.table(source)}.merchant_id)
+    ) r
+    WHERE ${condition}
+    RETURNING id`;
+}
+
+/** What a new session is written with, all but its merchant. */
+const NEW_SESSION_COLUMNS = [
+  'id',
+  'order_id',
+  'order_type',
+  'status',
+  'amount_minor',
+  'currency',
+  'min_amount_minor',
+  'editable',
+  'concept',
+  'success_url',
+  'cancel_url',
+  'fail_url',
+  'pay_to',
+  'expires_at',
+  'created_at',
+  'updated_at',
+  'version',
+  'created_via',
+] as const satisfies readonly (keyof PaymentSessionsTable)[];
+
+/** A new session's row as the JSON text {@link insertSessionFrom} takes (money as digits, never through a float). */
+export function sessionValues(row: Pick<Insertable<PaymentSessionsTable>, (typeof NEW_SESSION_COLUMNS)[number]>): string {
+  return JSON.stringify(Object.fromEntries(NEW_SESSION_COLUMNS.map((column) => [column, row[column] ?? null])), (_key, value) =>
+    typeof value === 'bigint' ? value.toString() : value,
+  );
 }
 
 /** An archived session can no longer change; a TRANSIENT one that is paid, expired or being paid neither; a STATIC one otherwise always can. */
@@ -71,8 +118,10 @@ export async function updateSession(db: Db, session: SessionRow, changes: Sessio
       .where('status', '=', session.status)
       .where('archived_at', 'is', null)
       .$if(session.order_type === 'TRANSIENT', (qb) => qb.where('payments_in_progress', '=', 0))
+      // The id names the changed row to caches of answers built from it (db/changes.ts).
+      .returning('id')
       .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) throw new TillError('session_changed');
+    if (!result) throw new TillError('session_changed');
   } catch (error) {
     orderIdInUse(error, changes.order_id);
   }
@@ -228,6 +277,7 @@ export async function archiveSession(db: Db, merchantId: string, sessionId: stri
     .where('id', '=', sessionId)
     .where('merchant_id', '=', merchantId)
     .where('archived_at', 'is', null)
+    .returning('id')
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return result !== undefined;
 }

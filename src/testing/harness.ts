@@ -2,7 +2,8 @@
 import { describe, test } from 'node:test';
 import { pino } from 'pino';
 import { type Config, loadConfig } from '../config.ts';
-import { createService, type Service } from '../main.ts';
+import { type CreateServiceOptions, createService, type Service } from '../main.ts';
+import type { RatesProvider } from '../money/rates.ts';
 import { startSandbox } from '../sandbox/index.ts';
 import { createServiceStorage, type Engine, freePort, sandboxSettings } from './environment.ts';
 import { type Authorization, newAccount } from './payer.ts';
@@ -36,7 +37,7 @@ export type TestService = Service & {
 export async function startTestService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { now?: () => number; workers?: boolean } = {},
+  options: { now?: () => number; workers?: boolean; rates?: RatesProvider; onQuery?: CreateServiceOptions['onQuery'] } = {},
 ): Promise<TestService> {
   const storage = await createServiceStorage(engine);
   const config = loadConfig({
@@ -49,6 +50,8 @@ export async function startTestService(
   const service = await createService(config, {
     log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.rates ? { rates: options.rates } : {}),
+    ...(options.onQuery ? { onQuery: options.onQuery } : {}),
     workers: options.workers ?? false,
   });
   return {
@@ -63,10 +66,14 @@ export async function startTestService(
 }
 
 /** A test service listening on a free port of 127.0.0.1, with that address as its base URL (and so its MCP token audience). */
-export async function startListeningTestService(engine: Engine, env: Record<string, string> = {}): Promise<TestService & { baseUrl: string }> {
+export async function startListeningTestService(
+  engine: Engine,
+  env: Record<string, string> = {},
+  options: Parameters<typeof startTestService>[2] = {},
+): Promise<TestService & { baseUrl: string }> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const service = await startTestService(engine, { TILL_BASE_URL: baseUrl, ...env });
+  const service = await startTestService(engine, { TILL_BASE_URL: baseUrl, ...env }, options);
   await service.app.listen({ port, host: '127.0.0.1' });
   return { ...service, baseUrl };
 }
@@ -77,10 +84,14 @@ export type PayingService = Awaited<ReturnType<typeof startPayingService>>;
 export async function startPayingService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number } = {},
+  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number; onQuery?: CreateServiceOptions['onQuery'] } = {},
 ) {
   const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
-  const service = await startTestService(engine, { ...sandboxSettings(sandbox), ...env }, { workers: options.workers ?? false });
+  const service = await startTestService(
+    engine,
+    { ...sandboxSettings(sandbox), ...env },
+    { workers: options.workers ?? false, ...(options.onQuery ? { onQuery: options.onQuery } : {}) },
+  );
   const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
   return {
     service,

@@ -5,8 +5,17 @@ import { explorerUrl, type PaymentRow } from '../payments/payments.ts';
 import { challenge, type Offer } from './challenge.ts';
 import type { X402ErrorCode } from './protocol.ts';
 
-/** What the x402 endpoint answers: a status, its headers and a JSON body. */
-export type Answer = { status: number; headers: Record<string, string>; body: Record<string, unknown> };
+/**
+ * What the x402 endpoint answers: a status, its headers and a JSON body. `reusable` marks a
+ * challenge that is the same bytes for every request until `until` unless its session or merchant
+ * changes (x402/challenge-cache.ts).
+ */
+export type Answer = {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  reusable?: { merchantId: string; until: number };
+};
 
 /** Retry-After of an answer that asks the client to come back once a payment in progress is resolved. */
 export const RETRY_AFTER_S = '5';

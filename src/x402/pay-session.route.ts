@@ -1,13 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
+import type { FastLane } from '../http/app.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
+import type { Answer } from './answers.ts';
+import type { ChallengeCache, EncodedChallenge } from './challenge-cache.ts';
+import { CORS_HEADERS } from './cors.ts';
 import { answerPayRequest } from './pay.ts';
 import type { PayFlow, X402Services } from './services.ts';
 
 const SESSION_ID_MAX = 64;
+export const X402_PATHS = ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}'];
 const Params = z.strictObject({ sessionId: z.string().min(1).max(SESSION_ID_MAX) });
 const Query = z.strictObject({
   amount: z.string().optional().meta({ description: 'Buyer-chosen amount in the session currency; editable sessions only, on both requests' }),
@@ -50,21 +55,32 @@ function docFor(url: string): RouteDoc {
   };
 }
 
-export function registerPaySession(app: FastifyInstance, context: AppContext, services: X402Services): void {
+export function registerPaySession(app: FastifyInstance, context: AppContext, services: X402Services, challenges: ChallengeCache): void {
   const flow: PayFlow = { context, services };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { sessionId, query } = readInput(request);
-    const answer = await answerPayRequest(flow, {
-      sessionId,
-      amount: query.amount,
-      xPayment: header(request, 'x-payment'),
-      paymentSignature: header(request, 'payment-signature'),
-      ip: request.ip,
-      log: request.log,
-    });
+    const xPayment = header(request, 'x-payment');
+    const paymentSignature = header(request, 'payment-signature');
+    // Only a request without a proof may be answered from the cache; a proof always goes to the database.
+    const cacheable = xPayment === undefined && paymentSignature === undefined;
+    const amountKey = query.amount ?? '';
+    if (cacheable) {
+      const cached = challenges.get(sessionId, amountKey, context.now());
+      if (cached) {
+        context.metrics.x402ChallengesCached.inc();
+        return sendEncoded(reply, cached);
+      }
+    }
+    const ticket = challenges.ticket();
+    const answer = await answerPayRequest(flow, { sessionId, amount: query.amount, xPayment, paymentSignature, ip: request.ip, log: request.log });
+    if (cacheable && answer.reusable) {
+      const encoded = encodeAnswer(answer);
+      challenges.put(ticket, { sessionId, amount: amountKey, merchantId: answer.reusable.merchantId }, encoded, answer.reusable.until);
+      return sendEncoded(reply, encoded);
+    }
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   };
-  for (const url of ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}']) addRoute(app, docFor(url), {}, handler);
+  for (const url of X402_PATHS) addRoute(app, docFor(url), {}, handler);
 }
 
 /**
@@ -79,6 +95,49 @@ function readInput(request: FastifyRequest): { sessionId: string; query: z.outpu
   for (const key in query) if (key !== 'amount' || typeof query[key] !== 'string') plain = false;
   if (plain) return { sessionId: sessionId as string, query: typeof query.amount === 'string' ? { amount: query.amount } : {} };
   return { sessionId: validate(Params, request.params).sessionId, query: validate(Query, request.query) };
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function encodeAnswer(answer: Answer): EncodedChallenge {
+  const headers = { ...answer.headers, 'content-type': JSON_TYPE };
+  return { status: answer.status, headers, withCors: { ...CORS_HEADERS, ...headers }, body: Buffer.from(JSON.stringify(answer.body)) };
+}
+
+const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const AMOUNT_ONLY = /^amount=([0-9.]{1,32})$/;
+
+/**
+ * The cached challenge served before routing (http/app.ts FastLane): a GET of either path, an id
+ * and an `?amount=` that need no decoding, no proof header, and a cache hit. Anything else, the
+ * route answers, and its answer is the same.
+ */
+export function challengeLane(context: AppContext, challenges: ChallengeCache): FastLane {
+  const paths = X402_PATHS.map((url) => ({ prefix: url.slice(0, url.indexOf('{')), route: url.replace('{sessionId}', ':sessionId') }));
+  return (request, _response, send) => {
+    if (request.method !== 'GET' || request.headers['x-payment'] !== undefined || request.headers['payment-signature'] !== undefined) return false;
+    const url = request.url ?? '';
+    const path = paths.find((p) => url.startsWith(p.prefix));
+    if (!path) return false;
+    const query = url.indexOf('?', path.prefix.length);
+    const sessionId = url.slice(path.prefix.length, query < 0 ? undefined : query);
+    if (!SESSION_ID.test(sessionId)) return false;
+    let amount = '';
+    if (query >= 0) {
+      const match = AMOUNT_ONLY.exec(url.slice(query + 1));
+      if (!match) return false;
+      amount = match[1]!;
+    }
+    const cached = challenges.get(sessionId, amount, context.now());
+    if (!cached) return false;
+    context.metrics.x402ChallengesCached.inc();
+    send({ route: path.route, status: cached.status, headers: cached.withCors, body: cached.body });
+    return true;
+  };
+}
+
+function sendEncoded(reply: FastifyReply, encoded: EncodedChallenge): FastifyReply {
+  return reply.code(encoded.status).headers(encoded.headers).send(encoded.body);
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {

@@ -7,7 +7,7 @@ import type { Offer } from './challenge.ts';
 import { facilitatorErrorCode, localCheck } from './checks.ts';
 import { decodeProof, type Proof } from './payload.ts';
 import { chosenAmount, payeeOf, quoteOffer } from './pricing.ts';
-import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
+import { MAX_TIMEOUT_SECONDS, X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 import { findQuoteForValue, findSessionToQuote, type Quote } from './quotes.ts';
 import type { PayFlow } from './services.ts';
 import { claimTerms, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
@@ -43,10 +43,19 @@ export async function answerPayRequest(flow: PayFlow, request: PayRequest): Prom
   const { quote, offer } = await quoteOffer(flow, found, amount.minor, payTo, now);
 
   const decoded = decodeProof({ xPayment: request.xPayment, paymentSignature: request.paymentSignature });
-  if (!decoded) return challengeAnswer('payment_required', offer);
+  if (!decoded) return { ...challengeAnswer('payment_required', offer), reusable: { merchantId: session.merchant_id, until: reusableUntil(session, quote) } };
   if (!decoded.ok) return refuseProof(flow, offer, decoded.error, decoded.message);
   await flow.services.limitProofs(request.ip, session.id);
   return payWithProof({ flow, request, session, offer, quote, amountMinor: amount.minor, proof: decoded.proof, now });
+}
+
+/**
+ * Until when the same challenge is right, changes aside: while its quote is still the one a new
+ * challenge would reuse (so never past the quote's validity) and the session is unexpired.
+ */
+function reusableUntil(session: SessionRow, quote: Quote): number {
+  const lastReuse = quote.expires_at - MAX_TIMEOUT_SECONDS * 1000;
+  return session.expires_at === null ? lastReuse : Math.min(lastReuse, session.expires_at);
 }
 
 /** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown or expired. */

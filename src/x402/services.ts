@@ -1,7 +1,6 @@
 import type { Counter } from 'prom-client';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
+import { consume, type Limit } from '../limits/limits.ts';
 import type { RatesProvider } from '../money/rates.ts';
 import { createFacilitator, type Facilitator } from './facilitator.ts';
 
@@ -19,27 +18,25 @@ export type X402Services = {
 export function createX402Services(context: AppContext): X402Services | undefined {
   const { config } = context;
   if (!config.facilitatorUrl || !config.usdcAddress) return undefined;
-  const perIp = new RateLimiterMemory({ points: config.x402ProofsPerMinutePerIp, duration: 60 });
-  const perSession = new RateLimiterMemory({ points: config.x402ProofsPerMinutePerSession, duration: 60 });
-  const quotesPerSession = new RateLimiterMemory({ points: config.x402QuotesPerMinutePerSession, duration: 60 });
-  const consume = async (limiter: RateLimiterMemory, key: string, what: string) => {
-    // `what` completes "Too many … ", e.g. "payment proofs from this client".
-    try {
-      await limiter.consume(key);
-    } catch (error) {
-      if (!(error instanceof RateLimiterRes)) throw error;
-      throw new TillError('rate_limited', { what, retryAfterSeconds: Math.ceil(error.msBeforeNext / 1000) });
-    }
-  };
+  // Counted in the database, so every instance on it shares one count (docs/decisions.md).
+  const minute = (name: string, points: number, what: string): Limit => ({ name, points, windowMs: 60_000, what });
+  const perIp = minute('x402_proofs_ip', config.x402ProofsPerMinutePerIp, 'payment proofs from this client');
+  const perSession = minute('x402_proofs_session', config.x402ProofsPerMinutePerSession, 'payment proofs for this session');
+  const quotesPerSession = minute('x402_quotes_session', config.x402QuotesPerMinutePerSession, 'new quotes for this session');
   return {
     facilitator: createFacilitator({ url: config.facilitatorUrl, headers: config.facilitatorHeaders, callSeconds: context.metrics.facilitatorCallSeconds }),
     rates: context.rates,
     usdcAddress: config.usdcAddress,
-    limitProofs: async (ip, sessionId) => {
-      await consume(perIp, ip, 'payment proofs from this client');
-      await consume(perSession, sessionId, 'payment proofs for this session');
-    },
-    limitNewQuotes: (sessionId) => consume(quotesPerSession, sessionId, 'new quotes for this session'),
+    limitProofs: (ip, sessionId) =>
+      consume(
+        context.db,
+        [
+          { limit: perIp, subject: ip },
+          { limit: perSession, subject: sessionId },
+        ],
+        context.now(),
+      ),
+    limitNewQuotes: (sessionId) => consume(context.db, [{ limit: quotesPerSession, subject: sessionId }], context.now()),
     metrics: { proofsRefused: context.metrics.x402ProofsRefused, paymentsSettled: context.metrics.x402PaymentsSettled },
   };
 }

@@ -7,7 +7,7 @@ import { formFields } from '../../http/forms.ts';
 import { escapeHtml, sendPage } from '../../http/html.ts';
 import { csrfInput, type FieldProblem, labelledInput, utcMinute } from './form-controls.ts';
 import { dashboardPage } from './layout.ts';
-import { addDashboardPage, addDashboardPost } from './page-route.ts';
+import { addDashboardRoute } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 
 export const ACCOUNT_PATH = '/dashboard/account';
@@ -49,20 +49,21 @@ function sendAccount(context: AppContext, reply: FastifyReply, signedIn: SignedI
 
 /** Account: change password, sign out everywhere. */
 export function registerAccount(app: FastifyInstance, context: AppContext): void {
-  addDashboardPage(
+  addDashboardRoute(
     app,
     context,
-    { url: ACCOUNT_PATH, summary: "The signed-in user's account: change password, sign out everywhere" },
-    async (request, reply, signedIn) => {
+    { method: 'GET', url: ACCOUNT_PATH, summary: "The signed-in user's account: change password, sign out everywhere" },
+    async (signedIn, request, reply) => {
       const changed = (request.query as Record<string, string | undefined>).changed === 'password';
       return sendAccount(context, reply, signedIn, 200, undefined, changed ? 'Password changed. Your other browsers are signed out.' : undefined);
     },
   );
 
-  addDashboardPost(
+  addDashboardRoute(
     app,
     context,
     {
+      method: 'POST',
       url: `${ACCOUNT_PATH}/password`,
       summary: "Changes the signed-in user's password (form post)",
       description: 'Takes `current_password`, `new_password`, `new_password_again` and `csrf`. Every session of the user ends; this browser gets a new one.',
@@ -72,7 +73,7 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
         403: { description: 'No CSRF token, or posted from another origin' },
       },
     },
-    async (request, reply, signedIn) => {
+    async (signedIn, request, reply) => {
       const fields = formFields(request);
       const next = fields.new_password ?? '';
       const refuse = (field: string, message: string) => sendAccount(context, reply, signedIn, 400, { field, message });
@@ -88,15 +89,16 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
     },
   );
 
-  addDashboardPost(
+  addDashboardRoute(
     app,
     context,
     {
+      method: 'POST',
       url: `${ACCOUNT_PATH}/sign-out-everywhere`,
       summary: "Ends every session of the signed-in user, this browser's included (form post)",
       responses: { 303: { description: 'Signed out: on to the sign-in page' }, 403: { description: 'No CSRF token, or posted from another origin' } },
     },
-    async (_request, reply, signedIn) => {
+    async (signedIn, _request, reply) => {
       await endAllUserSessions(context.db, signedIn.user.id);
       forgetSession(context, reply);
       return reply.redirect('/sign-in', 303);

@@ -2,12 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { escapeHtml, sendPage } from '../../http/html.ts';
-import { addRoute } from '../../http/routes.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
 import { type Grant, listGrants, revokeGrant } from '../../oauth/grants.ts';
-import { signedInForPost, signedInOrRedirect } from './guard.ts';
 import { dashboardPage } from './layout.ts';
-import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
+import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
 import { csrfInput, cursorPager, FILTER_REFUSED, moment, shortened } from './views.ts';
 
 export const DEVELOPERS_PATH = '/dashboard/developers';
@@ -136,41 +134,33 @@ async function developersPage(context: AppContext, signedIn: SignedIn, query: Re
 
 /** Developers: the authorized coding agents (revoke) and the audit log of their MCP tool calls. */
 export function registerDevelopers(app: FastifyInstance, context: AppContext): void {
-  addRoute(
+  addDashboardRoute(
     app,
+    context,
     {
       method: 'GET',
       url: DEVELOPERS_PATH,
       summary:
         'The signed-in merchant’s authorized coding agents, and the audit log of their MCP tool calls (filtered by agent, tool, outcome; paged by cursor)',
-      tag: DASHBOARD_TAG,
-      security: 'none',
-      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
+      responses: { 400: FILTER_REFUSED },
     },
-    {},
-    async (request, reply) => {
-      const signedIn = await signedInOrRedirect(context, request, reply);
-      if (!signedIn) return reply;
+    async (signedIn, request, reply) => {
       const { status, html } = await developersPage(context, signedIn, request.query as Record<string, unknown>);
       return sendPage(reply, status, html);
     },
   );
 
-  addRoute(
+  addDashboardRoute(
     app,
+    context,
     {
       method: 'POST',
       url: `${DEVELOPERS_PATH}/agents/{grantId}/revoke`,
       summary: 'Revokes one of the signed-in merchant’s coding agents (form post with the session CSRF token)',
       description: 'Its refresh tokens stop working, and its access tokens are refused at their next call. Only a grant of the signed-in user’s merchant.',
-      tag: DASHBOARD_TAG,
-      security: 'none',
       responses: { 303: { description: 'Revoked: back to the page, which says so' }, 403: HTML_RESPONSE, 404: HTML_RESPONSE },
     },
-    {},
-    async (request, reply) => {
-      const signedIn = await signedInForPost(context, request, reply);
-      if (!signedIn) return reply;
+    async (signedIn, request, reply) => {
       const { grantId } = request.params as { grantId: string };
       if (!(await revokeGrant(context.db, grantId, 'merchant', context.now(), signedIn.user.merchantId)))
         return sendPage(

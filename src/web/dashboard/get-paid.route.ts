@@ -6,8 +6,8 @@ import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../.
 import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
 import { dashboardPage } from './layout.ts';
-import { HTML_RESPONSE } from './overview.route.ts';
-import { addDashboardRoute, copyField, csrfInput, DASHBOARD_SCRIPT, moment, registerDashboardScript } from './page-parts.ts';
+import { copyField, csrfInput, DASHBOARD_SCRIPT, moment, registerDashboardScript } from './page-parts.ts';
+import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
 
 const PATH = '/dashboard/get-paid';
 

@@ -17,8 +17,8 @@ import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, t
 import { updatePaymentSession } from '../../sessions/update-session.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
 import { dashboardPage } from './layout.ts';
-import { HTML_RESPONSE } from './overview.route.ts';
-import { addDashboardRoute, copyField, csrfInput, DASHBOARD_SCRIPT, moment } from './page-parts.ts';
+import { copyField, csrfInput, DASHBOARD_SCRIPT, moment } from './page-parts.ts';
+import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
 
 const PATH = '/dashboard/links';
 const PAGE_SIZE = 20;

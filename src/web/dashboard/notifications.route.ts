@@ -6,17 +6,15 @@ import { refusalOf } from '../../common/ssrf.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
 import { escapeHtml, sendPage } from '../../http/html.ts';
-import { addRoute } from '../../http/routes.ts';
 import { formatMoney } from '../../money/iso4217.ts';
 import { listSessionsCreatedVia, parseSessionsCursor, type SessionsCursor, sessionsCursorText } from '../../sessions/sessions.ts';
 import { webhookTargetAllowance } from '../../webhooks/deliver.ts';
 import { type DeliveryView, listDeliveries, redeliverEvent, sendTestEvent } from '../../webhooks/deliveries.ts';
 import { getWebhook, setWebhook, type WebhookEndpoint, WebhookSettingsError } from '../../webhooks/endpoints.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
-import { signedInForPost, signedInOrRedirect } from './guard.ts';
 import { dashboardPage } from './layout.ts';
 import { statusText } from './links.route.ts';
-import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
+import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
 import { csrfInput, cursorPager, moment } from './views.ts';
 
 const PATH = '/dashboard/notifications';
@@ -153,32 +151,21 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     responses: Record<number, { description: string }>,
     handler: (signedIn: SignedIn, fields: Record<string, string>, reply: FastifyReply, request: FastifyRequest) => Promise<unknown>,
   ) =>
-    addRoute(
-      app,
-      { method: 'POST', url, summary, tag: DASHBOARD_TAG, security: 'none', responses: { 403: HTML_RESPONSE, ...responses } },
-      {},
-      async (request, reply) => {
-        const signedIn = await signedInForPost(context, request, reply);
-        if (!signedIn) return reply;
-        return handler(signedIn, formFields(request), reply, request);
-      },
+    addDashboardRoute(app, context, { method: 'POST', url, summary, responses: { 403: HTML_RESPONSE, ...responses } }, (signedIn, request, reply) =>
+      handler(signedIn, formFields(request), reply, request),
     );
 
-  addRoute(
+  addDashboardRoute(
     app,
+    context,
     {
       method: 'GET',
       url: PATH,
       summary:
         'The signed-in merchant’s webhook endpoint, its key and secret (on request), the orders received through the API (paged), and the delivery log with each attempt',
-      tag: DASHBOARD_TAG,
-      security: 'none',
-      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: { description: 'The API orders page (`after`) cannot be read' } },
+      responses: { 400: { description: 'The API orders page (`after`) cannot be read' } },
     },
-    {},
-    async (request, reply) => {
-      const signedIn = await signedInOrRedirect(context, request, reply);
-      if (!signedIn) return reply;
+    async (signedIn, request, reply) => {
       const query = request.query as Record<string, unknown>;
       const done = Object.keys(NOTICES).find((key) => query[key] === '1');
       const apiAfter = typeof query.after === 'string' ? parseSessionsCursor(query.after) : undefined;

@@ -1,15 +1,13 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { escapeHtml, sendPage } from '../../http/html.ts';
-import { addRoute } from '../../http/routes.ts';
 import { explorerUrl } from '../../payments/payments.ts';
 import { cursorText, type MerchantOrder, type OrderFilter, type OrdersCursor, parseCursor, searchOrders } from '../../payments/receipts.ts';
 import { toCsvLine } from './csv.ts';
-import { signedInOrRedirect } from './guard.ts';
 import { dashboardPage } from './layout.ts';
-import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
+import { addDashboardRoute } from './page-route.ts';
 import { cursorPager, FILTER_REFUSED, moment } from './views.ts';
 
 const PATH = '/dashboard/orders';
@@ -180,40 +178,32 @@ async function* csvLines(context: AppContext, merchantId: string, filter: OrderF
 
 /** Orders: the merchant's settled orders, filtered and paged, and their CSV export. */
 export function registerOrders(app: FastifyInstance, context: AppContext): void {
-  addRoute(
+  addDashboardRoute(
     app,
+    context,
     {
       method: 'GET',
       url: PATH,
       summary: 'The signed-in merchant’s orders, newest first, filtered (status, dates, session, order id or TX- id), paged by cursor',
-      tag: DASHBOARD_TAG,
-      security: 'none',
-      responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
+      responses: { 400: FILTER_REFUSED },
     },
-    {},
-    async (request, reply) => {
-      const signedIn = await signedInOrRedirect(context, request, reply);
-      if (!signedIn) return reply;
+    async (signedIn, request, reply) => {
       const { status, html } = await ordersPage(context, signedIn, parseOrdersQuery(request.query as Record<string, unknown>));
       return sendPage(reply, status, html);
     },
   );
 
-  addRoute(
+  addDashboardRoute(
     app,
+    context,
     {
       method: 'GET',
       url: `${PATH}.csv`,
       summary: 'The signed-in merchant’s orders of a filter (the page’s query string) as CSV, streamed',
       description: 'Cells that a spreadsheet would read as a formula (starting with = + - @, tab or carriage return) are prefixed with a quote.',
-      tag: DASHBOARD_TAG,
-      security: 'none',
-      responses: { 200: { description: 'text/csv' }, 303: SIGN_IN_REDIRECT, 400: FILTER_REFUSED },
+      responses: { 200: { description: 'text/csv' }, 400: FILTER_REFUSED },
     },
-    {},
-    async (request, reply: FastifyReply) => {
-      const signedIn = await signedInOrRedirect(context, request, reply);
-      if (!signedIn) return reply;
+    async (signedIn, request, reply) => {
       const parsed = parseOrdersQuery(request.query as Record<string, unknown>);
       if (parsed.problems.length) {
         const { status, html } = await ordersPage(context, signedIn, parsed);

@@ -12,10 +12,7 @@ import { type WebhookEndpointState, webhookEndpointState } from '../../webhooks/
 import { dailyVolumeChart } from './chart.ts';
 import { utcMinute } from './form-controls.ts';
 import { dashboardPage } from './layout.ts';
-import { addDashboardPage } from './page-route.ts';
-
-// The sections' routes take these from here.
-export { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './page-route.ts';
+import { addDashboardRoute } from './page-route.ts';
 
 /** How many days the volume covers, and how long a wallet change stays on the overview. */
 export const VOLUME_DAYS = 30;
@@ -90,11 +87,11 @@ async function walletNotice(context: AppContext, signedIn: SignedIn, merchantId:
 
 /** The overview: where the merchant lands after signing in. */
 export function registerOverview(app: FastifyInstance, context: AppContext): void {
-  addDashboardPage(
+  addDashboardRoute(
     app,
     context,
-    { url: '/dashboard', summary: 'Dashboard overview of the signed-in merchant: paid volume, last orders, wallet and webhook state' },
-    async (_request, reply, signedIn) => {
+    { method: 'GET', url: '/dashboard', summary: 'Dashboard overview of the signed-in merchant: paid volume, last orders, wallet and webhook state' },
+    async (signedIn, _request, reply) => {
       const merchantId = signedIn.user.merchantId;
       const now = context.now();
       const [merchant, volume, orders, webhook, notice] = await Promise.all([

@@ -1,10 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SignedIn } from '../../accounts/web-session.ts';
-import type { AppContext } from '../../context.ts';
+import type { FastifyInstance } from 'fastify';
 import { escapeHtml } from '../../http/html.ts';
-import { addRoute } from '../../http/routes.ts';
-import { signedInForPost, signedInOrRedirect } from './guard.ts';
-import { DASHBOARD_TAG, HTML_RESPONSE, SIGN_IN_REDIRECT } from './overview.route.ts';
 
 /** The dashboard's one script, served from our origin: copy buttons and selecting a secret shown once. Pages work without it. */
 export const DASHBOARD_SCRIPT_PATH = '/assets/dashboard.js';
@@ -45,26 +40,3 @@ export function moment(iso: string | number | null): string {
 
 /** A form post's hidden CSRF field. */
 export const csrfInput = (token: string) => `<input type="hidden" name="csrf" value="${escapeHtml(token)}">`;
-
-type PageDoc = { method: 'GET' | 'POST'; url: string; summary: string; responses?: Record<number, { description: string }> };
-
-/**
- * A dashboard route with its doc: a GET answers only a signed-in user (others go to sign in); a POST
- * only a form of ours (signed in, with the CSRF token, from our origin). The handler gets the user.
- */
-export function addDashboardRoute(
-  app: FastifyInstance,
-  context: AppContext,
-  doc: PageDoc,
-  handler: (signedIn: SignedIn, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
-): void {
-  const post = doc.method === 'POST';
-  const responses = post
-    ? { 303: { description: 'Done (or not signed in: on to sign-in)' }, 403: { description: 'No CSRF token, or from another origin' }, ...doc.responses }
-    : { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT, ...doc.responses };
-  addRoute(app, { ...doc, tag: DASHBOARD_TAG, security: 'none', responses }, {}, async (request, reply) => {
-    const signedIn = post ? await signedInForPost(context, request, reply) : await signedInOrRedirect(context, request, reply);
-    if (!signedIn) return reply;
-    return handler(signedIn, request, reply);
-  });
-}

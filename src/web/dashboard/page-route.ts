@@ -1,37 +1,33 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
-import { addRoute, type RouteDoc } from '../../http/routes.ts';
+import { addRoute } from '../../http/routes.ts';
 import { signedInForPost, signedInOrRedirect } from './guard.ts';
 
 export const DASHBOARD_TAG = 'Dashboard';
 export const HTML_RESPONSE = { description: 'An HTML page' };
 export const SIGN_IN_REDIRECT = { description: 'Not signed in: on to the sign-in page' };
 
-type Handler = (request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn) => Promise<unknown>;
+type Responses = Record<number, { description: string }>;
+export type DashboardRouteDoc = { method: 'GET' | 'POST'; url: string; summary: string; description?: string; responses?: Responses };
+export type DashboardHandler = (signedIn: SignedIn, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-/** A dashboard page behind sign-in: the handler runs only for a signed-in user. */
-export function addDashboardPage(app: FastifyInstance, context: AppContext, doc: { url: string; summary: string }, handler: Handler): void {
-  addRoute(
-    app,
-    { method: 'GET', ...doc, tag: DASHBOARD_TAG, security: 'none', responses: { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT } },
-    {},
-    async (request, reply) => {
-      const signedIn = await signedInOrRedirect(context, request, reply);
-      return signedIn ? handler(request, reply, signedIn) : reply;
-    },
-  );
-}
+const GET_RESPONSES: Responses = { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT };
+const POST_RESPONSES: Responses = {
+  303: { description: 'Done (or not signed in: on to sign-in)' },
+  403: { description: 'No CSRF token, or from another origin' },
+};
 
-/** A dashboard form post: the handler runs only for a signed-in user, with the session's CSRF token, from our origin. */
-export function addDashboardPost(
-  app: FastifyInstance,
-  context: AppContext,
-  doc: { url: string; summary: string; description?: string; responses: RouteDoc['responses'] },
-  handler: Handler,
-): void {
-  addRoute(app, { method: 'POST', ...doc, tag: DASHBOARD_TAG, security: 'none' }, {}, async (request, reply) => {
-    const signedIn = await signedInForPost(context, request, reply);
-    return signedIn ? handler(request, reply, signedIn) : reply;
+/**
+ * A dashboard route with its doc: a GET answers only a signed-in user (others go to sign in); a POST
+ * only a form of ours (signed in, with the CSRF token, from our origin). The handler gets the user.
+ */
+export function addDashboardRoute(app: FastifyInstance, context: AppContext, doc: DashboardRouteDoc, handler: DashboardHandler): void {
+  const post = doc.method === 'POST';
+  const responses = { ...(post ? POST_RESPONSES : GET_RESPONSES), ...doc.responses };
+  addRoute(app, { ...doc, tag: DASHBOARD_TAG, security: 'none', responses }, {}, async (request, reply) => {
+    const signedIn = post ? await signedInForPost(context, request, reply) : await signedInOrRedirect(context, request, reply);
+    if (!signedIn) return reply;
+    return handler(signedIn, request, reply);
   });
 }

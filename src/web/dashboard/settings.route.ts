@@ -10,7 +10,7 @@ import { changeWallet } from '../../merchants/events.ts';
 import { findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
 import { dashboardPage } from './layout.ts';
-import { addDashboardPage, addDashboardPost } from './page-route.ts';
+import { addDashboardRoute, type DashboardHandler } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 
 export const SETTINGS_PATH = '/dashboard/settings';
@@ -143,24 +143,24 @@ const POST_RESPONSES = {
 
 /** Settings: business details, the payout wallet (behind the password), accepted chains and tokens. */
 export function registerSettings(app: FastifyInstance, context: AppContext): void {
-  addDashboardPage(
+  addDashboardRoute(
     app,
     context,
-    { url: SETTINGS_PATH, summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens" },
-    async (request, reply, signedIn) => {
+    { method: 'GET', url: SETTINGS_PATH, summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens" },
+    async (signedIn, request, reply) => {
       const saved = (request.query as Record<string, string | undefined>).saved;
       return sendSettings(context, reply, signedIn, 200, { merchant: await merchantOf(context, signedIn) }, saved ? SAVED[saved] : undefined);
     },
   );
 
-  const post = (url: string, summary: string, description: string, handle: Parameters<typeof addDashboardPost>[3]) =>
-    addDashboardPost(app, context, { url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES }, handle);
+  const post = (url: string, summary: string, description: string, handle: DashboardHandler) =>
+    addDashboardRoute(app, context, { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES }, handle);
 
   post(
     'business',
     "Sets the merchant's business details (form post)",
     'Takes `name`, `support_email` and `website_url` (both optional) and `csrf` as a form.',
-    async (request, reply, signedIn) => {
+    async (signedIn, request, reply) => {
       const fields = formFields(request);
       const values = { name: fields.name ?? '', support_email: fields.support_email ?? '', website_url: fields.website_url ?? '' };
       try {
@@ -187,7 +187,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     'wallet',
     'Sets or changes the payout wallet (form post, with the password)',
     "Takes `wallet` (an EVM address; mixed case must be its EIP-55 checksum), `confirm` (its last 4 characters), `password` (the signed-in user's) and `csrf`. The change is recorded in the merchant's audit and shown on the overview.",
-    async (request, reply, signedIn) => {
+    async (signedIn, request, reply) => {
       const fields = formFields(request);
       const values = { wallet: fields.wallet ?? '', confirm: fields.confirm ?? '' };
       const merchant = await merchantOf(context, signedIn);
@@ -206,7 +206,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     'chains',
     'Sets the chains and tokens the merchant accepts (form post)',
     'Takes `accept` once per ticked box, as `chain:TOKEN`, and `csrf`.',
-    async (request, reply, signedIn) => {
+    async (signedIn, request, reply) => {
       const accepted = formValues(request, 'accept');
       const merchant = await merchantOf(context, signedIn);
       const refuse = (message: string) =>

@@ -1,0 +1,112 @@
+import { sql } from 'kysely';
+import { TillError } from '../common/errors.ts';
+import type { AppContext } from '../context.ts';
+import { type Db, isUniqueViolation } from '../db/index.ts';
+import { prepareQuery } from '../db/prepared.ts';
+import { type ApiKeyUse, apiKeyUse, authenticateApiKey, usableApiKeyCtes } from '../merchants/api-keys.ts';
+import { createdBody, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
+import { claimIdempotencyKeyFrom, IDEMPOTENCY_TTL_MS, isLockTimeout, replayOf, requestHashOf } from './idempotency.ts';
+import { insertSessionFrom, orderIdInUse, sessionValues } from './sessions.ts';
+
+type Context = Pick<AppContext, 'config' | 'db' | 'metrics'>;
+
+type Outcome = {
+  merchant_id: string;
+  wallet_address: string | null;
+  usable: number;
+  created: number;
+  request_hash: string | null;
+  status_code: number | null;
+  response_body: string | null;
+};
+
+type Params = ApiKeyUse & {
+  sessionId: string;
+  /** The row, as sessionValues writes it. */
+  values: string;
+  /** The 201 body for a merchant with a payout wallet, and without one (MERCHANT standing for its id). */
+  plainBody: string;
+  warnedBody: string;
+  merchant: string;
+  idempotencyKey: string;
+  requestHash: string;
+  expiresAt: number;
+};
+
+// Stands for the merchant id in the stored body; ids are base64url, so they need no JSON escaping.
+const MERCHANT = '\u0000merchant\u0000';
+
+/** The statement, with an Idempotency-Key or without; built and compiled once, then run with each request's values. */
+const statement = (idempotent: boolean) =>
+  prepareQuery((db: Db, p: Params) => {
+    // The stored body is the one this request answers: its warning depends on the merchant the key names.
+    const body = sql`CASE WHEN usable.wallet_address IS NULL THEN replace(${p.warnedBody}, ${p.merchant}, usable.merchant_id) ELSE ${p.plainBody} END`;
+    const claim = idempotent
+      ? claimIdempotencyKeyFrom('usable', { key: p.idempotencyKey, requestHash: p.requestHash, now: p.now, expiresAt: p.expiresAt }, { status: 201, body })
+      : undefined;
+    // With a key, the session is inserted only when the claimed row is this request's own (its body names the new session).
+    const insert = insertSessionFrom(
+      'usable',
+      p.values,
+      claim ? sql`EXISTS (SELECT 1 FROM claim WHERE position(${p.sessionId} IN claim.response_body) > 0)` : undefined,
+    );
+    const query = sql<Outcome>`WITH ${usableApiKeyCtes(p)},
+      ${claim ? sql`claim AS (${claim}),` : sql``}
+      created AS (${insert})
+      SELECT key.merchant_id, key.wallet_address, (SELECT count(*) FROM usable)::integer AS usable, (SELECT count(*) FROM created)::integer AS created,
+        ${claim ? sql`claim.request_hash, claim.status_code, claim.response_body FROM key LEFT JOIN claim ON true` : sql`NULL AS request_hash, NULL::integer AS status_code, NULL AS response_body FROM key`}`;
+    return { compile: () => query.compile(db) };
+  });
+const plainStatement = statement(false);
+const idempotentStatement = statement(true);
+
+/**
+ * E1 on PostgreSQL in one round trip: the API key's lookup, its `last_used_at`, the Idempotency-Key's
+ * claim and the insert of the session are one statement (a named one, so each connection plans it
+ * once), and a request waits for the database once. What comes back tells the outcomes apart: no
+ * usable key (401), a session created (201), or the key's first answer (a replay, or 422 for
+ * another body). The answers are those of requireMerchant → createPaymentSession; the rarer
+ * failures take a second round trip to stay the same (a taken orderId still records the key's
+ * use). On SQLite, where a query costs no round trip, E1 keeps that two-step path.
+ */
+export async function createSessionWithApiKey(
+  context: Context,
+  presentedKey: string,
+  draft: SessionDraft,
+  options: { idempotencyKey?: string | undefined; requestBody: unknown },
+): Promise<SessionCreatedResult> {
+  const now = draft.created_at;
+  const use = apiKeyUse(presentedKey, context.config.mode, now);
+  if (!use) throw new TillError('unauthorized', { presented: true });
+  const { baseUrl } = context.config;
+  const requestHash = options.idempotencyKey ? requestHashOf(options.requestBody) : '';
+  const params: Params = {
+    ...use,
+    sessionId: draft.id,
+    values: sessionValues(draft),
+    plainBody: JSON.stringify(createdBody(baseUrl, draft, MERCHANT, true)),
+    warnedBody: JSON.stringify(createdBody(baseUrl, draft, MERCHANT, false)),
+    merchant: JSON.stringify(MERCHANT).slice(1, -1),
+    idempotencyKey: options.idempotencyKey ?? '',
+    requestHash,
+    expiresAt: now + IDEMPOTENCY_TTL_MS,
+  };
+
+  let outcome: Outcome | undefined;
+  try {
+    outcome = await (options.idempotencyKey ? idempotentStatement : plainStatement).executeTakeFirst(context.db, params);
+  } catch (error) {
+    if (isLockTimeout(error)) throw new TillError('idempotency_key_in_use');
+    // The statement failed whole, its write of last_used_at with it: record the key's use as the two-step path does.
+    if (isUniqueViolation(error)) await authenticateApiKey(context.db, presentedKey, context.config.mode, now);
+    return orderIdInUse(error, draft.order_id);
+  }
+  if (!outcome || outcome.usable === 0) throw new TillError('unauthorized', { presented: true });
+  if (outcome.created === 1) {
+    context.metrics.sessionsCreated.inc();
+    return createdBody(baseUrl, draft, outcome.merchant_id, outcome.wallet_address !== null);
+  }
+  if (outcome.request_hash === null) throw new TillError('idempotency_key_in_use');
+  const first = replayOf({ request_hash: outcome.request_hash, status_code: outcome.status_code, response_body: outcome.response_body }, requestHash);
+  return JSON.parse(first.body) as SessionCreatedResult;
+}

@@ -1,0 +1,65 @@
+// A TCP proxy a test controls, between Till instances and a server they depend on (PostgreSQL):
+// `cut()` drops every open connection and refuses new ones, as a database that has gone away;
+// `restore()` lets connections through again. The server itself is never touched.
+import { once } from 'node:events';
+import { connect, createServer, type Socket } from 'node:net';
+
+export type TcpProxy = {
+  /** The port the proxy listens on (127.0.0.1). */
+  port: number;
+  /** Destroys every open connection, both ways, and closes each new one at once until restored. */
+  cut(): void;
+  restore(): void;
+  readonly isCut: boolean;
+  /** Connections accepted while cut, each closed at once. */
+  readonly refused: number;
+  close(): Promise<void>;
+};
+
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  const open = new Set<Socket>();
+  let cut = false;
+  let refused = 0;
+  const server = createServer((client) => {
+    if (cut) {
+      refused++;
+      client.destroy();
+      return;
+    }
+    const upstream = connect(target.port, target.host);
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      // A connection cut either way ends its pair; the error itself is expected here.
+      socket.on('error', () => {});
+    }
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  return {
+    port,
+    cut() {
+      cut = true;
+      for (const socket of open) socket.destroy();
+    },
+    restore() {
+      cut = false;
+    },
+    get isCut() {
+      return cut;
+    },
+    get refused() {
+      return refused;
+    },
+    async close() {
+      for (const socket of open) socket.destroy();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
