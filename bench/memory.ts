@@ -101,7 +101,7 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
       const failures = samples.reduce((sum, s) => sum + s.failures, 0);
       const verdict = Math.abs(ratio - 1) <= TARGET ? `within the ${TARGET * 100} % target` : `OUTSIDE the ${TARGET * 100} % target`;
       const markdown = [
-        `Measured ${new Date().toISOString().slice(0, 10)} on a shared 2-core machine busy with other jobs: \`till serve\` on SQLite with ${ROWS.toLocaleString('en')} sessions and orders filled beforehand, ${total.toLocaleString('en')} requests from ${options.connections} connections, taking in turn E1, the session read, the x402 challenge, the E4 receipt and \`/healthz\` (reads over all ${ROWS.toLocaleString('en')} rows); RSS is the child's VmRSS, read ${PAUSE_MS / 1000} s after each batch.${failures ? ` ${failures} answers were not the expected status.` : ''}`,
+        `Measured ${new Date().toISOString().slice(0, 10)} on a shared 2-core machine: \`till serve\` on SQLite with ${ROWS.toLocaleString('en')} sessions and orders filled beforehand, ${total.toLocaleString('en')} requests from ${options.connections} connections, taking in turn E1, the session read, the x402 challenge, the E4 receipt and \`/healthz\` (reads over all ${ROWS.toLocaleString('en')} rows); RSS is the child's VmRSS, read ${PAUSE_MS / 1000} s after each batch.${failures ? ` ${failures} answers were not the expected status.` : ''}`,
         '',
         '| Requests served | RSS MB | V8 heap used MB | req/s of the batch |',
         '|---:|---:|---:|---:|',
