@@ -14,6 +14,7 @@ import * as dashboardLinks from './migrations/0011_dashboard_links.ts';
 import * as dashboardOrders from './migrations/0012_dashboard_orders.ts';
 import * as sessionOrigin from './migrations/0013_session_origin.ts';
 import * as rateLimits from './migrations/0014_rate_limits.ts';
+import * as unfinalizedPayments from './migrations/0015_unfinalized_payments.ts';
 import * as changeNotifications from './migrations/0016_change_notifications.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '0012_dashboard_orders': dashboardOrders,
   '0013_session_origin': sessionOrigin,
   '0014_rate_limits': rateLimits,
+  '0015_unfinalized_payments': unfinalizedPayments,
   '0016_change_notifications': changeNotifications,
 };
 

@@ -29,7 +29,9 @@ function adaptStatement(statement: StatementSync): SqliteStatement {
 
 export function openSqlite(path: string): DatabaseSync {
   const database = new DatabaseSync(path, { timeout: 10_000 });
-  database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;');
+  // A grown database's hot index pages stay in memory: 64 MiB of page cache (SQLite's default is
+  // 2 MiB) and reads through mmap, so a lookup costs about the same at a million rows as at ten thousand.
+  database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;');
   return database;
 }
 

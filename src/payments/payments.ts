@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
@@ -205,15 +205,18 @@ export async function findStalePending(db: Db, olderThan: number, limit: number)
 
 /** Settled payments not yet final, settled before `settledBefore`, oldest first. */
 export async function findUnfinalized(db: Db, settledBefore: number, limit: number): Promise<PaymentRow[]> {
-  return db
-    .selectFrom('payments')
-    .selectAll()
-    .where('status', '=', 'SUCCESS')
-    .where('finalized_at', 'is', null)
-    .where('settled_at', '<=', settledBefore)
-    .orderBy('settled_at')
-    .limit(limit)
-    .execute();
+  return (
+    db
+      .selectFrom('payments')
+      .selectAll()
+      // Literals, so both planners can use the partial index payments_unfinalized (a bound parameter would hide the match).
+      .where('status', '=', sql.lit('SUCCESS'))
+      .where('finalized_at', 'is', null)
+      .where('settled_at', '<=', settledBefore)
+      .orderBy('settled_at')
+      .limit(limit)
+      .execute()
+  );
 }
 
 /** The settlement's block has enough confirmations: the payment is final. */
