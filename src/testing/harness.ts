@@ -1,6 +1,6 @@
 // Suites run on every engine, and Till services started in the test's own process.
 import { describe, test } from 'node:test';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { type Config, loadConfig } from '../config.ts';
 import { createService, type Service } from '../main.ts';
 import { startSandbox } from '../sandbox/index.ts';
@@ -36,7 +36,7 @@ export type TestService = Service & {
 export async function startTestService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { now?: () => number; workers?: boolean } = {},
+  options: { now?: () => number; workers?: boolean; log?: Logger } = {},
 ): Promise<TestService> {
   const storage = await createServiceStorage(engine);
   const config = loadConfig({
@@ -47,7 +47,7 @@ export async function startTestService(
     ...env,
   });
   const service = await createService(config, {
-    log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
+    log: options.log ?? pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
     ...(options.now ? { now: options.now } : {}),
     workers: options.workers ?? false,
   });
@@ -77,10 +77,13 @@ export type PayingService = Awaited<ReturnType<typeof startPayingService>>;
 export async function startPayingService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number } = {},
+  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number; log?: Logger } = {},
 ) {
   const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
-  const service = await startTestService(engine, { ...sandboxSettings(sandbox), ...env }, { workers: options.workers ?? false });
+  const service = await startTestService(engine, { ...sandboxSettings(sandbox), ...env }, {
+    workers: options.workers ?? false,
+    ...(options.log ? { log: options.log } : {}),
+  });
   const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
   return {
     service,
