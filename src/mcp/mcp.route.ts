@@ -40,13 +40,16 @@ export const RATE_LIMITED_CODE = -32000;
 
 type ToolCall = { id: string | number | null; name: string; arguments: unknown };
 
-/** The tool call a JSON-RPC body makes, if it is one. */
-function toolCallOf(body: unknown): ToolCall | undefined {
+/**
+ * The tool call a JSON-RPC body makes, if it is one. A message the SDK refuses as malformed (not
+ * JSON-RPC 2.0, no string or integer id) is no call: it is answered 400 and not audited.
+ */
+export function toolCallOf(body: unknown): ToolCall | undefined {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
-  const message = body as { method?: unknown; id?: unknown; params?: { name?: unknown; arguments?: unknown } };
+  const message = body as { jsonrpc?: unknown; method?: unknown; id?: unknown; params?: { name?: unknown; arguments?: unknown } };
+  if (message.jsonrpc !== '2.0' || !(typeof message.id === 'string' || Number.isInteger(message.id))) return undefined;
   if (message.method !== 'tools/call' || typeof message.params?.name !== 'string') return undefined;
-  const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
-  return { id, name: message.params.name, arguments: message.params.arguments ?? {} };
+  return { id: message.id as string | number, name: message.params.name, arguments: message.params.arguments ?? {} };
 }
 
 function bearerToken(request: FastifyRequest): string | undefined {

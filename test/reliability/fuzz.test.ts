@@ -52,6 +52,7 @@ const SEED = process.env.TILL_FUZZ_SEED ? Number(process.env.TILL_FUZZ_SEED) : (
 const REFUSAL_WRITES: { route: RegExp; status: RegExp; table: string; why: string }[] = [
   { route: /^(GET|HEAD) \/(checkout\/v2\/)?x402\/session\//, status: /^402$/, table: 'payment_quotes', why: 'the 402 challenge is the offer, and its quote is stored' },
   { route: /^POST \/sign-in$/, status: /^4/, table: 'sign_in_throttle', why: 'failed sign-ins are counted to slow guessing' },
+  { route: /^POST \/mcp$/, status: /^40[13]$/, table: 'mcp_tool_calls', why: 'a tool call refused for its grant (revoked, scope not granted) is audited' },
 ];
 /** Columns a request refreshes while reading: the last use of a key or an agent's grant, a browser session's last activity. */
 const READ_TIMES: Record<string, string[]> = {
@@ -130,9 +131,14 @@ type Spec = {
   headers?: fc.Arbitrary<[string, string][]>;
   /** Routes that end the signed-in session: they get a wrong CSRF token only, so the session lives on for the other routes. */
   keepsSession?: boolean;
+  /** The route's own headers carry its credentials (MCP's bearer token). */
+  ownAuth?: boolean;
 };
 
 const oneOf = (...values: string[]) => fc.constantFrom(...values);
+/** Mostly `good`, at times one of `others` or a nasty string. */
+const mostly = (good: fc.Arbitrary<string>, others: fc.Arbitrary<string>) =>
+  fc.oneof({ weight: 6, arbitrary: good }, { weight: 1, arbitrary: others }, { weight: 1, arbitrary: nastyString });
 const text = nastyString;
 
 /** Every route's spec, by `METHOD /url` as the app lists it. */
@@ -195,11 +201,12 @@ function specs(f: Fixture): Record<string, Spec> {
   });
   const mcp: Spec = {
     ...jsonRpc(mcpCall),
+    ownAuth: true,
     headers: fc.tuple(
-      fc.oneof(oneOf(`Bearer ${f.agent.accessToken}`, `Bearer ${f.bearer}`, 'Bearer x', ''), text),
-      fc.oneof(oneOf('application/json, text/event-stream', 'application/json', 'text/event-stream', '*/*'), text),
-      fc.oneof(oneOf('2025-11-25', '2025-06-18', '1999-01-01'), text),
-      fc.oneof(fc.constant(''), text),
+      mostly(fc.constant(`Bearer ${f.agent.accessToken}`), oneOf(`Bearer ${f.bearer}`, 'Bearer x', '')),
+      mostly(fc.constant('application/json, text/event-stream'), oneOf('application/json', 'text/event-stream', '*/*')),
+      mostly(oneOf('2025-11-25', '2026-07-28'), oneOf('2025-06-18', '1999-01-01')),
+      fc.oneof({ weight: 4, arbitrary: fc.constant('') }, { weight: 1, arbitrary: text }),
     ).map(([authorization, accept, version, sessionId]) => [
       ['authorization', authorization],
       ['accept', accept],
@@ -365,29 +372,49 @@ function requestsOf(route: Route, spec: Spec, f: Fixture): fc.Arbitrary<FuzzRequ
   const type = spec.body && 'form' in spec.body ? fc.oneof({ weight: 4, arbitrary: fc.constant<string[]>(['application/x-www-form-urlencoded']) }, contentTypes) : contentTypes;
   const method = route.method === 'GET' ? fc.oneof({ weight: 9, arbitrary: fc.constant('GET') }, { weight: 1, arbitrary: fc.constant('HEAD') }) : fc.constant(route.method);
   const csrfBody = spec.keepsSession ? body.map((b) => b && Buffer.from(b.toString('latin1').replaceAll(encodeURIComponent(f.csrf.toWellFormed()), 'x'), 'latin1')) : body;
-  return fc
-    .record({
-      method,
-      path,
-      query: queryString(spec.query ?? {}),
-      headers: fc.tuple(commonHeaders(f, spec.keepsSession ?? false), spec.headers ?? fc.constant<[string, string][]>([]), idempotencyKeys).map(([common, own, keys]) => [
-        ...common,
-        ...own,
-        ...keys.map((k) => ['idempotency-key', k] as [string, string]),
-      ]),
-      body: csrfBody,
-      type,
-      framing: fc.constantFrom('length', 'length', 'length', 'chunked') as fc.Arbitrary<'length' | 'chunked'>,
-      chunk: fc.integer({ min: 1, max: 64 }),
-    })
-    .map(({ method, path, query, headers, body, type, framing, chunk }) => ({
-      method,
-      target: path + query,
-      headers: body ? [...headers, ...type.map((t) => ['content-type', t] as [string, string])] : headers,
-      body: body ?? Buffer.alloc(0),
-      framing: body ? framing : 'none',
-      chunk,
-    }));
+  const known = spec.query ?? {};
+  const names = Object.keys(known);
+  // Half the requests are clean but for the generated values: credentials of the shop, the right
+  // content type, the route's own query keys. They get past the edge into the handlers' logic.
+  const cleanQuery = names.length
+    ? fc.oneof(fc.constant(''), fc.array(fc.constantFrom(...names).chain((name) => (known[name] as fc.Arbitrary<string>).map((v) => `${name}=${encodeURIComponent(v.toWellFormed())}`)), { minLength: 1, maxLength: 3 }).map((parts) => `?${parts.join('&')}`))
+    : fc.constant('');
+  const credentials = spec.ownAuth
+    ? fc.constant<[string, string][]>([])
+    : fc.constantFrom<[string, string][]>([['x-sc-apikey', f.shop.apiKey]], [['authorization', `Bearer ${f.bearer}`]], spec.keepsSession ? [] : [['cookie', f.cookie]]);
+  const cleanType = fc.constant<string[]>([spec.body && 'form' in spec.body ? 'application/x-www-form-urlencoded' : 'application/json']);
+  const clean = fc.record({
+    method,
+    path,
+    query: cleanQuery,
+    headers: fc.tuple(credentials, spec.headers ?? fc.constant<[string, string][]>([])).map(([a, b]) => [...a, ...b]),
+    body: csrfBody,
+    type: cleanType,
+    framing: fc.constant<'length' | 'chunked'>('length'),
+    chunk: fc.constant(0),
+  });
+  const rough = fc.record({
+    method,
+    path,
+    query: queryString(known),
+    headers: fc.tuple(commonHeaders(f, spec.keepsSession ?? false), spec.headers ?? fc.constant<[string, string][]>([]), idempotencyKeys).map(([common, own, keys]) => [
+      ...common,
+      ...own,
+      ...keys.map((k) => ['idempotency-key', k] as [string, string]),
+    ]),
+    body: csrfBody,
+    type,
+    framing: fc.constantFrom('length', 'length', 'length', 'chunked') as fc.Arbitrary<'length' | 'chunked'>,
+    chunk: fc.integer({ min: 1, max: 64 }),
+  });
+  return fc.oneof(clean, rough).map(({ method, path, query, headers, body, type, framing, chunk }) => ({
+    method,
+    target: path + query,
+    headers: body ? [...headers, ...type.map((t) => ['content-type', t] as [string, string])] : headers,
+    body: body ?? Buffer.alloc(0),
+    framing: body ? framing : 'none',
+    chunk,
+  }));
 }
 
 for (const { engine, skip } of engines) {
