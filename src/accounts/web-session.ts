@@ -70,7 +70,14 @@ export const redirectToSignIn = (reply: FastifyReply, returnTo: string) => reply
 /** Where to go after sign-in: a path on this service only, never another site; the dashboard unless given. */
 export function safeReturnPath(value: unknown): string {
   // A query may repeat return_to (an array) or carry it in brackets (an object): only a string is a path.
-  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.includes('\\') || [...value].some((c) => c.charCodeAt(0) < 32) || value.length > 2048)
+  if (
+    typeof value !== 'string' ||
+    !value.startsWith('/') ||
+    value.startsWith('//') ||
+    value.includes('\\') ||
+    [...value].some((c) => c.charCodeAt(0) < 32) ||
+    value.length > 2048
+  )
     return '/dashboard';
   return value;
 }

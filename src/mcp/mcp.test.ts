@@ -115,7 +115,11 @@ for (const { engine, skip } of engines) {
 
     test('a malformed tools/call (not JSON-RPC 2.0, a fractional id) is answered 400 and audited as nothing', async () => {
       const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read']);
-      for (const envelope of [{ jsonrpc: {}, id: 1 }, { jsonrpc: '2.0', id: 0.5 }, { jsonrpc: '2.0', id: null }]) {
+      for (const envelope of [
+        { jsonrpc: {}, id: 1 },
+        { jsonrpc: '2.0', id: 0.5 },
+        { jsonrpc: '2.0', id: null },
+      ]) {
         const answer = await service.app.inject({
           method: 'POST',
           url: '/mcp',
@@ -124,7 +128,10 @@ for (const { engine, skip } of engines) {
         });
         assert.equal(answer.statusCode, 400, JSON.stringify(envelope));
       }
-      assert.deepEqual((await auditOf('no_such_tool')).filter((c) => c.grantId === grantId), []);
+      assert.deepEqual(
+        (await auditOf('no_such_tool')).filter((c) => c.grantId === grantId),
+        [],
+      );
     });
 
     test('a revoked grant: the next call is 401, and the refused call is audited', async () => {

@@ -80,10 +80,14 @@ export async function startPayingService(
   options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number; log?: Logger } = {},
 ) {
   const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
-  const service = await startTestService(engine, { ...sandboxSettings(sandbox), ...env }, {
-    workers: options.workers ?? false,
-    ...(options.log ? { log: options.log } : {}),
-  });
+  const service = await startTestService(
+    engine,
+    { ...sandboxSettings(sandbox), ...env },
+    {
+      workers: options.workers ?? false,
+      ...(options.log ? { log: options.log } : {}),
+    },
+  );
   const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
   return {
     service,

@@ -25,16 +25,16 @@ import {
   idempotencyKeys,
   installWriteLog,
   jsonBody,
-  jsonValue,
   jsonText,
+  jsonValue,
   mutatedDeep,
   nastyString,
-  shortNasty,
   pathValue,
   queryString,
   type Route,
   routesOf,
   sendRaw,
+  shortNasty,
 } from '../../src/testing/fuzz.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../src/testing/harness.ts';
 import { Browser, csrfField } from '../../src/testing/page-browser.ts';
@@ -50,7 +50,12 @@ const SEED = process.env.TILL_FUZZ_SEED ? Number(process.env.TILL_FUZZ_SEED) : (
  * Times a read refreshes are not watched at all (the `ignored` columns of installWriteLog).
  */
 const REFUSAL_WRITES: { route: RegExp; status: RegExp; table: string; why: string }[] = [
-  { route: /^(GET|HEAD) \/(checkout\/v2\/)?x402\/session\//, status: /^402$/, table: 'payment_quotes', why: 'the 402 challenge is the offer, and its quote is stored' },
+  {
+    route: /^(GET|HEAD) \/(checkout\/v2\/)?x402\/session\//,
+    status: /^402$/,
+    table: 'payment_quotes',
+    why: 'the 402 challenge is the offer, and its quote is stored',
+  },
   { route: /^POST \/sign-in$/, status: /^4/, table: 'sign_in_throttle', why: 'failed sign-ins are counted to slow guessing' },
   { route: /^POST \/mcp$/, status: /^40[13]$/, table: 'mcp_tool_calls', why: 'a tool call refused for its grant (revoked, scope not granted) is audited' },
 ];
@@ -70,7 +75,11 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
   const shop: PayingShop = await startPayingShop(
     engine,
     // Limits out of the way, so any 5xx is a defect and not a limiter's answer.
-    { TILL_X402_PROOFS_PER_MINUTE_PER_IP: '100000000', TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '100000000', TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '100000000' },
+    {
+      TILL_X402_PROOFS_PER_MINUTE_PER_IP: '100000000',
+      TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '100000000',
+      TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '100000000',
+    },
     { log },
   );
   const { service } = shop;
@@ -119,8 +128,29 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
   });
   assert.equal(token.status, 200);
   const bearer = ((await token.json()) as { access_token: string }).access_token;
-  const agent = await authorizedAgent(service.context, shop.merchantId, SCOPES.map((s) => s.scope));
-  return { shop, sessions, paidSession: paid.sessionId, publicOrderId, eventIds, proofs, other, email, cookie, csrf, client, bearer, agent };
+  const agent = await authorizedAgent(
+    service.context,
+    shop.merchantId,
+    SCOPES.map((s) => s.scope),
+  );
+  // What the revoking routes may revoke for real, so the credentials above keep working.
+  const revocable = { client: await createClient(db, shop.merchantId), agent: await authorizedAgent(service.context, shop.merchantId, ['settings:read']) };
+  return {
+    revocable,
+    shop,
+    sessions,
+    paidSession: paid.sessionId,
+    publicOrderId,
+    eventIds,
+    proofs,
+    other,
+    email,
+    cookie,
+    csrf,
+    client,
+    bearer,
+    agent,
+  };
 }
 
 /** What a route's requests are made of, beyond what every request gets (auth, cookies, types, encodings). */
@@ -133,6 +163,8 @@ type Spec = {
   keepsSession?: boolean;
   /** The route's own headers carry its credentials (MCP's bearer token). */
   ownAuth?: boolean;
+  /** Its share of the requests, against 1 for a route without one: the payment API and x402 get more. */
+  weight?: number;
 };
 
 const oneOf = (...values: string[]) => fc.constantFrom(...values);
@@ -154,30 +186,69 @@ function specs(f: Fixture): Record<string, Spec> {
     { weight: 1, arbitrary: text },
   );
   const x402: Spec = {
+    weight: 8,
     params: { sessionId: sessionIds },
     query: { amount },
     headers: fc.oneof(
       fc.constant<[string, string][]>([]),
       proof.map((p) => [['x-payment', p]] as [string, string][]),
       proof.map((p) => [['payment-signature', p]] as [string, string][]),
-      fc.tuple(proof, proof).map(([a, b]) => [['x-payment', a], ['payment-signature', b]] as [string, string][]),
-      fc.tuple(proof, proof).map(([a, b]) => [['x-payment', a], ['x-payment', b]] as [string, string][]),
+      fc.tuple(proof, proof).map(
+        ([a, b]) =>
+          [
+            ['x-payment', a],
+            ['payment-signature', b],
+          ] as [string, string][],
+      ),
+      fc.tuple(proof, proof).map(
+        ([a, b]) =>
+          [
+            ['x-payment', a],
+            ['x-payment', b],
+          ] as [string, string][],
+      ),
     ),
   };
   const preflight: Spec = {
     params: { sessionId: sessionIds },
-    headers: fc.tuple(fc.oneof(oneOf('GET', 'POST', 'DELETE'), text), fc.oneof(oneOf('x-payment, payment-signature', 'authorization'), text)).map(
-      ([method, headers]) => [
+    headers: fc
+      .tuple(fc.oneof(oneOf('GET', 'POST', 'DELETE'), text), fc.oneof(oneOf('x-payment, payment-signature', 'authorization'), text))
+      .map(([method, headers]) => [
         ['access-control-request-method', method],
         ['access-control-request-headers', headers],
-      ],
-    ),
+      ]),
   };
-  const e1 = { amount: 1.5, currency: 'USD', orderType: 'TRANSIENT', orderId: 'o-1', concept: 'Tea', successUrl: 'https://shop.example/ok', editable: false, minAmount: null };
+  const e1 = {
+    amount: 1.5,
+    currency: 'USD',
+    orderType: 'TRANSIENT',
+    orderId: 'o-1',
+    concept: 'Tea',
+    successUrl: 'https://shop.example/ok',
+    editable: false,
+    minAmount: null,
+  };
   const form = (fields: Record<string, fc.Arbitrary<string>>): Spec => ({ body: { form: { csrf: fc.constant(f.csrf), ...fields } } });
   const page: Spec = { query: { page: oneOf('1', '2', '0', '999999'), archived: oneOf('1', '0'), done: oneOf('1', 'created') } };
-  const rpcMethods = oneOf('eth_chainId', 'eth_blockNumber', 'eth_getBalance', 'eth_call', 'eth_getTransactionReceipt', 'eth_sendRawTransaction', 'eth_getLogs', 'eth_estimateGas', 'net_version', 'hardhat_reset', 'evm_mine');
-  const rpcCall = fc.record({ jsonrpc: fc.oneof(fc.constant('2.0'), jsonValue), id: jsonValue, method: fc.oneof(rpcMethods, text), params: fc.oneof(fc.array(jsonValue, { maxLength: 3 }), jsonValue) });
+  const rpcMethods = oneOf(
+    'eth_chainId',
+    'eth_blockNumber',
+    'eth_getBalance',
+    'eth_call',
+    'eth_getTransactionReceipt',
+    'eth_sendRawTransaction',
+    'eth_getLogs',
+    'eth_estimateGas',
+    'net_version',
+    'hardhat_reset',
+    'evm_mine',
+  );
+  const rpcCall = fc.record({
+    jsonrpc: fc.oneof(fc.constant('2.0'), jsonValue),
+    id: jsonValue,
+    method: fc.oneof(rpcMethods, text),
+    params: fc.oneof(fc.array(jsonValue, { maxLength: 3 }), jsonValue),
+  });
   const mcpCall = fc.record({
     jsonrpc: fc.oneof(fc.constant('2.0'), jsonValue),
     id: fc.oneof(fc.integer(), jsonValue),
@@ -202,17 +273,19 @@ function specs(f: Fixture): Record<string, Spec> {
   const mcp: Spec = {
     ...jsonRpc(mcpCall),
     ownAuth: true,
-    headers: fc.tuple(
-      mostly(fc.constant(`Bearer ${f.agent.accessToken}`), oneOf(`Bearer ${f.bearer}`, 'Bearer x', '')),
-      mostly(fc.constant('application/json, text/event-stream'), oneOf('application/json', 'text/event-stream', '*/*')),
-      mostly(oneOf('2025-11-25', '2026-07-28'), oneOf('2025-06-18', '1999-01-01')),
-      fc.oneof({ weight: 4, arbitrary: fc.constant('') }, { weight: 1, arbitrary: text }),
-    ).map(([authorization, accept, version, sessionId]) => [
-      ['authorization', authorization],
-      ['accept', accept],
-      ['mcp-protocol-version', version],
-      ...(sessionId ? [['mcp-session-id', sessionId] as [string, string]] : []),
-    ]),
+    headers: fc
+      .tuple(
+        mostly(fc.constant(`Bearer ${f.agent.accessToken}`), oneOf(`Bearer ${f.bearer}`, 'Bearer x', '')),
+        mostly(fc.constant('application/json, text/event-stream'), oneOf('application/json', 'text/event-stream', '*/*')),
+        mostly(oneOf('2025-11-25', '2026-07-28'), oneOf('2025-06-18', '1999-01-01')),
+        fc.oneof({ weight: 4, arbitrary: fc.constant('') }, { weight: 1, arbitrary: text }),
+      )
+      .map(([authorization, accept, version, sessionId]) => [
+        ['authorization', authorization],
+        ['accept', accept],
+        ['mcp-protocol-version', version],
+        ...(sessionId ? [['mcp-session-id', sessionId] as [string, string]] : []),
+      ]),
   };
   const authorizeQuery = {
     client_id: oneOf('https://agent.example/1/client.json', 'http://127.0.0.1:1/client.json', f.agent.clientId),
@@ -249,26 +322,44 @@ function specs(f: Fixture): Record<string, Spec> {
     'GET /assets/dashboard.js': {},
     'GET /openapi.json': {},
     'GET /docs': {},
-    'POST /api/checkout/v2/payment_session': { body: { json: [e1, { amount: 2, currency: 'usd' }, { amount: 0.5, currency: 'JPY', editable: true, minAmount: 0.1 }], limit: 16 * 1024 } },
+    'POST /api/checkout/v2/payment_session': {
+      weight: 5,
+      body: { json: [e1, { amount: 2, currency: 'usd' }, { amount: 0.5, currency: 'JPY', editable: true, minAmount: 0.1 }], limit: 16 * 1024 },
+    },
     'PUT /api/checkout/v2/payment_session': {
+      weight: 5,
       body: { json: sessionIds.map((sessionId) => ({ sessionId, amount: 2.5, concept: 'Changed', currency: 'USD' })), limit: 16 * 1024 },
     },
-    'GET /api/checkout/v2/payment_session/:sessionId': { params: { sessionId: sessionIds } },
-    'GET /api/checkout/v2/webhooks/deliveries': { query: { eventId: oneOf(...f.eventIds), limit: oneOf('1', '200', '201', '0', '-1', '1.5'), before: oneOf('2030-01-01T00:00:00Z', 'yesterday') } },
+    'GET /api/checkout/v2/payment_session/:sessionId': { weight: 3, params: { sessionId: sessionIds } },
+    'GET /api/checkout/v2/webhooks/deliveries': {
+      query: { eventId: oneOf(...f.eventIds), limit: oneOf('1', '200', '201', '0', '-1', '1.5'), before: oneOf('2030-01-01T00:00:00Z', 'yesterday') },
+    },
     'POST /api/checkout/v2/webhooks/events/:eventId/redeliver': redeliver,
     'POST /api/checkout/v2/webhooks/test': { body: { json: [{}, { type: 'payment.succeeded' }], limit: 16 * 1024 } },
     'GET /account': {},
     'GET /account/coding-agents': {},
-    'POST /oauth/token': { body: { form: tokenFields } },
+    'POST /oauth/token': { weight: 2, body: { form: tokenFields } },
     'OPTIONS /oauth/token': preflight,
-    'POST /oauth/revoke': { body: { form: { token: oneOf(f.agent.accessToken, f.bearer), token_type_hint: oneOf('access_token', 'refresh_token'), client_id: oneOf(f.agent.clientId) } } },
+    'POST /oauth/revoke': {
+      body: {
+        form: {
+          token: oneOf(f.revocable.agent.accessToken, 'not-a-token'),
+          token_type_hint: oneOf('access_token', 'refresh_token'),
+          client_id: oneOf(f.revocable.agent.clientId),
+        },
+      },
+    },
     'OPTIONS /oauth/revoke': preflight,
     'GET /oauth/authorize': { query: authorizeQuery },
     'GET /oauth/consent/:id': { params: { id: [] } },
     'POST /oauth/consent/:id': { params: { id: [] }, ...form({ decision: oneOf('allow', 'deny'), scope: oneOf('settings:read', 'keys:write') }) },
     'GET /dashboard': {},
     'GET /dashboard/settings': {},
-    'POST /dashboard/settings/business': form({ name: text, support_email: oneOf('help@shop.example', 'nope'), website_url: oneOf('https://shop.example', 'ftp://x') }),
+    'POST /dashboard/settings/business': form({
+      name: text,
+      support_email: oneOf('help@shop.example', 'nope'),
+      website_url: oneOf('https://shop.example', 'ftp://x'),
+    }),
     'POST /dashboard/settings/wallet': form({ wallet, confirm: oneOf('1', 'yes', ''), password: oneOf(SIGNED_IN_PASSWORD, 'wrong') }),
     'POST /dashboard/settings/chains': form({ chain: oneOf('base', 'eip155:8453', 'solana'), token: oneOf('USDC', 'usdc') }),
     'GET /dashboard/account': {},
@@ -278,33 +369,65 @@ function specs(f: Fixture): Record<string, Spec> {
     'POST /dashboard/get-paid/api-keys': form({ mode: oneOf('test', 'live'), password: oneOf(SIGNED_IN_PASSWORD, 'wrong') }),
     'POST /dashboard/get-paid/api-keys/:id/revoke': { params: { id: [] }, ...form({ confirm: oneOf('1') }) },
     'POST /dashboard/get-paid/clients': form({ password: oneOf(SIGNED_IN_PASSWORD, 'wrong') }),
-    'POST /dashboard/get-paid/clients/:id/revoke': { params: { id: [f.client.clientId] }, ...form({ confirm: oneOf('1') }) },
+    'POST /dashboard/get-paid/clients/:id/revoke': { params: { id: [f.revocable.client.clientId] }, ...form({ confirm: oneOf('1') }) },
     'GET /dashboard/links': page,
-    'POST /dashboard/links': form({ amount: amount, currency: oneOf('USD', 'EUR', 'XXX'), concept: text, orderType: oneOf('STATIC', 'TRANSIENT'), editable: oneOf('on', '1'), minAmount: amount }),
+    'POST /dashboard/links': form({
+      amount: amount,
+      currency: oneOf('USD', 'EUR', 'XXX'),
+      concept: text,
+      orderType: oneOf('STATIC', 'TRANSIENT'),
+      editable: oneOf('on', '1'),
+      minAmount: amount,
+    }),
     'GET /dashboard/links/:sessionId': { params: { sessionId: sessionIds }, ...page },
     'POST /dashboard/links/:sessionId': { params: { sessionId: sessionIds }, ...form({ amount: amount, concept: text, currency: oneOf('USD') }) },
     'POST /dashboard/links/:sessionId/archive': { params: { sessionId: sessionIds }, ...form({ archived: oneOf('1', '0') }) },
-    'GET /dashboard/orders': { query: { q: text, status: oneOf('SUCCESS', 'FAILED', 'x'), from: oneOf('2026-01-01', '2026-13-40'), to: oneOf('2030-01-01'), page: oneOf('1', '2'), after: text } },
+    'GET /dashboard/orders': {
+      query: {
+        q: text,
+        status: oneOf('SUCCESS', 'FAILED', 'x'),
+        from: oneOf('2026-01-01', '2026-13-40'),
+        to: oneOf('2030-01-01'),
+        page: oneOf('1', '2'),
+        after: text,
+      },
+    },
     'GET /dashboard/orders.csv': { query: { q: text, from: oneOf('2026-01-01'), to: oneOf('x') } },
     'GET /dashboard/developers': { query: { revoked: oneOf('1') } },
-    'POST /dashboard/developers/agents/:grantId/revoke': { params: { grantId: [] }, ...form({}) },
+    'POST /dashboard/developers/agents/:grantId/revoke': { params: { grantId: [f.revocable.agent.grantId] }, ...form({}) },
     'GET /dashboard/notifications': { query: { eventId: oneOf(...f.eventIds) } },
-    'POST /dashboard/notifications/endpoint': form({ url: oneOf('https://hooks.shop.example/till', 'http://10.0.0.1/x', 'not a url'), events: oneOf('payment.succeeded', 'nope') }),
+    'POST /dashboard/notifications/endpoint': form({
+      url: oneOf('https://hooks.shop.example/till', 'http://10.0.0.1/x', 'not a url'),
+      events: oneOf('payment.succeeded', 'nope'),
+    }),
     'POST /dashboard/notifications/events/:eventId/redeliver': { ...redeliver, ...form({}) },
     'POST /dashboard/notifications/reveal': form({ password: oneOf(SIGNED_IN_PASSWORD, 'wrong') }),
     'POST /dashboard/notifications/rotate': form({ password: oneOf(SIGNED_IN_PASSWORD, 'wrong'), confirm: oneOf('1') }),
     'POST /dashboard/notifications/test': form({}),
-    'GET /checkout/v2/orders/receipt/:publicOrderId': { params: { publicOrderId: [f.publicOrderId] }, query: { format: oneOf('json', 'html') } },
+    'GET /checkout/v2/orders/receipt/:publicOrderId': { weight: 3, params: { publicOrderId: [f.publicOrderId] }, query: { format: oneOf('json', 'html') } },
     'GET /checkout/v2/x402/session/:sessionId': x402,
     'OPTIONS /checkout/v2/x402/session/:sessionId': preflight,
     'GET /x402/session/:sessionId': x402,
     'OPTIONS /x402/session/:sessionId': preflight,
     'GET /checkout/pay': { query: { uid: fc.constantFrom(...sessionIds), amount } },
-    'POST /sandbox/rpc': jsonRpc(rpcCall),
-    'POST /sandbox/faucet': { body: { json: [{ address: `0x${'4'.repeat(40)}`, usdc: '1' }, { address: `0x${'5'.repeat(40)}`, usdc: 2 }], limit: 1024 * 1024 } },
+    'POST /sandbox/rpc': { ...jsonRpc(rpcCall), weight: 2 },
+    'POST /sandbox/faucet': {
+      weight: 2,
+      body: {
+        json: [
+          { address: `0x${'4'.repeat(40)}`, usdc: '1' },
+          { address: `0x${'5'.repeat(40)}`, usdc: 2 },
+        ],
+        limit: 1024 * 1024,
+      },
+    },
     'GET /sandbox/tx/:hash': { params: { hash: [`0x${'a'.repeat(64)}`] } },
     'GET /sign-in': { query: { return_to: oneOf('/dashboard', 'https://evil.example', '//evil.example') } },
-    'POST /sign-in': { body: { form: { csrf: text, email: oneOf(f.email, 'nobody@shop.example'), password: oneOf('wrong', ''), return_to: oneOf('/dashboard', '//evil.example') } } },
+    'POST /sign-in': {
+      body: {
+        form: { csrf: text, email: oneOf(f.email, 'nobody@shop.example'), password: oneOf('wrong', ''), return_to: oneOf('/dashboard', '//evil.example') },
+      },
+    },
     'GET /sign-in/oidc': { query: { return_to: oneOf('/dashboard') } },
     'GET /sign-in/oidc/callback': { query: { code: text, state: text } },
     'POST /sign-out': { ...form({}), keepsSession: true },
@@ -312,7 +435,7 @@ function specs(f: Fixture): Record<string, Spec> {
     'GET /.well-known/oauth-protected-resource': {},
     'GET /.well-known/oauth-protected-resource/mcp': {},
     'GET /.well-known/oauth-authorization-server': {},
-    'POST /mcp': mcp,
+    'POST /mcp': { ...mcp, weight: 4 },
     'GET /mcp': mcp,
     'PUT /mcp': mcp,
     'PATCH /mcp': mcp,
@@ -331,7 +454,12 @@ function commonHeaders(f: Fixture, keepsSession: boolean): fc.Arbitrary<[string,
     { weight: 1, arbitrary: shortNasty.map(h('x-sc-apikey')) },
     { weight: 1, arbitrary: fc.constant([...h('x-sc-apikey')(f.shop.apiKey), ...h('x-sc-apikey')(f.other.apiKey)]) },
     { weight: 2, arbitrary: fc.constant(h('authorization')(`Bearer ${f.bearer}`)) },
-    { weight: 1, arbitrary: fc.constantFrom('Bearer', 'Bearer ', 'Basic Zm9vOmJhcg==', `Bearer ${f.agent.accessToken}`, `bearer ${f.bearer}x`, 'Bearer a.b.c').map(h('authorization')) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('Bearer', 'Bearer ', 'Basic Zm9vOmJhcg==', `Bearer ${f.agent.accessToken}`, `bearer ${f.bearer}x`, 'Bearer a.b.c')
+        .map(h('authorization')),
+    },
     { weight: 1, arbitrary: fc.constant([...h('authorization')(`Bearer ${f.bearer}`), ...h('x-sc-apikey')(f.other.apiKey)]) },
   );
   const cookie = fc.oneof(
@@ -339,7 +467,10 @@ function commonHeaders(f: Fixture, keepsSession: boolean): fc.Arbitrary<[string,
     { weight: 3, arbitrary: fc.constant(h('cookie')(f.cookie)) },
     { weight: 1, arbitrary: shortNasty.map((v) => h('cookie')(`till_session=${v}; till_csrf=${v}`)) },
   );
-  const origin = fc.oneof({ weight: 3, arbitrary: fc.constant<[string, string][]>([]) }, { weight: 1, arbitrary: fc.constantFrom(f.shop.baseUrl, 'https://evil.example', 'null').map(h('origin')) });
+  const origin = fc.oneof(
+    { weight: 3, arbitrary: fc.constant<[string, string][]>([]) },
+    { weight: 1, arbitrary: fc.constantFrom(f.shop.baseUrl, 'https://evil.example', 'null').map(h('origin')) },
+  );
   const accept = fc.oneof(
     { weight: 2, arbitrary: fc.constant<[string, string][]>([]) },
     { weight: 1, arbitrary: fc.constantFrom('application/json', 'text/html', 'text/html;q=0.1, application/json', '*/*', 'image/png', '').map(h('accept')) },
@@ -348,11 +479,23 @@ function commonHeaders(f: Fixture, keepsSession: boolean): fc.Arbitrary<[string,
   const misc = fc.oneof(
     { weight: 6, arbitrary: fc.constant<[string, string][]>([]) },
     { weight: 1, arbitrary: shortNasty.map(h('x-request-id')) },
-    { weight: 1, arbitrary: fc.constantFrom('x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'range', 'if-none-match', 'expect').chain((name) => shortNasty.map(h(name))) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'range', 'if-none-match', 'expect')
+        .chain((name) => shortNasty.map(h(name))),
+    },
     { weight: 1, arbitrary: fc.constant(h('x-big')('a'.repeat(20_000))) },
   );
   return fc
-    .tuple(auth, keepsSession ? fc.constant<[string, string][]>([]) : cookie, origin, accept, misc, contentEncodings.map((e) => e.map(h('content-encoding')).flat()))
+    .tuple(
+      auth,
+      keepsSession ? fc.constant<[string, string][]>([]) : cookie,
+      origin,
+      accept,
+      misc,
+      contentEncodings.map((e) => e.flatMap(h('content-encoding'))),
+    )
     .map((parts) => parts.flat());
 }
 
@@ -369,19 +512,37 @@ function requestsOf(route: Route, spec: Spec, f: Fixture): fc.Arbitrary<FuzzRequ
       : 'form' in spec.body
         ? formBody(spec.body.form)
         : spec.body.bytes;
-  const type = spec.body && 'form' in spec.body ? fc.oneof({ weight: 4, arbitrary: fc.constant<string[]>(['application/x-www-form-urlencoded']) }, contentTypes) : contentTypes;
-  const method = route.method === 'GET' ? fc.oneof({ weight: 9, arbitrary: fc.constant('GET') }, { weight: 1, arbitrary: fc.constant('HEAD') }) : fc.constant(route.method);
-  const csrfBody = spec.keepsSession ? body.map((b) => b && Buffer.from(b.toString('latin1').replaceAll(encodeURIComponent(f.csrf.toWellFormed()), 'x'), 'latin1')) : body;
+  const type =
+    spec.body && 'form' in spec.body
+      ? fc.oneof({ weight: 4, arbitrary: fc.constant<string[]>(['application/x-www-form-urlencoded']) }, contentTypes)
+      : contentTypes;
+  const method =
+    route.method === 'GET' ? fc.oneof({ weight: 9, arbitrary: fc.constant('GET') }, { weight: 1, arbitrary: fc.constant('HEAD') }) : fc.constant(route.method);
+  const csrfBody = spec.keepsSession
+    ? body.map((b) => b && Buffer.from(b.toString('latin1').replaceAll(encodeURIComponent(f.csrf.toWellFormed()), 'x'), 'latin1'))
+    : body;
   const known = spec.query ?? {};
   const names = Object.keys(known);
   // Half the requests are clean but for the generated values: credentials of the shop, the right
   // content type, the route's own query keys. They get past the edge into the handlers' logic.
   const cleanQuery = names.length
-    ? fc.oneof(fc.constant(''), fc.array(fc.constantFrom(...names).chain((name) => (known[name] as fc.Arbitrary<string>).map((v) => `${name}=${encodeURIComponent(v.toWellFormed())}`)), { minLength: 1, maxLength: 3 }).map((parts) => `?${parts.join('&')}`))
+    ? fc.oneof(
+        fc.constant(''),
+        fc
+          .array(
+            fc.constantFrom(...names).chain((name) => (known[name] as fc.Arbitrary<string>).map((v) => `${name}=${encodeURIComponent(v.toWellFormed())}`)),
+            { minLength: 1, maxLength: 3 },
+          )
+          .map((parts) => `?${parts.join('&')}`),
+      )
     : fc.constant('');
   const credentials = spec.ownAuth
     ? fc.constant<[string, string][]>([])
-    : fc.constantFrom<[string, string][]>([['x-sc-apikey', f.shop.apiKey]], [['authorization', `Bearer ${f.bearer}`]], spec.keepsSession ? [] : [['cookie', f.cookie]]);
+    : fc.constantFrom<[string, string][]>(
+        [['x-sc-apikey', f.shop.apiKey]],
+        [['authorization', `Bearer ${f.bearer}`]],
+        spec.keepsSession ? [] : [['cookie', f.cookie]],
+      );
   const cleanType = fc.constant<string[]>([spec.body && 'form' in spec.body ? 'application/x-www-form-urlencoded' : 'application/json']);
   const clean = fc.record({
     method,
@@ -397,11 +558,9 @@ function requestsOf(route: Route, spec: Spec, f: Fixture): fc.Arbitrary<FuzzRequ
     method,
     path,
     query: queryString(known),
-    headers: fc.tuple(commonHeaders(f, spec.keepsSession ?? false), spec.headers ?? fc.constant<[string, string][]>([]), idempotencyKeys).map(([common, own, keys]) => [
-      ...common,
-      ...own,
-      ...keys.map((k) => ['idempotency-key', k] as [string, string]),
-    ]),
+    headers: fc
+      .tuple(commonHeaders(f, spec.keepsSession ?? false), spec.headers ?? fc.constant<[string, string][]>([]), idempotencyKeys)
+      .map(([common, own, keys]) => [...common, ...own, ...keys.map((k) => ['idempotency-key', k] as [string, string])]),
     body: csrfBody,
     type,
     framing: fc.constantFrom('length', 'length', 'length', 'chunked') as fc.Arbitrary<'length' | 'chunked'>,
@@ -463,7 +622,12 @@ for (const { engine, skip } of engines) {
       const writes = await installWriteLog(f.shop.service.context.db, engine, READ_TIMES);
       const counts = new Map<string, { requests: number; byStatus: Record<number, number> }>();
       const started = Date.now();
-      const arbitrary = fc.oneof(...routes.map((route) => requestsOf(route, table[`${route.method} ${route.url}`] as Spec, f).map((request) => ({ route, request }))));
+      const arbitrary = fc.oneof(
+        ...routes.map((route) => {
+          const spec = table[`${route.method} ${route.url}`] as Spec;
+          return { weight: spec.weight ?? 1, arbitrary: requestsOf(route, spec, f).map((request) => ({ route, request })) };
+        }),
+      );
       const outcome = await fc.check(
         fc.asyncProperty(arbitrary, async ({ route, request }) => {
           const key = `${route.method} ${route.url}`;
@@ -481,7 +645,10 @@ for (const { engine, skip } of engines) {
           assert.deepEqual(rejections, [], `no unhandled rejection: ${detail}`);
           if (status >= 400) {
             const written = (await writes.since()).filter(
-              (w) => !REFUSAL_WRITES.some((allowed) => allowed.route.test(`${request.method} ${route.url}`) && allowed.status.test(String(status)) && w.startsWith(`${allowed.table} `)),
+              (w) =>
+                !REFUSAL_WRITES.some(
+                  (allowed) => allowed.route.test(`${request.method} ${route.url}`) && allowed.status.test(String(status)) && w.startsWith(`${allowed.table} `),
+                ),
             );
             assert.deepEqual(written, [], `a refusal wrote nothing: ${detail}`);
           }
@@ -491,7 +658,9 @@ for (const { engine, skip } of engines) {
       // The seed and path replay the failing request: TILL_FUZZ_SEED=… TILL_FUZZ_PATH=… (the request itself is in the message).
       if (outcome.failed) {
         const reason = outcome.errorInstance instanceof Error ? outcome.errorInstance.message : String(outcome.errorInstance);
-        assert.fail(`fuzzing failed after ${outcome.numRuns} requests; replay with TILL_FUZZ_SEED=${outcome.seed} TILL_FUZZ_PATH=${outcome.counterexamplePath}\n${reason}`);
+        assert.fail(
+          `fuzzing failed after ${outcome.numRuns} requests; replay with TILL_FUZZ_SEED=${outcome.seed} TILL_FUZZ_PATH=${outcome.counterexamplePath}\n${reason}`,
+        );
       }
       const seconds = (Date.now() - started) / 1000;
       const lines = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([key, c]) => `${key}\t${c.requests}\t${JSON.stringify(c.byStatus)}`);
