@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import { TillError } from '../common/errors.ts';
+import { invalidField, TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import { registerApiReference } from './api-reference.route.ts';
 import { sendError } from './errors.ts';
@@ -11,6 +11,7 @@ import { registerLanding } from './landing.route.ts';
 import { registerMetrics } from './metrics.route.ts';
 import { decorateRouteDocs, type RouteRegistrar } from './routes.ts';
 import { registerStylesheet } from './stylesheet.route.ts';
+import { nulCharacterField } from './validation.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -51,6 +52,12 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
+  });
+  // A NUL character in any input is refused before a handler runs (see nulCharacterField).
+  app.addHook('preValidation', async (request) => {
+    if (request.routeOptions.url === undefined) return; // no route: the 404 answers
+    const field = nulCharacterField(request);
+    if (field !== undefined) throw invalidField(field || 'body', 'must not contain a NUL character (U+0000)');
   });
   app.addHook('onSend', async (request, reply, payload) => {
     // RFC 6750 §3: a refused bearer token is answered with a Bearer challenge.
