@@ -620,7 +620,7 @@ for (const { engine, skip } of engines) {
       const routes = routesOf(f.shop.service.app).filter((r) => table[r.method === 'HEAD' ? '' : `${r.method} ${r.url}`]);
       const port = Number(new URL(f.shop.baseUrl).port);
       const writes = await installWriteLog(f.shop.service.context.db, engine, READ_TIMES);
-      const counts = new Map<string, { requests: number; byStatus: Record<number, number> }>();
+      const counts = new Map<string, { requests: number; ms: number; byStatus: Record<number, number> }>();
       const started = Date.now();
       const arbitrary = fc.oneof(
         ...routes.map((route) => {
@@ -633,9 +633,11 @@ for (const { engine, skip } of engines) {
           const key = `${route.method} ${route.url}`;
           await writes.since();
           const errorsBefore = errorLines.length;
+          const sent = Date.now();
           const { status, head } = await sendRaw(port, request);
-          const count = counts.get(key) ?? { requests: 0, byStatus: {} };
+          const count = counts.get(key) ?? { requests: 0, ms: 0, byStatus: {} };
           count.requests++;
+          count.ms += Date.now() - sent;
           count.byStatus[status] = (count.byStatus[status] ?? 0) + 1;
           counts.set(key, count);
           const logged = errorLines.slice(errorsBefore).map((line) => line.slice(0, 1500));
@@ -663,7 +665,7 @@ for (const { engine, skip } of engines) {
         );
       }
       const seconds = (Date.now() - started) / 1000;
-      const lines = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([key, c]) => `${key}\t${c.requests}\t${JSON.stringify(c.byStatus)}`);
+      const lines = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([key, c]) => `${key}\t${c.requests}\t${Math.round(c.ms / c.requests)} ms\t${JSON.stringify(c.byStatus)}`);
       process.stdout.write(`# fuzz ${engine}: ${RUNS} requests in ${seconds.toFixed(1)} s, seed ${SEED}, 0 answers >= 500\n# ${lines.join('\n# ')}\n`);
     });
   });
