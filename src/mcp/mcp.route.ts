@@ -145,8 +145,6 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
           });
         }
       }
-      // No such tool (asking for a wallet tool, say): the SDK answers the error; the attempt is audited here.
-      if (call && !TOOLS.some((tool) => tool.name === call.name)) await recordRefusal(context, callerOf(access), call.name, 'unknown_tool', call.arguments);
       const authInfo: AuthInfo = {
         token,
         clientId: access.grant.clientId,
@@ -155,7 +153,12 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
         resourceMetadataUrl: resourceMetadataUrl(context.config),
         extra: { [ACCESS_KEY]: access },
       };
-      return sendResponse(reply, await handler.fetch(webRequest(context, request), { authInfo, parsedBody: request.body }));
+      const response = await handler.fetch(webRequest(context, request), { authInfo, parsedBody: request.body });
+      // No such tool (asking for a wallet tool, say): the SDK answers the error; the attempt is audited
+      // here, once the SDK has taken the message (one it refuses as malformed, 400, is no call).
+      if (call && response.ok && !TOOLS.some((tool) => tool.name === call.name))
+        await recordRefusal(context, callerOf(access), call.name, 'unknown_tool', call.arguments);
+      return sendResponse(reply, response);
     },
   );
 

@@ -665,7 +665,9 @@ for (const { engine, skip } of engines) {
         );
       }
       const seconds = (Date.now() - started) / 1000;
-      const lines = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([key, c]) => `${key}\t${c.requests}\t${Math.round(c.ms / c.requests)} ms\t${JSON.stringify(c.byStatus)}`);
+      const lines = [...counts]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([key, c]) => `${key}\t${c.requests}\t${Math.round(c.ms / c.requests)} ms\t${JSON.stringify(c.byStatus)}`);
       process.stdout.write(`# fuzz ${engine}: ${RUNS} requests in ${seconds.toFixed(1)} s, seed ${SEED}, 0 answers >= 500\n# ${lines.join('\n# ')}\n`);
     });
   });
