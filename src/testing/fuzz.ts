@@ -80,7 +80,8 @@ export function sendRaw(port: number, request: FuzzRequest, timeoutMs = 30_000):
     const socket = connect({ port, host: '127.0.0.1' });
     const finish = () => {
       const text = Buffer.concat(chunks).toString('latin1');
-      const head = text.slice(0, text.indexOf('\r\n\r\n') >>> 0 || 2000);
+      const end = text.indexOf('\r\n\r\n');
+      const head = text.slice(0, end === -1 ? 2000 : end);
       resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0), head });
     };
     socket.setTimeout(timeoutMs, () => socket.destroy());
