@@ -4,7 +4,7 @@
 // service must log no error and leave no unhandled rejection, and a refused request (4xx) must leave
 // the database as it was.
 //
-//   TILL_FUZZ_RUNS   requests per engine (default 1500)
+//   TILL_FUZZ_RUNS   requests per engine (default 600)
 //   TILL_FUZZ_SEED   fast-check seed (random when absent; printed with any failure)
 //   TILL_FUZZ_PATH   with the seed, replays one failing request (printed with any failure)
 import assert from 'node:assert/strict';
@@ -41,7 +41,7 @@ import { Browser, csrfField } from '../../src/testing/page-browser.ts';
 import { paymentSignatureHeader } from '../../src/testing/payer.ts';
 import { setWebhook } from '../../src/webhooks/endpoints.ts';
 
-const RUNS = Number(process.env.TILL_FUZZ_RUNS ?? 1500);
+const RUNS = Number(process.env.TILL_FUZZ_RUNS ?? 600);
 const PATH = process.env.TILL_FUZZ_PATH;
 const SEED = process.env.TILL_FUZZ_SEED ? Number(process.env.TILL_FUZZ_SEED) : (Date.now() ^ (Math.random() * 2 ** 31)) | 0;
 
