@@ -67,7 +67,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
       { method: 'GET', url: '/sign-in', summary: 'The sign-in page of merchant users', tag: TAG, security: 'none', responses: { 200: HTML_RESPONSE } },
       {},
       async (request, reply) => {
-        const returnTo = safeReturnPath((request.query as Record<string, string | undefined>).return_to);
+        const returnTo = safeReturnPath((request.query as Record<string, unknown>).return_to);
         if (await currentUser(context, request)) return reply.redirect(returnTo, 303);
         return sendPage(reply, 200, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, upstream: !!context.config.oidc }));
       },
@@ -130,7 +130,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
             404,
             page('Sign in · Till', '<main><h1>No identity provider is configured</h1><p><a href="/sign-in">Sign in with a password</a></p></main>'),
           );
-        const returnTo = safeReturnPath((request.query as Record<string, string | undefined>).return_to);
+        const returnTo = safeReturnPath((request.query as Record<string, unknown>).return_to);
         const { url, pending } = await beginUpstreamSignIn(provider, returnTo, context.now());
         setCookie(reply, oidcCookie(context), sealSecret(JSON.stringify(pending), context.config.secretKey), {
           secure: secureCookies(context),

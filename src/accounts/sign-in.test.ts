@@ -36,6 +36,14 @@ for (const { engine, skip } of engines) {
       await assert.rejects(createUser(service.context.db, { merchantId, email: 'x@shop.example', password: 'short' }), /at least 12/);
     });
 
+    test('a return_to given twice or in brackets is no path: the page shows, going on to the dashboard', async () => {
+      for (const query of ['return_to=&return_to=%00', 'return_to[]=/orders', 'return_to[a]=/orders']) {
+        const page = await service.app.inject({ method: 'GET', url: `/sign-in?${query}` });
+        assert.equal(page.statusCode, 200, query);
+        assert.match(page.body, /name="return_to" value="\/dashboard"/);
+      }
+    });
+
     test('the sign-in page sets an HttpOnly, SameSite=Lax CSRF cookie (not Secure on http) that the form must repeat', async () => {
       const email = await newUser();
       const browser = new Browser(service);

@@ -68,8 +68,16 @@ export function sessionCsrfValid(signedIn: SignedIn, presented: string | undefin
 export const redirectToSignIn = (reply: FastifyReply, returnTo: string) => reply.redirect(`/sign-in?return_to=${encodeURIComponent(returnTo)}`, 303);
 
 /** Where to go after sign-in: a path on this service only, never another site; the dashboard unless given. */
-export function safeReturnPath(value: string | undefined): string {
-  if (!value?.startsWith('/') || value.startsWith('//') || value.includes('\\') || [...value].some((c) => c.charCodeAt(0) < 32) || value.length > 2048)
+export function safeReturnPath(value: unknown): string {
+  // A query may repeat return_to (an array) or carry it in brackets (an object): only a string is a path.
+  if (
+    typeof value !== 'string' ||
+    !value.startsWith('/') ||
+    value.startsWith('//') ||
+    value.includes('\\') ||
+    [...value].some((c) => c.charCodeAt(0) < 32) ||
+    value.length > 2048
+  )
     return '/dashboard';
   return value;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { TillError } from '../common/errors.ts';
+import { invalidField, TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import { isDatabaseUnavailable } from '../db/index.ts';
 import { registerApiReference } from './api-reference.route.ts';
@@ -13,6 +13,7 @@ import { registerLanding } from './landing.route.ts';
 import { registerMetrics } from './metrics.route.ts';
 import { decorateRouteDocs, type RouteRegistrar } from './routes.ts';
 import { registerStylesheet } from './stylesheet.route.ts';
+import { nulCharacterField } from './validation.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -101,6 +102,11 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     reply.header('x-request-id', request.id);
     reply.headers(COMMON_HEADERS);
     done();
+  });
+  // A NUL character in any input is refused before a handler runs (see nulCharacterField).
+  app.addHook('preValidation', (request, _reply, done) => {
+    const field = request.routeOptions.url === undefined ? undefined : nulCharacterField(request); // no route: the 404 answers
+    done(field === undefined ? undefined : invalidField(field || 'body', 'must not contain a NUL character (U+0000)'));
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     // RFC 6750 §3: a refused bearer token is answered with a Bearer challenge.

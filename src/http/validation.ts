@@ -30,3 +30,30 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.outp
   if (result.success) return result.data;
   throw refusal(result.error.issues[0]!, input);
 }
+
+/**
+ * Where a request's input holds a NUL character (U+0000), as the field to name: a path or query
+ * parameter, or a dotted path into the body, keys included. No field of ours takes one, and
+ * PostgreSQL cannot store or compare one in text, so it is refused on every engine alike.
+ * Walked without recursion: a body may nest deeper than the stack.
+ */
+export function nulCharacterField(input: { params?: unknown; query?: unknown; body?: unknown }): string | undefined {
+  const pending: [unknown, string][] = [
+    [input.params, ''],
+    [input.query, ''],
+    [input.body, 'body'],
+  ];
+  while (pending.length > 0) {
+    const [value, path] = pending.pop() as [unknown, string];
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return path;
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, child] of Object.entries(value)) {
+        const field = path === '' || path === 'body' ? key : `${path}.${key}`;
+        if (key.includes('\u0000')) return field.replaceAll('\u0000', '\\u0000');
+        pending.push([child, field]);
+      }
+    }
+  }
+  return undefined;
+}

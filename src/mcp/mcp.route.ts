@@ -40,13 +40,16 @@ export const RATE_LIMITED_CODE = -32000;
 
 type ToolCall = { id: string | number | null; name: string; arguments: unknown };
 
-/** The tool call a JSON-RPC body makes, if it is one. */
-function toolCallOf(body: unknown): ToolCall | undefined {
+/**
+ * The tool call a JSON-RPC body makes, if it is one. A message the SDK refuses as malformed (not
+ * JSON-RPC 2.0, no string or integer id) is no call: it is answered 400 and not audited.
+ */
+export function toolCallOf(body: unknown): ToolCall | undefined {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
-  const message = body as { method?: unknown; id?: unknown; params?: { name?: unknown; arguments?: unknown } };
+  const message = body as { jsonrpc?: unknown; method?: unknown; id?: unknown; params?: { name?: unknown; arguments?: unknown } };
+  if (message.jsonrpc !== '2.0' || !(typeof message.id === 'string' || Number.isInteger(message.id))) return undefined;
   if (message.method !== 'tools/call' || typeof message.params?.name !== 'string') return undefined;
-  const id = typeof message.id === 'string' || typeof message.id === 'number' ? message.id : null;
-  return { id, name: message.params.name, arguments: message.params.arguments ?? {} };
+  return { id: message.id as string | number, name: message.params.name, arguments: message.params.arguments ?? {} };
 }
 
 function bearerToken(request: FastifyRequest): string | undefined {
@@ -142,8 +145,6 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
           });
         }
       }
-      // No such tool (asking for a wallet tool, say): the SDK answers the error; the attempt is audited here.
-      if (call && !TOOLS.some((tool) => tool.name === call.name)) await recordRefusal(context, callerOf(access), call.name, 'unknown_tool', call.arguments);
       const authInfo: AuthInfo = {
         token,
         clientId: access.grant.clientId,
@@ -152,7 +153,12 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
         resourceMetadataUrl: resourceMetadataUrl(context.config),
         extra: { [ACCESS_KEY]: access },
       };
-      return sendResponse(reply, await handler.fetch(webRequest(context, request), { authInfo, parsedBody: request.body }));
+      const response = await handler.fetch(webRequest(context, request), { authInfo, parsedBody: request.body });
+      // No such tool (asking for a wallet tool, say): the SDK answers the error; the attempt is audited
+      // here, once the SDK has taken the message (one it refuses as malformed, 400, is no call).
+      if (call && response.ok && !TOOLS.some((tool) => tool.name === call.name))
+        await recordRefusal(context, callerOf(access), call.name, 'unknown_tool', call.arguments);
+      return sendResponse(reply, response);
     },
   );
 

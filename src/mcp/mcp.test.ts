@@ -113,6 +113,30 @@ for (const { engine, skip } of engines) {
       assert.ok(!JSON.stringify(audited).includes('TX-unknown'), 'the arguments themselves are not kept');
     });
 
+    test('a malformed tools/call (not JSON-RPC 2.0, a fractional id, not of the protocol version asked for) is answered 400 and audited as nothing', async () => {
+      const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read']);
+      const cases = [
+        { envelope: { jsonrpc: {}, id: 1 }, version: '2025-11-25' },
+        { envelope: { jsonrpc: '2.0', id: 0.5 }, version: '2025-11-25' },
+        { envelope: { jsonrpc: '2.0', id: null }, version: '2025-11-25' },
+        // Well formed for 2025-11-25, but not for 2026-07-28, which the header asks for.
+        { envelope: { jsonrpc: '2.0', id: 7 }, version: '2026-07-28' },
+      ];
+      for (const { envelope, version } of cases) {
+        const answer = await service.app.inject({
+          method: 'POST',
+          url: '/mcp',
+          headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json, text/event-stream', 'mcp-protocol-version': version },
+          payload: { ...envelope, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } },
+        });
+        assert.equal(answer.statusCode, 400, JSON.stringify(envelope));
+      }
+      assert.deepEqual(
+        (await auditOf('no_such_tool')).filter((c) => c.grantId === grantId),
+        [],
+      );
+    });
+
     test('a revoked grant: the next call is 401, and the refused call is audited', async () => {
       const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read']);
       assert.equal((await callTool(accessToken, 'get_payment_settings')).status, 200);

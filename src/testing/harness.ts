@@ -1,6 +1,6 @@
 // Suites run on every engine, and Till services started in the test's own process.
 import { describe, test } from 'node:test';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { type Config, loadConfig } from '../config.ts';
 import { type CreateServiceOptions, createService, type Service } from '../main.ts';
 import type { RatesProvider } from '../money/rates.ts';
@@ -37,7 +37,7 @@ export type TestService = Service & {
 export async function startTestService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { now?: () => number; workers?: boolean; rates?: RatesProvider; onQuery?: CreateServiceOptions['onQuery'] } = {},
+  options: { now?: () => number; workers?: boolean; rates?: RatesProvider; onQuery?: CreateServiceOptions['onQuery']; log?: Logger } = {},
 ): Promise<TestService> {
   const storage = await createServiceStorage(engine);
   const config = loadConfig({
@@ -48,7 +48,7 @@ export async function startTestService(
     ...env,
   });
   const service = await createService(config, {
-    log: pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
+    log: options.log ?? pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
     ...(options.now ? { now: options.now } : {}),
     ...(options.rates ? { rates: options.rates } : {}),
     ...(options.onQuery ? { onQuery: options.onQuery } : {}),
@@ -84,13 +84,17 @@ export type PayingService = Awaited<ReturnType<typeof startPayingService>>;
 export async function startPayingService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number; onQuery?: CreateServiceOptions['onQuery'] } = {},
+  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number; onQuery?: CreateServiceOptions['onQuery']; log?: Logger } = {},
 ) {
   const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
   const service = await startTestService(
     engine,
     { ...sandboxSettings(sandbox), ...env },
-    { workers: options.workers ?? false, ...(options.onQuery ? { onQuery: options.onQuery } : {}) },
+    {
+      workers: options.workers ?? false,
+      ...(options.onQuery ? { onQuery: options.onQuery } : {}),
+      ...(options.log ? { log: options.log } : {}),
+    },
   );
   const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
   return {
