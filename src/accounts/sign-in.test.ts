@@ -37,7 +37,7 @@ for (const { engine, skip } of engines) {
     });
 
     test('a return_to given twice or in brackets is no path: the page shows, going on to the dashboard', async () => {
-      for (const query of ['return_to=&return_to=%00', 'return_to[]=/orders', 'return_to[a]=/orders']) {
+      for (const query of ['return_to=/orders&return_to=/links', 'return_to[]=/orders', 'return_to[a]=/orders']) {
         const page = await service.app.inject({ method: 'GET', url: `/sign-in?${query}` });
         assert.equal(page.statusCode, 200, query);
         assert.match(page.body, /name="return_to" value="\/dashboard"/);
