@@ -30,18 +30,20 @@ for (const { engine, skip } of engines) {
       await assert.rejects(inlined.execute(service.context.db, { name: 'x' }), /inlined/);
     });
 
-    test('on PostgreSQL a prepared query is a named statement of the connection, planned once', { skip: engine !== 'postgres' }, async () => {
-      const single = await startTestService(engine, { TILL_DATABASE_POOL_SIZE: '1' });
-      try {
-        await single.merchant({ name: 'Named' });
-        for (let i = 0; i < 3; i++) assert.ok(await merchantByName.executeTakeFirst(single.context.db, { name: 'Named' }));
-        const text = single.context.db.selectFrom('merchants').select(['id', 'name']).where('name', '=', 'x').compile().sql;
-        const name = namedStatements.get(text);
-        const held = await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(single.context.db);
-        assert.ok(name && held.rows.some((row) => row.name === name), JSON.stringify(held.rows));
-      } finally {
-        await single.stop();
-      }
-    });
+    // Named statements are PostgreSQL's; SQLite keeps its prepared statements in the dialect's cache.
+    if (engine === 'postgres')
+      test('on PostgreSQL a prepared query is a named statement of the connection, planned once', async () => {
+        const single = await startTestService(engine, { TILL_DATABASE_POOL_SIZE: '1' });
+        try {
+          await single.merchant({ name: 'Named' });
+          for (let i = 0; i < 3; i++) assert.ok(await merchantByName.executeTakeFirst(single.context.db, { name: 'Named' }));
+          const text = single.context.db.selectFrom('merchants').select(['id', 'name']).where('name', '=', 'x').compile().sql;
+          const name = namedStatements.get(text);
+          const held = await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(single.context.db);
+          assert.ok(name && held.rows.some((row) => row.name === name), JSON.stringify(held.rows));
+        } finally {
+          await single.stop();
+        }
+      });
   });
 }
