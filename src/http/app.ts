@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { invalidField, TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import { isDatabaseUnavailable } from '../db/index.ts';
 import { registerApiReference } from './api-reference.route.ts';
 import { sendError } from './errors.ts';
 import { registerHealth } from './health.route.ts';
-import { PAGE_CSP } from './html.ts';
+import { escapeHtml, PAGE_CSP, page, prefersHtml, sendPage } from './html.ts';
 import { registerJsonParser } from './json.ts';
 import { registerLanding } from './landing.route.ts';
 import { registerMetrics } from './metrics.route.ts';
@@ -60,6 +60,12 @@ function frameworkError(error: FastifyError): TillError | undefined {
 /** A database that cannot be reached is a 503 with Retry-After: the request can be sent again. */
 function unavailableDatabase(error: unknown): TillError | undefined {
   return isDatabaseUnavailable(error) ? new TillError('database_unreachable') : undefined;
+}
+
+function sendUnreachablePage(reply: FastifyReply, refusal: TillError) {
+  reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
+  const body = `<main><h1>Back in a moment</h1><p>${escapeHtml(refusal.message)}</p><p>Nothing you did was lost. Reload this page in a few seconds.</p></main>`;
+  return sendPage(reply, refusal.status, page('Back in a moment', body));
 }
 
 /** The service's own pages and endpoints, beside the capabilities' routes. */
@@ -132,6 +138,8 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     const refusal = error instanceof TillError ? error : (frameworkError(error) ?? unavailableDatabase(error));
     if (refusal) {
       if (refusal.status >= 500) request.log.error({ err: error }, 'request failed');
+      // A buyer or merchant on one of our pages gets a page, not the API's JSON.
+      if (refusal.code === 'database_unreachable' && prefersHtml(request.headers.accept)) return sendUnreachablePage(reply, refusal);
       return sendError(reply, refusal);
     }
     request.log.error({ err: error }, 'unhandled error');

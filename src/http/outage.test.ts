@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createTestDatabase } from '../testing/environment.ts';
+import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { startTcpProxy, type TcpProxy } from '../testing/tcp-proxy.ts';
+
+const { skip } = engines.find((e) => e.engine === 'postgres')!;
+
+// The service reaches PostgreSQL through a proxy the test cuts, as a database that has gone away.
+describeOnEngine('answers while the database cannot be reached, on postgres', skip, () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let proxy: TcpProxy;
+  let service: TestService;
+  before(async () => {
+    database = await createTestDatabase('postgres');
+    const url = new URL(database.url);
+    proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    url.port = String(proxy.port);
+    service = await startTestService('postgres', { TILL_DATABASE_URL: url.toString() });
+  });
+  after(async () => {
+    proxy?.restore();
+    await service?.stop();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  test('a page asked for by a browser is a page with Retry-After; the API answers its JSON; both serve again after', async () => {
+    const { apiKey } = await service.merchant();
+    proxy.cut();
+    try {
+      const browser = await service.app.inject({ method: 'GET', url: '/checkout/pay?uid=ps_unknown', headers: { accept: 'text/html,*/*' } });
+      assert.equal(browser.statusCode, 503);
+      assert.equal(browser.headers['retry-after'], '5');
+      assert.match(String(browser.headers['content-type']), /^text\/html/);
+      assert.match(String(browser.headers['content-security-policy']), /default-src/);
+      assert.match(browser.body, /<h1>Back in a moment<\/h1>/);
+      const api = await service.app.inject({ method: 'GET', url: '/api/checkout/v2/payment_session/ps_unknown', headers: { 'x-sc-apikey': apiKey } });
+      assert.equal(api.statusCode, 503);
+      assert.equal(api.json().error.code, 'database_unreachable');
+    } finally {
+      proxy.restore();
+    }
+    const again = await service.app.inject({ method: 'GET', url: '/checkout/pay?uid=ps_unknown', headers: { accept: 'text/html' } });
+    assert.equal(again.statusCode, 404);
+  });
+});
