@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { createTestDatabase, freePort } from '../testing/environment.ts';
 import { describeOnEngine, engines } from '../testing/harness.ts';
-import { startTcpProxy, type TcpProxy } from '../testing/tcp-proxy.ts';
+import { proxiedPostgres, type TcpProxy } from '../testing/tcp-proxy.ts';
 import { type DatabaseHandle, isDatabaseUnavailable, openDatabase } from './index.ts';
 
 const failure = (promise: Promise<unknown>) =>
@@ -20,10 +20,9 @@ describeOnEngine('a database that cannot be reached, told apart from a wrong sta
   let handle: DatabaseHandle;
   before(async () => {
     database = await createTestDatabase('postgres');
-    const url = new URL(database.url);
-    proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
-    url.port = String(proxy.port);
-    handle = openDatabase({ databaseKind: 'postgres', databaseUrl: url.toString(), sqlitePath: undefined, databasePoolSize: 2 });
+    let url: string;
+    ({ proxy, url } = await proxiedPostgres(database.url));
+    handle = openDatabase({ databaseKind: 'postgres', databaseUrl: url, sqlitePath: undefined, databasePoolSize: 2 });
   });
   after(async () => {
     proxy?.restore();

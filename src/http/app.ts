@@ -7,7 +7,7 @@ import { isDatabaseUnavailable } from '../db/index.ts';
 import { registerApiReference } from './api-reference.route.ts';
 import { sendError } from './errors.ts';
 import { registerHealth } from './health.route.ts';
-import { escapeHtml, PAGE_CSP, page, prefersHtml, sendPage } from './html.ts';
+import { PAGE_CSP, page, prefersHtml, sendPage } from './html.ts';
 import { registerJsonParser } from './json.ts';
 import { registerLanding } from './landing.route.ts';
 import { registerMetrics } from './metrics.route.ts';
@@ -64,7 +64,7 @@ function unavailableDatabase(error: unknown): TillError | undefined {
 
 function sendUnreachablePage(reply: FastifyReply, refusal: TillError) {
   reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
-  const body = `<main><h1>Back in a moment</h1><p>${escapeHtml(refusal.message)}</p><p>Nothing you did was lost. Reload this page in a few seconds.</p></main>`;
+  const body = `<main><h1>Back in a moment</h1><p>This page cannot be shown just now: the service cannot reach its records.</p><p>Nothing you did was lost. Reload the page in a few seconds.</p></main>`;
   return sendPage(reply, refusal.status, page('Back in a moment', body));
 }
 

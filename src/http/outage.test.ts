@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { assertAccessible, browserSkip, launchChromium, screenshots } from '../testing/browser.ts';
 import { createTestDatabase } from '../testing/environment.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
-import { startTcpProxy, type TcpProxy } from '../testing/tcp-proxy.ts';
+import { proxiedPostgres, type TcpProxy } from '../testing/tcp-proxy.ts';
 
 const { skip } = engines.find((e) => e.engine === 'postgres')!;
 
@@ -13,10 +14,9 @@ describeOnEngine('answers while the database cannot be reached, on postgres', sk
   let service: TestService;
   before(async () => {
     database = await createTestDatabase('postgres');
-    const url = new URL(database.url);
-    proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
-    url.port = String(proxy.port);
-    service = await startTestService('postgres', { TILL_DATABASE_URL: url.toString() });
+    let url: string;
+    ({ proxy, url } = await proxiedPostgres(database.url));
+    service = await startTestService('postgres', { TILL_DATABASE_URL: url });
   });
   after(async () => {
     proxy?.restore();
@@ -43,5 +43,22 @@ describeOnEngine('answers while the database cannot be reached, on postgres', sk
     }
     const again = await service.app.inject({ method: 'GET', url: '/checkout/pay?uid=ps_unknown', headers: { accept: 'text/html' } });
     assert.equal(again.statusCode, 404);
+  });
+
+  test('in a browser: the page reads well on a phone and a desktop, and is accessible', { skip: browserSkip }, async () => {
+    const base = await service.app.listen({ port: 0, host: '127.0.0.1' });
+    const browser = await launchChromium();
+    proxy.cut();
+    try {
+      const page = await browser.newPage();
+      const answer = await page.goto(`${base}/checkout/pay?uid=ps_unknown`);
+      assert.equal(answer?.status(), 503);
+      assert.equal(await page.locator('h1').textContent(), 'Back in a moment');
+      await assertAccessible(page);
+      await screenshots(page, 'outage', 'database-unreachable');
+    } finally {
+      proxy.restore();
+      await browser.close();
+    }
   });
 });

@@ -63,3 +63,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
   };
 }
+
+/** A PostgreSQL URL's server behind a new proxy: the proxy, and the same URL through it. */
+export async function proxiedPostgres(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const url = new URL(databaseUrl);
+  const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
+  url.port = String(proxy.port);
+  return { proxy, url: url.toString() };
+}
