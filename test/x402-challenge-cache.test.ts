@@ -102,6 +102,15 @@ for (const { engine, skip } of engines) {
     const open = (body: Record<string, unknown> = {}) => createSession(service.baseUrl, apiKey, { amount: 0.05, currency: 'USD', ...body });
     const db = () => service.context.db;
 
+    test("a new quote for one session leaves the other sessions' cached challenges in place", async () => {
+      const first = await open();
+      await cached(service.baseUrl, first);
+      for (let i = 0; i < 3; i++) await ask(service.baseUrl, await open());
+      const before = await cachedCount(service.baseUrl);
+      await ask(service.baseUrl, first);
+      assert.equal(await cachedCount(service.baseUrl), before + 1, 'still answered from the cache after other sessions were quoted');
+    });
+
     test('the cached challenge is the bytes the database path builds, and a proof is never answered from it', async () => {
       const sessionId = await open();
       const answer = await cached(service.baseUrl, sessionId);

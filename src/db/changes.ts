@@ -45,9 +45,14 @@ export function changeFeed<DB>(db: Kysely<DB>): ChangeFeed | undefined {
 function writtenTable(query: CompiledQuery): WatchedTable | undefined {
   const kind = query.query.kind;
   if (kind === 'SelectQueryNode' || kind === 'InsertQueryNode') return undefined;
-  // Built updates and deletes, and raw SQL that could be one: a false positive only drops cached answers.
-  if (kind !== 'UpdateQueryNode' && kind !== 'DeleteQueryNode' && !/\b(update|delete)\b/i.test(query.sql)) return undefined;
-  for (const table of WATCHED_TABLES) if (query.sql.includes(table)) return table;
+  if (kind === 'UpdateQueryNode' || kind === 'DeleteQueryNode') {
+    for (const table of WATCHED_TABLES) if (query.sql.includes(table)) return table;
+    return undefined;
+  }
+  // Raw SQL: the tables it updates or deletes from (`ON CONFLICT DO UPDATE SET` names none), so a
+  // statement that only reads a watched table, or inserts into one, drops nothing.
+  for (const [, target] of query.sql.matchAll(/\b(?:update|delete\s+from)\s+"?(\w+)"?/gi))
+    if ((WATCHED_TABLES as readonly string[]).includes(target!.toLowerCase())) return target!.toLowerCase() as WatchedTable;
   return undefined;
 }
 
