@@ -11,6 +11,7 @@ import {
   createBenchStorage,
   createMerchantWithCli,
   type Engine,
+  failureWithOutput,
   fmt,
   type LoadResult,
   loadRow,
@@ -68,7 +69,7 @@ async function benchEngine(engine: Engine, options: BenchOptions, log: (line: st
       const [keyed, bearer] = [averageLoad(runs.apiKey), averageLoad(runs.bearer)];
       return { engine, apiKey: keyed, bearer, token, ratio: bearer.requestsPerSecond / keyed.requestsPerSecond };
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n${server.output()}`);
+      throw failureWithOutput(error, server);
     } finally {
       await server.stop();
     }

@@ -19,6 +19,7 @@ import {
   createBenchStorage,
   createMerchantWithCli,
   type Engine,
+  failureWithOutput,
   fillSessionsAndOrders,
   fmt,
   type LoadResult,
@@ -146,7 +147,7 @@ async function startTarget(
       };
     } catch (error) {
       await server.stop();
-      throw new Error(`${(error as Error).message}\n${server.output()}`);
+      throw failureWithOutput(error, server);
     }
   } catch (error) {
     await storage.drop();

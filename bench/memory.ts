@@ -16,6 +16,7 @@ import {
   childEnv,
   createBenchStorage,
   createMerchantWithCli,
+  failureWithOutput,
   fillSessionsAndOrders,
   fmt,
   type MixedKind,
@@ -115,7 +116,7 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
         markdown,
       };
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n${server.output()}`);
+      throw failureWithOutput(error, server);
     } finally {
       await server.stop();
     }

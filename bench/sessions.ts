@@ -10,6 +10,7 @@ import {
   createBenchStorage,
   createMerchantWithCli,
   type Engine,
+  failureWithOutput,
   fmt,
   type LoadRequest,
   type LoadResult,
@@ -69,7 +70,7 @@ async function start(engine: Engine, target: Target, options: BenchOptions): Pro
       return { request, stop };
     } catch (error) {
       await stop();
-      throw new Error(`${(error as Error).message}\n${server.output()}`);
+      throw failureWithOutput(error, server);
     }
   } catch (error) {
     await storage.drop();

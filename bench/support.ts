@@ -56,6 +56,11 @@ export function childEnv(settings: Record<string, string>): Record<string, strin
 
 export type ChildServer = { process: ChildProcess; output(): string; stop(): Promise<void> };
 
+/** A bench failure with the output of the server under load appended, which usually says why. */
+export function failureWithOutput(error: unknown, server: { output(): string }): Error {
+  return new Error(`${(error as Error).message}\n${server.output()}`);
+}
+
 /** Runs `node …args` from the repository root and waits until `readyUrl` answers anything. */
 export async function startServer(args: string[], env: Record<string, string>, readyUrl: string): Promise<ChildServer> {
   const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });

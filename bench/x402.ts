@@ -18,6 +18,7 @@ import {
   childEnv,
   createBenchStorage,
   createMerchantWithCli,
+  failureWithOutput,
   fmt,
   type LoadResult,
   mean,
@@ -69,7 +70,7 @@ async function startTill(sandbox: SpawnedSandbox, merchantWallet: Address): Prom
       sessionId = await createSession(base, apiKey, { amount: Number(PRICE_USD), currency: 'USD', orderType: 'STATIC', concept: 'Benchmark item' });
     } catch (error) {
       await server.stop();
-      throw new Error(`${(error as Error).message}\n${server.output()}`);
+      throw failureWithOutput(error, server);
     }
     return {
       server,
