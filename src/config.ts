@@ -39,7 +39,10 @@ export type Config = {
   databasePoolSize: number;
   role: 'all' | 'api' | 'worker';
   reconcileIntervalMs: number;
+  /** A PENDING payment younger than this is left to the request settling it; never shorter than the settle timeout. */
   reconcileGraceMs: number;
+  /** How long a request waits for the facilitator's settle answer before answering payment_in_progress. */
+  facilitatorSettleTimeoutMs: number;
   finalityConfirmations: number;
   /** How often the expiry sweeper looks for TRANSIENT sessions past their deadline. */
   expirySweepIntervalMs: number;
@@ -184,6 +187,21 @@ function loadDevAllowLoopbackClients(env: NodeJS.ProcessEnv, mode: Config['mode'
   return allowed;
 }
 
+/**
+ * The settle timeout and the reconciler's grace. A grace shorter than the timeout would let the
+ * reconciler judge a payment whose settle answer may still be on its way.
+ */
+function loadReconcileTimes(env: NodeJS.ProcessEnv) {
+  const facilitatorSettleTimeoutMs = required(read(env, 'TILL_FACILITATOR_SETTLE_TIMEOUT_MS', positiveInt, '30000'));
+  const reconcileGraceMs = required(read(env, 'TILL_RECONCILE_GRACE_MS', z.coerce.number().int().min(0), '45000'));
+  if (reconcileGraceMs < facilitatorSettleTimeoutMs)
+    throw new ConfigError(
+      'TILL_RECONCILE_GRACE_MS',
+      `must be at least TILL_FACILITATOR_SETTLE_TIMEOUT_MS (${facilitatorSettleTimeoutMs} ms), so a payment is never judged while its settle answer may still come`,
+    );
+  return { facilitatorSettleTimeoutMs, reconcileGraceMs };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const listenPort = required(read(env, 'PORT', port, '8080'));
   const host = required(read(env, 'TILL_HOST', z.string().min(1), '127.0.0.1'));
@@ -244,7 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: required(read(env, 'TILL_DATABASE_POOL_SIZE', positiveInt, '10')),
     role,
     reconcileIntervalMs: required(read(env, 'TILL_RECONCILE_INTERVAL_MS', positiveInt, '5000')),
-    reconcileGraceMs: required(read(env, 'TILL_RECONCILE_GRACE_MS', z.coerce.number().int().min(0), '15000')),
+    ...loadReconcileTimes(env),
     finalityConfirmations: required(read(env, 'TILL_FINALITY_CONFIRMATIONS', z.coerce.number().int().min(0), mode === 'live' ? '10' : '0')),
     expirySweepIntervalMs: required(read(env, 'TILL_EXPIRY_SWEEP_INTERVAL_MS', positiveInt, '5000')),
     trustProxy: required(read(env, 'TILL_TRUST_PROXY', z.enum(['true', 'false']), 'false')) === 'true',

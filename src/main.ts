@@ -20,6 +20,7 @@ import { registerCodingAgentsRoutes } from './oauth/coding-agents.route.ts';
 import { registerDiscoveryRoutes } from './oauth/discovery.route.ts';
 import { purgeEndedGrantSecrets } from './oauth/grant-secrets.ts';
 import { registerTokenRoute } from './oauth/token.route.ts';
+import { oldestPendingSince } from './payments/payments.ts';
 import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
@@ -82,6 +83,10 @@ export async function createService(config: Config, options: CreateServiceOption
     rates: options.rates ?? createRatesProvider(config),
     webhookWake: createWakeSignal(),
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
+  };
+  context.metrics.sources.oldestPendingSeconds = async () => {
+    const since = await oldestPendingSince(context.db);
+    return since === undefined ? 0 : Math.max(0, (context.now() - since) / 1000);
   };
   const x402 = createX402Services(context);
   const clientMetadata = createClientMetadataResolver(config);

@@ -1,13 +1,16 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /** One registry per service instance (tests start many in one process). */
 export function createMetrics() {
   const registry = new Registry();
+  /** Read from the database at each scrape; set by the composition root once the database is open. */
+  const sources: { oldestPendingSeconds?: () => Promise<number> } = {};
   collectDefaultMetrics({ register: registry, prefix: 'till_' });
   return {
     registry,
+    sources,
     httpRequestSeconds: new Histogram({
       name: 'till_http_request_duration_seconds',
       help: 'HTTP request duration by route and status',
@@ -33,6 +36,36 @@ export function createMetrics() {
     x402ChallengesCached: new Counter({
       name: 'till_x402_challenges_cached_total',
       help: 'x402 challenges answered from the per-instance cache of encoded challenges, without reading the database',
+      registers: [registry],
+    }),
+    x402PaymentsRecovered: new Counter({
+      name: 'till_x402_payments_recovered_total',
+      help: 'FAILED payments moved to SUCCESS because their transfer was found on chain later (each one is also logged as an error)',
+      registers: [registry],
+    }),
+    x402LateSettlements: new Counter({
+      name: 'till_x402_late_settlements_total',
+      help: 'Facilitator successes that arrived for a payment already FAILED; the reconciler checks their transaction on chain',
+      registers: [registry],
+    }),
+    x402ReconcilerFindings: new Counter({
+      name: 'till_x402_reconciler_findings_total',
+      help: "The reconciler's findings per look at a payment, by finding",
+      labelNames: ['finding'],
+      registers: [registry],
+    }),
+    x402OldestPendingSeconds: new Gauge({
+      name: 'till_x402_oldest_pending_payment_age_seconds',
+      help: 'Age of the oldest PENDING payment (0 when none); alert when it passes the bound in docs/operations.md',
+      registers: [registry],
+      async collect() {
+        this.set((await sources.oldestPendingSeconds?.()) ?? 0);
+      },
+    }),
+    backgroundRowFailures: new Counter({
+      name: 'till_background_row_failures_total',
+      help: 'Rows a background pass could not handle and skipped (logged), by pass',
+      labelNames: ['pass'],
       registers: [registry],
     }),
     webhookAttempts: new Counter({

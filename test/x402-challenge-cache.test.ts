@@ -265,7 +265,7 @@ for (const { engine, skip } of engines) {
             currency: quote.currency,
             rate: quote.rate,
           },
-          change,
+          { ...change, followUpAt: clock },
         );
         assert.equal(result.kind, 'claimed');
         return (result as { payment: { id: string; session_id: string } }).payment;
@@ -280,7 +280,7 @@ for (const { engine, skip } of engines) {
       const failing = await claim();
       assert.equal((await missed()).body.error, 'payment_required');
       await cached(service.baseUrl, sessionId);
-      await recordFailure(store, failing, 'invalid_signature', change);
+      await recordFailure(store, failing, 'invalid_signature', { ...change, recheckAt: null });
       assert.equal((await missed()).status, 402);
 
       const settling = await claim();

@@ -43,6 +43,7 @@ for (const { engine, skip } of engines) {
         ...sandboxSettings(spawned),
         TILL_RECONCILE_INTERVAL_MS: '200',
         TILL_RECONCILE_GRACE_MS: '500',
+        TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '500',
         TILL_LOG_LEVEL: 'silent',
       };
       handle = openDatabase(loadConfig(env));
@@ -170,7 +171,11 @@ for (const { engine, skip } of engines) {
     let paying: PayingShop;
     let merchantWallet: string;
     before(async () => {
-      paying = await startPayingShop(engine, { TILL_RECONCILE_INTERVAL_MS: '200', TILL_RECONCILE_GRACE_MS: '0' }, { faultControls: true, workers: true });
+      paying = await startPayingShop(
+        engine,
+        { TILL_RECONCILE_INTERVAL_MS: '200', TILL_RECONCILE_GRACE_MS: '500', TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '500' },
+        { faultControls: true, workers: true },
+      );
       merchantWallet = paying.merchantWallet;
     });
     after(() => paying?.stop());

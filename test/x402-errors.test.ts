@@ -344,7 +344,11 @@ for (const { engine, skip } of engines) {
         }
         const busy = await get(sessionId, { 'x-payment': (await signedXPayment(second, usdc, payTo, value)).header });
         assert.ok(Number(busy.headers.get('retry-after')) > 0, 'Retry-After');
-        await assertChallenge(busy, 'payment_in_progress', sessionId, value);
+        // No offer while another payment is in flight: the buyer waits instead of signing again.
+        assert.equal(busy.headers.get('payment-required'), null);
+        const body = await busy.json();
+        assert.equal(body.error, 'payment_in_progress');
+        assert.deepEqual(body.accepts, []);
         assert.equal((await firstPayment).status, 200);
       } finally {
         await env.sandbox.faults.set({ delaySettleMs: 0 });

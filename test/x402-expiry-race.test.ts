@@ -26,7 +26,7 @@ for (const { engine, skip } of engines) {
       let sweeping = true;
       const sweeper = (async () => {
         while (sweeping) {
-          await expireDueSessions({ db, webhookWake: env.service.context.webhookWake }, Date.now(), env.service.config.explorerTxUrl);
+          await expireDueSessions({ ...env.service.context, db }, Date.now(), env.service.config.explorerTxUrl);
           await sleep(2);
         }
       })();
@@ -47,7 +47,7 @@ for (const { engine, skip } of engines) {
       await sleep(200);
       sweeping = false;
       await sweeper;
-      await expireDueSessions({ db, webhookWake: env.service.context.webhookWake }, Date.now(), env.service.config.explorerTxUrl);
+      await expireDueSessions({ ...env.service.context, db }, Date.now(), env.service.config.explorerTxUrl);
 
       let paid = 0;
       let expired = 0;

@@ -15,11 +15,16 @@ for (const { engine, skip } of engines) {
     let env: PayingShop;
     let reconcile: () => Promise<number>;
     before(async () => {
-      env = await startPayingShop(engine, { TILL_RECONCILE_GRACE_MS: '0' });
+      env = await startPayingShop(engine, { TILL_RECONCILE_GRACE_MS: '1000', TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '1000' });
       const { context } = env.service;
       const options = {
         chain: createChainReader(env.sandbox.rpcUrl),
-        facilitator: createFacilitator({ url: env.sandbox.facilitatorUrl, headers: {}, callSeconds: context.metrics.facilitatorCallSeconds }),
+        facilitator: createFacilitator({
+          url: env.sandbox.facilitatorUrl,
+          headers: {},
+          callSeconds: context.metrics.facilitatorCallSeconds,
+          settleTimeoutMs: 1000,
+        }),
         confirmations: 2n,
         graceMs: 0,
       };
@@ -59,10 +64,14 @@ for (const { engine, skip } of engines) {
       const again = await paymentById(payment.id);
       assert.equal(again.status, 'SUCCESS');
       // Re-submitted; the replacement may even have the same hash, the facilitator's account nonce being reorged too.
-      assert.ok(
-        (await createChainReader(env.sandbox.rpcUrl).transactionBlock(again.tx_hash!)) !== undefined,
-        'the recorded transaction is on the canonical chain',
-      );
+      const onChain = await createChainReader(env.sandbox.rpcUrl).checkTransfer(again.tx_hash!, {
+        asset: again.asset,
+        payer: again.payer,
+        payTo: again.pay_to,
+        value: again.value,
+        nonce: again.nonce,
+      });
+      assert.equal(onChain.kind, 'holds', 'the recorded transaction is on the canonical chain and holds the transfer');
       assert.equal((await env.sandbox.faults.get()).stats.settleRequests, settleRequestsBefore + 1, 'submitted once more');
       assert.equal(await env.sandbox.balanceOf(payer.address), 1_000_000n - 40_000n);
       assert.equal(await env.sandbox.balanceOf(env.merchantWallet), merchantBefore, 'the merchant ends up paid exactly once');
@@ -76,6 +85,9 @@ for (const { engine, skip } of engines) {
       const { payment, snapshot, sessionId } = await paySession(15n);
       await env.sandbox.chain.revert(snapshot);
       await env.sandbox.chain.increaseTime(30);
+      await reconcile();
+      assert.equal((await paymentById(payment.id)).status, 'SUCCESS', 'not decided before the expiry is 2 blocks deep');
+      await env.sandbox.chain.mine(2);
       await reconcile();
       const reversed = await paymentById(payment.id);
       assert.equal(reversed.status, 'REVERSED');

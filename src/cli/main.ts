@@ -33,6 +33,7 @@ Commands:
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
   till webhooks test --merchant MERCHANT_ID [--json]
+  till payments pending [--limit N] [--json]   PENDING payments, oldest first: age, validBefore, the reconciler's last finding
   till sandbox [--port N] [--data-dir DIR]     run the sandbox chain + facilitator (fake money), kept in TILL_DATA_DIR
   till sandbox reset [--json]                  forget the sandbox chain: the next start begins empty
   till sandbox fund --address 0x… --usdc 100 [--json]
@@ -53,6 +54,7 @@ const commands: Record<string, () => Promise<Command>> = {
   'signing-keys': async () => (await import('./clients.ts')).signingKeysCommand,
   grants: async () => (await import('./grants.ts')).grantsCommand,
   audit: async () => (await import('./audit.ts')).auditCommand,
+  payments: async () => (await import('./payments.ts')).paymentsCommand,
 };
 
 /**

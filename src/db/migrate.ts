@@ -16,6 +16,7 @@ import * as sessionOrigin from './migrations/0013_session_origin.ts';
 import * as rateLimits from './migrations/0014_rate_limits.ts';
 import * as unfinalizedPayments from './migrations/0015_unfinalized_payments.ts';
 import * as changeNotifications from './migrations/0016_change_notifications.ts';
+import * as paymentFollowUp from './migrations/0017_payment_follow_up.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrations: Record<string, Migration> = {
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '0014_rate_limits': rateLimits,
   '0015_unfinalized_payments': unfinalizedPayments,
   '0016_change_notifications': changeNotifications,
+  '0017_payment_follow_up': paymentFollowUp,
 };
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

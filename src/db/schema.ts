@@ -107,6 +107,15 @@ export interface PaymentsTable {
   updated_at: number;
   settled_at: number | null;
   finalized_at: number | null;
+  /** When the reconciler looks at the payment next; null once nothing is left to find out. */
+  next_check_at: number | null;
+  checks: Generated<number>;
+  checked_at: number | null;
+  last_finding: string | null;
+  /** A transaction the facilitator named without a definite success (pending, error, late answer). */
+  reported_tx_hash: string | null;
+  /** The first block searched for this authorization's events: the chain's block when the payment was claimed. */
+  search_from_block: bigint | null;
 }
 
 export interface IdempotencyKeysTable {

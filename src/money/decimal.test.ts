@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatMinor, MAX_AMOUNT_MAJOR_UNITS, minorToJsonNumber, parseDecimalAmount, parseExactDecimal } from './decimal.ts';
+import { formatMinor, MAX_AMOUNT_MAJOR_UNITS, MAX_SIGNIFICANT_DIGITS, minorToJsonNumber, parseDecimalAmount, parseExactDecimal } from './decimal.ts';
 
 function minor(text: string, exponent: number, options?: { allowZero?: boolean }): bigint {
   const parsed = parseDecimalAmount(text, exponent, options);
@@ -77,13 +77,53 @@ test('anything that is not a JSON number is refused', () => {
 test(`amounts are capped at ${MAX_AMOUNT_MAJOR_UNITS} major units`, () => {
   assert.equal(minor('1000000000000', 2), 10n ** 14n);
   assert.equal(minor('1e12', 4), 10n ** 16n);
-  assert.equal(minor('999999999999.9999', 4), 10n ** 16n - 1n);
+  assert.equal(minor('999999999999.999', 4), 10n ** 16n - 10n);
   assert.equal(refusal('1000000000000.01', 2), 'must be at most 1000000000000');
   assert.equal(refusal('1e13', 0), 'must be at most 1000000000000');
   assert.equal(refusal('9'.repeat(5000), 0), 'must be at most 1000000000000');
   assert.equal(refusal('1e400', 2), 'must be at most 1000000000000');
   assert.equal(refusal('1e999999999999999999999', 2), 'must be at most 1000000000000');
   assert.equal(refusal('1e-999999999999999999999', 2), 'has more decimals than the currency allows');
+});
+
+test(`amounts have at most ${MAX_SIGNIFICANT_DIGITS} significant digits, which a JSON number holds exactly`, () => {
+  const tooPrecise = 'has more than 15 significant digits, more than a JSON number holds exactly';
+  // Four-decimal currencies (CLF, UYW) are the only ones with room for more under the cap.
+  assert.equal(refusal('999999999999.9999', 4), tooPrecise);
+  assert.equal(refusal('900719925474.0993', 4), tooPrecise);
+  assert.equal(refusal('100000000000.0001', 4), tooPrecise);
+  assert.equal(refusal('12345678901234.56e-2', 4), tooPrecise);
+  assert.equal(minor('99999999999.9999', 4), 10n ** 15n - 1n);
+  assert.equal(minor('123456789012.345', 4), 1234567890123450n);
+  assert.equal(minor('1000000000000.0000', 4), 10n ** 16n, 'trailing zeros are not significant');
+  assert.equal(minor('999999999999.999', 3), 10n ** 15n - 1n, 'three decimals always fit under the cap');
+  // The cap and the currency's decimals are checked first, as before.
+  assert.equal(refusal('1000000000000.00001', 4), 'has more decimals than the currency allows');
+  assert.equal(refusal('1000000000000.0001', 4), 'must be at most 1000000000000');
+});
+
+test('every amount accepted prints back exactly as a JSON number', () => {
+  // A deterministic walk over coefficients of 1 to 15 digits, at every exponent and magnitude up to the cap.
+  let seed = 42n;
+  const next = () => (seed = (seed * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n);
+  let accepted = 0;
+  let refused = 0;
+  for (let exponent = 0; exponent <= 4; exponent++) {
+    for (let digits = 1; digits <= 17; digits++) {
+      for (let i = 0; i < 2000; i++) {
+        const text = formatMinor(10n ** BigInt(digits - 1) + (next() % (9n * 10n ** BigInt(digits - 1))), exponent);
+        const parsed = parseDecimalAmount(text, exponent);
+        if (!parsed.ok) {
+          refused++;
+          continue;
+        }
+        // The JSON number shown for it reads back as exactly this amount (minorToJsonNumber also throws otherwise).
+        assert.deepEqual(parseExactDecimal(JSON.stringify(minorToJsonNumber(parsed.minor, exponent))), parseExactDecimal(text), text);
+        accepted++;
+      }
+    }
+  }
+  assert.ok(refused > 0 && accepted > 100_000, `${accepted} accepted, ${refused} refused`);
 });
 
 test('parseExactDecimal moves trailing zeros into the exponent', () => {

@@ -34,11 +34,21 @@ export function parseExactDecimal(text: string): ExactDecimal | undefined {
  */
 export const MAX_AMOUNT_MAJOR_UNITS = 10n ** 12n;
 
+/**
+ * The most significant digits an amount may have: every decimal of up to 15 significant digits
+ * comes back unchanged through an IEEE-754 double, which is what a JSON number is to most parsers
+ * (ours included), so an accepted amount is always shown, sent and signed exactly as it was given.
+ * Only four-decimal currencies (CLF, UYW) reach it below the cap: 99999999999.9999 is 15 digits,
+ * 900719925474.0993 is 16 and would read back as 900719925474.0992.
+ */
+export const MAX_SIGNIFICANT_DIGITS = 15;
+
 export type AmountParse = { ok: true; minor: bigint } | { ok: false; reason: string };
 
 /**
  * Turns the source text of a JSON number into integer minor units of a currency with
- * `exponent` decimals. "1.50" and "1.500" are 150 minor units at exponent 2; "1.505" is refused.
+ * `exponent` decimals. "1.50" and "1.500" are 150 minor units at exponent 2; "1.505" is refused,
+ * and so is an amount above the cap or of more than MAX_SIGNIFICANT_DIGITS significant digits.
  * Zero is refused unless `allowZero`; negative values always are.
  */
 export function parseDecimalAmount(text: string, exponent: number, options: { allowZero?: boolean } = {}): AmountParse {
@@ -52,6 +62,8 @@ export function parseDecimalAmount(text: string, exponent: number, options: { al
   if (decimal.exponent > 12) return tooLarge;
   const minor = decimal.coefficient * 10n ** BigInt(decimal.exponent + exponent);
   if (minor > MAX_AMOUNT_MAJOR_UNITS * 10n ** BigInt(exponent)) return tooLarge;
+  if (decimal.coefficient.toString().length > MAX_SIGNIFICANT_DIGITS)
+    return { ok: false, reason: `has more than ${MAX_SIGNIFICANT_DIGITS} significant digits, more than a JSON number holds exactly` };
   return { ok: true, minor };
 }
 

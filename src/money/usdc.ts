@@ -17,6 +17,9 @@ export function parseRate(rate: string): ExactDecimal | undefined {
   return decimal;
 }
 
+/** An amount worth more USDC than a quote may ask for (MAX_USDC_BASE_UNITS). */
+export class AmountTooLargeToQuoteError extends RangeError {}
+
 /**
  * Converts fiat minor units into USDC base units at `rate` (a decimal string: USDC per one major
  * unit of the currency; "1" for USD), exactly, rounded up to the next base unit so that the
@@ -31,7 +34,7 @@ export function fiatMinorToUsdcBaseUnits(minor: bigint, exponent: number, rate: 
   const shift = USDC_DECIMALS - exponent + parsedRate.exponent;
   const product = minor * parsedRate.coefficient;
   const baseUnits = shift >= 0 ? product * 10n ** BigInt(shift) : ceilDivide(product, 10n ** BigInt(-shift));
-  if (baseUnits > MAX_USDC_BASE_UNITS) throw new RangeError(`${baseUnits} USDC base units is too large to quote`);
+  if (baseUnits > MAX_USDC_BASE_UNITS) throw new AmountTooLargeToQuoteError(`${baseUnits} USDC base units is too large to quote`);
   return baseUnits;
 }
 

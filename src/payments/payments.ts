@@ -4,7 +4,7 @@ import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { PaymentsTable } from '../db/schema.ts';
-import { findSession, finishPayment, reopenAfterReversal, type SessionRow, startPayment } from '../sessions/sessions.ts';
+import { findSession, finishPayment, markPaidLate, reopenAfterReversal, type SessionRow, startPayment } from '../sessions/sessions.ts';
 import { recordPaymentEvent } from './events.ts';
 
 /**
@@ -73,9 +73,9 @@ class ClaimRefused extends Error {
  * quote; the authorization (from, nonce) is claimed once ever; a TRANSIENT session has at most one
  * payment PENDING or SUCCESS. A loser of any of these is never submitted for settlement.
  */
-export async function claimPayment(store: Store, terms: ClaimTerms, change: ChangeContext): Promise<ClaimResult> {
+export async function claimPayment(store: Store, terms: ClaimTerms, change: ChangeContext & { followUpAt: number }): Promise<ClaimResult> {
   const { session, quotedVersion, ...authorization } = terms;
-  const { now } = change;
+  const { now, followUpAt, ...eventChange } = change;
   const payment: PaymentRow = {
     ...authorization,
     id: newId('pay_'),
@@ -92,16 +92,23 @@ export async function claimPayment(store: Store, terms: ClaimTerms, change: Chan
     updated_at: now,
     settled_at: null,
     finalized_at: null,
+    next_check_at: followUpAt,
+    checks: 0,
+    checked_at: null,
+    last_finding: null,
+    reported_tx_hash: null,
+    search_from_block: null,
   };
   try {
     const queued = await store.db.transaction().execute(async (trx) => {
       // The payment row first, then the session row: the same lock order as recording an outcome
       // (payment, then session), so concurrent claims and settlements never deadlock.
       await trx.insertInto('payments').values(payment).execute();
-      const opened = await startPayment(trx, session.id, quotedVersion, now);
+      // The payee is part of the condition: a proof checked against a wallet that has since changed is not claimed.
+      const opened = await startPayment(trx, session.id, { quotedVersion, payTo: authorization.pay_to, now });
       // Thrown inside the transaction so the payment row rolls back with it.
       if (!opened) throw new ClaimRefused({ kind: 'session_closed', session: await findSession(trx, session.id) });
-      return recordPaymentEvent(trx, 'payment.pending', { payment, session: opened }, change);
+      return recordPaymentEvent(trx, 'payment.pending', { payment, session: opened }, { now, ...eventChange });
     });
     if (queued) store.webhookWake.notify();
     return { kind: 'claimed', payment };
@@ -134,6 +141,7 @@ export async function recordSettlement(
         settle_response: outcome.settleResponse,
         settled_at: outcome.now,
         updated_at: outcome.now,
+        next_check_at: null,
       })
       .where('id', '=', payment.id)
       .where('status', '=', 'PENDING')
@@ -150,13 +158,13 @@ export async function recordFailure(
   store: Store,
   payment: Pick<PaymentRow, 'id' | 'session_id'>,
   reason: string,
-  change: ChangeContext,
+  change: ChangeContext & { recheckAt: number | null },
 ): Promise<PaymentRow | undefined> {
   const { now } = change;
   return changeStatus(store, async (trx) => {
     const failed = await trx
       .updateTable('payments')
-      .set({ status: 'FAILED', failure_reason: reason, updated_at: now })
+      .set({ status: 'FAILED', failure_reason: reason, updated_at: now, next_check_at: change.recheckAt })
       .where('id', '=', payment.id)
       .where('status', '=', 'PENDING')
       .returningAll()
@@ -165,6 +173,104 @@ export async function recordFailure(
     const session = await finishPayment(trx, payment.session_id, now, false);
     return { row: failed, queued: await recordPaymentEvent(trx, 'payment.failed', { payment: failed, session }, change) };
   });
+}
+
+/**
+ * A payment recorded FAILED whose transfer is on chain after all (a reorganisation deeper than the
+ * confirmations, or a facilitator's late answer): SUCCESS, with its order and one
+ * `payment.succeeded`. The caller logs it as an error; it should never happen.
+ */
+export async function recordRecovery(
+  store: Store,
+  payment: Pick<PaymentRow, 'id' | 'session_id'>,
+  transfer: { txHash: string; blockNumber: bigint | null } & ChangeContext,
+): Promise<PaymentRow | undefined> {
+  return changeStatus(store, async (trx) => {
+    const recovered = await trx
+      .updateTable('payments')
+      .set({
+        status: 'SUCCESS',
+        tx_hash: transfer.txHash,
+        block_number: transfer.blockNumber,
+        public_order_id: newPublicOrderId(),
+        settle_response: JSON.stringify({ reconciled: true, recoveredFromFailure: true }),
+        settled_at: transfer.now,
+        updated_at: transfer.now,
+        next_check_at: null,
+      })
+      .where('id', '=', payment.id)
+      .where('status', '=', 'FAILED')
+      .returningAll()
+      .executeTakeFirst();
+    if (!recovered) return undefined;
+    const session = await markPaidLate(trx, payment.session_id, transfer.now);
+    return { row: recovered, queued: await recordPaymentEvent(trx, 'payment.succeeded', { payment: recovered, session }, transfer) };
+  });
+}
+
+/**
+ * A transaction the facilitator named without a definite success, kept for the reconciler. On a
+ * payment already FAILED it also asks for a look at once: that answer may mean the money moved.
+ */
+export async function recordReportedTransaction(db: Db, paymentId: string, txHash: string, now: number): Promise<void> {
+  await db
+    .updateTable('payments')
+    .set((eb) => ({
+      reported_tx_hash: txHash,
+      next_check_at: eb.case().when('status', '=', 'FAILED').then(now).else(eb.ref('next_check_at')).end(),
+    }))
+    .where('id', '=', paymentId)
+    .where('status', 'in', ['PENDING', 'FAILED'])
+    .execute();
+}
+
+/** Payments the reconciler should look at now: the ones whose turn came longest ago first. */
+export async function findDueFollowUps(db: Db, now: number, limit: number): Promise<PaymentRow[]> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('next_check_at', 'is not', null)
+    .where('next_check_at', '<=', now)
+    .orderBy('next_check_at')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * What one look at a payment found, and when to look next. A payment resolved by that look keeps no
+ * next look (its change cleared it); every other look moves it, so no row can hold back another.
+ */
+export async function recordCheck(
+  db: Db,
+  paymentId: string,
+  check: { finding: string; nextCheckAt: number | null; now: number; searchFromBlock?: bigint | undefined },
+): Promise<void> {
+  await db
+    .updateTable('payments')
+    .set((eb) => ({
+      checks: eb('checks', '+', 1),
+      checked_at: check.now,
+      last_finding: check.finding,
+      next_check_at: eb.case().when('next_check_at', 'is', null).then(null).else(check.nextCheckAt).end(),
+      ...(check.searchFromBlock !== undefined ? { search_from_block: check.searchFromBlock } : {}),
+    }))
+    .where('id', '=', paymentId)
+    .execute();
+}
+
+/** PENDING payments, oldest first, for operators (`till payments pending`). */
+export async function listPending(db: Db, limit: number): Promise<PaymentRow[]> {
+  return db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').orderBy('created_at').limit(limit).execute();
+}
+
+/** When the oldest PENDING payment was claimed, if any. */
+export async function oldestPendingSince(db: Db): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('payments')
+    .select((eb) => eb.fn.min('created_at').as('oldest'))
+    .where('status', '=', 'PENDING')
+    .executeTakeFirst();
+  return row?.oldest === null || row?.oldest === undefined ? undefined : Number(row.oldest);
 }
 
 /** A settled payment whose transfer left the chain for good: the merchant was not paid after all. */
@@ -189,18 +295,6 @@ async function changeStatus<T>(store: Store, change: (trx: Tx) => Promise<{ row:
   const changed = await store.db.transaction().execute(change);
   if (changed?.queued) store.webhookWake.notify();
   return changed?.row;
-}
-
-/** PENDING payments left longer than `olderThan` ago, oldest first: the reconciler's work. */
-export async function findStalePending(db: Db, olderThan: number, limit: number): Promise<PaymentRow[]> {
-  return db
-    .selectFrom('payments')
-    .selectAll()
-    .where('status', '=', 'PENDING')
-    .where('updated_at', '<=', olderThan)
-    .orderBy('updated_at')
-    .limit(limit)
-    .execute();
 }
 
 /** Settled payments not yet final, settled before `settledBefore`, oldest first. */

@@ -88,6 +88,11 @@ export type SandboxChain = {
   sendFromFacilitator: <T>(task: () => Promise<T>) => Promise<T>;
   mintUsdc(to: Address, amount: bigint): Promise<Hex>;
   balanceOf(address: Address): Promise<bigint>;
+  /**
+   * Sends a call to the token from the sandbox's own funded account, as a gas relayer would (e.g. a
+   * buyer's signed `cancelAuthorization` or `transferWithAuthorization`); the receipt's outcome.
+   */
+  relayToToken(data: Hex): Promise<{ txHash: Hex; status: 'success' | 'reverted'; blockNumber: string }>;
   mine(blocks?: number): Promise<void>;
   increaseTime(seconds: number): Promise<void>;
   snapshot(): Promise<string>;
@@ -150,8 +155,15 @@ export async function startSandboxChain(options: { journalPath?: string } = {}):
         return hash;
       }),
     balanceOf,
+    relayToToken: (data) =>
+      sendFromMinter(async () => {
+        const hash = await minterWallet.sendTransaction({ to: SANDBOX_USDC_ADDRESS, data, gas: 500_000n });
+        const receipt = await minterWallet.waitForTransactionReceipt({ hash });
+        return { txHash: hash, status: receipt.status, blockNumber: receipt.blockNumber.toString() };
+      }),
     mine: async (blocks = 1) => {
-      await provider.request({ method: 'hardhat_mine', params: [`0x${blocks.toString(16)}`] });
+      // Mined blocks share the current time (Base makes one every 2 s; only increaseTime moves chain time ahead of the clock).
+      await provider.request({ method: 'hardhat_mine', params: [`0x${blocks.toString(16)}`, '0x0'] });
     },
     increaseTime: async (seconds) => {
       await provider.request({ method: 'evm_increaseTime', params: [seconds] });

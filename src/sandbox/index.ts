@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { type Address, getAddress } from 'viem';
+import { type Address, getAddress, type Hex } from 'viem';
 import { startSandboxChain } from './chain.ts';
 import { SANDBOX_CHAIN_ID, SANDBOX_NETWORK, SANDBOX_USDC_ADDRESS } from './constants.ts';
 import { createSandboxFacilitator } from './facilitator.ts';
@@ -30,6 +30,8 @@ export const SANDBOX_JOURNAL_FILE = 'sandbox-chain.jsonl';
 /** Chain helpers for tests: time, blocks and snapshots (a revert drops the blocks after the snapshot, like a reorg). */
 export type SandboxChainControls = {
   mine(blocks?: number): Promise<void>;
+  /** Submits a call to the token from the sandbox's funded account (a relayer), e.g. a signed cancelAuthorization. */
+  relayToToken(data: Hex): Promise<{ txHash: Hex; status: 'success' | 'reverted'; blockNumber: string }>;
   /** Moves chain time ahead of wall-clock time and mines a block at the new time. */
   increaseTime(seconds: number): Promise<void>;
   snapshot(): Promise<string>;
@@ -90,10 +92,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     network: SANDBOX_NETWORK,
     facilitatorAddress: chain.facilitatorWallet.account.address,
     txUrl: (hash) => `${url}/tx/${hash}`,
-    fund: (address, usdc) => fundFromFaucet(chain, address, usdc),
+    fund: async (address, usdc) => {
+      const funded = await fundFromFaucet(chain, address, usdc);
+      faultState.stats.lastMintTransaction = funded.txHash;
+      return funded;
+    },
     balanceOf: (address) => chain.balanceOf(getAddress(address)),
     chain: {
       mine: chain.mine,
+      relayToToken: chain.relayToToken,
       increaseTime: chain.increaseTime,
       snapshot: chain.snapshot,
       revert: chain.revert,
@@ -140,6 +147,7 @@ export function sandboxControlsViaHttp(sandboxUrl: string): { chain: SandboxChai
   return {
     chain: {
       mine: async (blocks = 1) => void (await postJson<ChainHead>(`${base}/chain/mine`, { blocks })),
+      relayToToken: (data) => postJson(`${base}/token/relay`, { data }),
       increaseTime: async (seconds) => void (await postJson<ChainHead>(`${base}/chain/increase-time`, { seconds })),
       snapshot: async () => (await postJson<{ snapshotId: string }>(`${base}/chain/snapshot`, {})).snapshotId,
       revert: async (snapshotId) => void (await postJson<ChainHead>(`${base}/chain/revert`, { snapshotId })),

@@ -209,6 +209,9 @@ describe('sandbox', () => {
     assert.deepEqual(await controls.faults.set({ dropNextSettleResponse: true }), {
       dropNextSettleResponse: true,
       delaySettleMs: 0,
+      delayVerifyMs: 0,
+      settleFault: 'none',
+      rpcLagBlocks: 0,
     });
     await assert.rejects(facilitator.settle(payload, requirements));
 

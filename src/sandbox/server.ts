@@ -5,7 +5,7 @@
 //   POST /facilitator/verify|settle
 //   POST /faucet {address, usdc}       mints test USDC → {address, usdc, txHash, balance}
 //   GET  /tx/{hash}                    small block-explorer page for one transaction
-//   /admin/*                           test-only fault and chain controls, when enabled
+//   /admin/*                           fault and chain controls (settle answers, RPC lag, time), when enabled
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { x402Facilitator } from '@x402/core/facilitator';
@@ -141,7 +141,69 @@ async function answerRpc(chain: SandboxChain, request: RpcRequest) {
   }
 }
 
-async function handleRpc(chain: SandboxChain, req: IncomingMessage, res: ServerResponse): Promise<void> {
+const LATEST_TAGS = new Set(['latest', 'pending', 'safe', 'finalized']);
+const BLOCK_PARAM_INDEX: Record<string, number> = {
+  eth_call: 1,
+  eth_getBalance: 1,
+  eth_getCode: 1,
+  eth_getTransactionCount: 1,
+  eth_getStorageAt: 2,
+  eth_estimateGas: 1,
+};
+const hex = (n: bigint) => `0x${n.toString(16)}`;
+const blockOf = (value: unknown): bigint | undefined => (typeof value === 'string' && /^0x[0-9a-f]+$/i.test(value) ? BigInt(value) : undefined);
+
+/**
+ * The same request answered by a node `lag` blocks behind the head: `latest` is its head, and a
+ * later block, its transactions' receipts and its logs do not exist there yet. Reads pinned to a
+ * block it lacks fail as such a node fails them ("header not found").
+ */
+async function answerRpcBehind(chain: SandboxChain, request: RpcRequest, lag: number) {
+  const id = request.id ?? null;
+  const method = typeof request.method === 'string' ? request.method : '';
+  const head = BigInt((await chain.provider.request({ method: 'eth_blockNumber', params: [] })) as string);
+  const nodeHead = head > BigInt(lag) ? head - BigInt(lag) : 0n;
+  const params = Array.isArray(request.params) ? [...request.params] : [];
+  const beyond = (block: unknown) => {
+    const number = blockOf(block);
+    return number !== undefined && number > nodeHead;
+  };
+  const missing = { jsonrpc: '2.0', id, error: { code: -32000, message: 'header not found' } };
+  if (method === 'eth_blockNumber') return { jsonrpc: '2.0', id, result: hex(nodeHead) };
+  if (method === 'eth_getBlockByNumber') {
+    if (params[0] === undefined || LATEST_TAGS.has(params[0] as string)) params[0] = hex(nodeHead);
+    else if (beyond(params[0])) return { jsonrpc: '2.0', id, result: null };
+  }
+  const blockIndex = BLOCK_PARAM_INDEX[method];
+  if (blockIndex !== undefined) {
+    const block = params[blockIndex];
+    if (block === undefined || LATEST_TAGS.has(block as string)) params[blockIndex] = hex(nodeHead);
+    else if (beyond(block)) return missing;
+  }
+  if (method === 'eth_getLogs' && params[0] && typeof params[0] === 'object') {
+    const filter = { ...(params[0] as Record<string, unknown>) };
+    if (filter.blockHash === undefined) {
+      if (beyond(filter.fromBlock)) return { jsonrpc: '2.0', id, result: [] };
+      if (filter.toBlock === undefined || LATEST_TAGS.has(filter.toBlock as string) || beyond(filter.toBlock)) filter.toBlock = hex(nodeHead);
+      if (LATEST_TAGS.has(filter.fromBlock as string)) filter.fromBlock = hex(nodeHead);
+      params[0] = filter;
+    }
+  }
+  const answer = await answerRpc(chain, { ...request, params });
+  // What the lagging node returns only knows blocks up to its head.
+  const result = (answer as { result?: unknown }).result as { blockNumber?: unknown; number?: unknown } | unknown[] | null | undefined;
+  if (Array.isArray(result)) return { ...answer, result: result.filter((log) => !beyond((log as { blockNumber?: unknown }).blockNumber)) };
+  if (result && typeof result === 'object' && (beyond(result.blockNumber) || (method === 'eth_getBlockByHash' && beyond(result.number))))
+    return { ...answer, result: null };
+  return answer;
+}
+
+function answerRpcThroughBalancer(chain: SandboxChain, faults: FaultState, request: RpcRequest) {
+  const lag = faults.nextRpcLag();
+  return lag > 0 && typeof request.method === 'string' && isPublicRpcMethod(request.method) ? answerRpcBehind(chain, request, lag) : answerRpc(chain, request);
+}
+
+async function handleRpc(chain: SandboxChain, faults: FaultState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let body: unknown;
   try {
     body = await readJson(req);
@@ -156,10 +218,10 @@ async function handleRpc(chain: SandboxChain, req: IncomingMessage, res: ServerR
       return sendJson(res, 200, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid batch size' } });
     }
     const answers = [];
-    for (const request of body) answers.push(await answerRpc(chain, (request ?? {}) as RpcRequest));
+    for (const request of body) answers.push(await answerRpcThroughBalancer(chain, faults, (request ?? {}) as RpcRequest));
     return sendJson(res, 200, answers);
   }
-  return sendJson(res, 200, await answerRpc(chain, (body ?? {}) as RpcRequest));
+  return sendJson(res, 200, await answerRpcThroughBalancer(chain, faults, (body ?? {}) as RpcRequest));
 }
 
 export type SandboxRequestHandlerOptions = {
@@ -179,7 +241,9 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
     if (!parsed.success) {
       return sendJson(res, 400, { isValid: false, invalidReason: 'invalid_payload', invalidMessage: z.prettifyError(parsed.error) });
     }
-    sendJson(res, 200, await facilitator.verify(parsed.data.paymentPayload, parsed.data.paymentRequirements));
+    const verdict = await facilitator.verify(parsed.data.paymentPayload, parsed.data.paymentRequirements);
+    if (faults.faults.delayVerifyMs > 0) await sleep(faults.faults.delayVerifyMs);
+    sendJson(res, 200, verdict);
   }
 
   async function settle(req: IncomingMessage, res: ServerResponse) {
@@ -194,14 +258,43 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
         network: '',
       });
     }
-    const result = await facilitator.settle(parsed.data.paymentPayload, parsed.data.paymentRequirements);
+    const { paymentPayload, paymentRequirements } = parsed.data;
+    const fault = faults.faults.settleFault;
+    if (fault === 'refuse') {
+      return sendJson(res, 200, { success: false, errorReason: 'transaction_failed', transaction: '', network: paymentRequirements.network });
+    }
+    const result = await facilitator.settle(paymentPayload, paymentRequirements);
     if (result.success) faults.stats.settledTransactions.push(result.transaction);
     if (faults.faults.delaySettleMs > 0) await sleep(faults.faults.delaySettleMs);
     if (faults.takeDropSettleResponse()) {
       res.socket?.destroy();
       return;
     }
-    sendJson(res, 200, result);
+    if (!result.success || fault === 'none') return sendJson(res, 200, result);
+    const unsettled = { success: false, transaction: result.transaction, network: result.network, payer: result.payer };
+    switch (fault) {
+      case 'wrong_hash':
+        return sendJson(res, 200, { ...result, transaction: faults.stats.lastMintTransaction ?? result.transaction });
+      case 'pending':
+        return sendJson(res, 200, { ...unsettled, errorReason: 'settlement_pending', errorMessage: 'The settlement was submitted and is pending' });
+      case 'error':
+        return sendJson(res, 500, { ...unsettled, errorReason: 'unexpected_settle_error', errorMessage: 'The facilitator failed after submitting' });
+      case 'bad_gateway':
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end('Bad Gateway');
+        return;
+      case 'hang':
+        // Held open until the caller gives up (or ten minutes pass), as a facilitator stuck after submitting.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 600_000);
+          res.once('close', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+        res.socket?.destroy();
+        return;
+    }
   }
 
   async function admin(path: string, req: IncomingMessage, res: ServerResponse) {
@@ -230,6 +323,10 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
         await chain.increaseTime(seconds);
         return sendJson(res, 200, await chainHead(chain));
       }
+      case '/admin/token/relay': {
+        const { data } = parseBody(z.object({ data: z.string().regex(/^0x[0-9a-fA-F]*$/) }), await readJson(req));
+        return sendJson(res, 200, await chain.relayToToken(data as Hex));
+      }
       case '/admin/chain/snapshot':
         return sendJson(res, 200, { snapshotId: await chain.snapshot() });
       case '/admin/chain/revert': {
@@ -247,13 +344,15 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
     if (path === '/healthz' && method === 'GET') {
       return sendJson(res, 200, { status: 'ok', chainId: SANDBOX_CHAIN_ID, usdcAddress: SANDBOX_USDC_ADDRESS, ...(await chainHead(chain)) });
     }
-    if (path === '/rpc' && method === 'POST') return handleRpc(chain, req, res);
+    if (path === '/rpc' && method === 'POST') return handleRpc(chain, faults, req, res);
     if (path === '/facilitator/supported' && method === 'GET') return sendJson(res, 200, facilitator.getSupported());
     if (path === '/facilitator/verify' && method === 'POST') return verify(req, res);
     if (path === '/facilitator/settle' && method === 'POST') return settle(req, res);
     if (path === '/faucet' && method === 'POST') {
       const { address, usdc } = parseBody(faucetSchema, await readJson(req));
-      return sendJson(res, 200, await fundFromFaucet(chain, address, usdc));
+      const funded = await fundFromFaucet(chain, address, usdc);
+      faults.stats.lastMintTransaction = funded.txHash;
+      return sendJson(res, 200, funded);
     }
     if (path.startsWith('/tx/') && method === 'GET') {
       const hash = path.slice('/tx/'.length);

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { pino } from 'pino';
 import { openDatabase } from '../db/index.ts';
+import { SANDBOX_RATES, StaticRatesProvider } from '../money/rates.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession } from '../testing/shop.ts';
 import { setWebhook } from '../webhooks/endpoints.ts';
-import { expireDueSessions, startExpirySweeper } from './expiry.ts';
+import { expireDueSessions, type Purge, startExpirySweeper } from './expiry.ts';
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`session expiry on ${engine}`, skip, () => {
@@ -45,7 +47,7 @@ for (const { engine, skip } of engines) {
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
       const [first, second] = await Promise.all([
         expireDueSessions(service.context, now, service.config.explorerTxUrl),
-        expireDueSessions(other ? { db: other.db, webhookWake: service.context.webhookWake } : service.context, now, service.config.explorerTxUrl),
+        expireDueSessions(other ? { ...service.context, db: other.db } : service.context, now, service.config.explorerTxUrl),
       ]);
       await other?.close();
 
@@ -86,6 +88,126 @@ for (const { engine, skip } of engines) {
       }
       assert.equal(await statusOf(id), 'EXPIRED');
       assert.equal((await expiredEvents(id)).length, 1);
+    });
+  });
+
+  describeOnEngine(`a row or a purge that fails in the expiry sweep on ${engine}`, skip, () => {
+    let service: TestService;
+    const lines: { level: number; msg: string; [key: string]: unknown }[] = [];
+    before(async () => {
+      service = await startTestService(
+        engine,
+        {},
+        {
+          rates: new StaticRatesProvider({ rates: { ...SANDBOX_RATES, CLF: '42.5' } }),
+          log: pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) }),
+        },
+      );
+    });
+    after(() => service?.stop());
+
+    /** A merchant with a webhook URL, as its server sees it: an API key and the deliveries API. */
+    const merchantWithWebhook = async () => {
+      const merchant = await service.merchant();
+      await setWebhook(service.context.db, service.config.secretKey, merchant.merchantId, { url: 'https://shop.example/hook' }, 'sandbox');
+      return merchant;
+    };
+    const setRow = (id: string, values: { expires_at?: number; amount_minor?: bigint }) =>
+      service.context.db.updateTable('payment_sessions').set(values).where('id', '=', id).execute();
+    const statusOf = async (id: string) =>
+      (await service.context.db.selectFrom('payment_sessions').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+    const deliveriesSeenBy = async (apiKey: string) =>
+      (await service.app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries', headers: { 'x-sc-apikey': apiKey } })).json().deliveries as {
+        event: string;
+        paymentSessionId: string;
+      }[];
+    /** The operator's view: till_background_row_failures_total for one pass, from GET /metrics. */
+    const rowFailures = async (pass: string) => {
+      const text = (await service.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const line = text.split('\n').find((l) => l.startsWith(`till_background_row_failures_total{pass="${pass}"} `));
+      return line ? Number(line.split(' ')[1]) : 0;
+    };
+    const sweepOnce = async (purges: Purge[] = []) => {
+      const sweeper = startExpirySweeper(service.context, { intervalMs: 3_600_000, purges });
+      await sweeper.sweep();
+      await sweeper.stop();
+    };
+
+    test("a session whose event cannot be written is skipped, logged and counted; another merchant's due session still expires", async () => {
+      const now = Date.now();
+      const broken = await merchantWithWebhook();
+      // E1 now refuses an amount a JSON number cannot hold (1 CLF is fine); a row written before that
+      // rule may still hold one, so it is put in directly: 900719925474.0993 CLF, due first.
+      const brokenSession = await createSession(service, broken.apiKey, { amount: 1, currency: 'CLF' });
+      await setRow(brokenSession, { amount_minor: 9_007_199_254_740_993n, expires_at: now - 2000 });
+      const other = await merchantWithWebhook();
+      const otherSession = await createSession(service, other.apiKey, { amount: 5, currency: 'USD' });
+      await setRow(otherSession, { expires_at: now - 1000 });
+      const failuresBefore = await rowFailures('session_expiry');
+
+      await sweepOnce();
+
+      assert.equal(await statusOf(otherSession), 'EXPIRED');
+      assert.deepEqual(
+        (await deliveriesSeenBy(other.apiKey)).map((d) => [d.event, d.paymentSessionId]),
+        [['session.expired', otherSession]],
+        'the other merchant is told',
+      );
+      assert.equal(await statusOf(brokenSession), 'OPEN', 'left for the operator, with nothing half-written');
+      assert.deepEqual(await deliveriesSeenBy(broken.apiKey), []);
+      assert.equal(await rowFailures('session_expiry'), failuresBefore + 1);
+      const logged = lines.filter((line) => line.sessionId === brokenSession);
+      assert.equal(logged.length, 1);
+      assert.equal(logged[0]!.level, 50, 'error level');
+      assert.match(String(logged[0]!.msg), /could not expire/);
+    });
+
+    test('a batch full of failing rows does not hide the due sessions after it', async () => {
+      const now = Date.now();
+      const broken = await merchantWithWebhook();
+      const brokenSessions: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const id = await createSession(service, broken.apiKey, { amount: 1, currency: 'CLF' });
+        await setRow(id, { amount_minor: 9_007_199_254_740_993n, expires_at: now - 10_000 + i });
+        brokenSessions.push(id);
+      }
+      const other = await merchantWithWebhook();
+      const otherSession = await createSession(service, other.apiKey, { amount: 5, currency: 'USD' });
+      await setRow(otherSession, { expires_at: now - 1000 });
+      const failuresBefore = await rowFailures('session_expiry');
+
+      const expired = await expireDueSessions(service.context, now, service.config.explorerTxUrl, { batchSize: 2 });
+
+      assert.ok(expired.includes(otherSession));
+      assert.equal(await statusOf(otherSession), 'EXPIRED');
+      // Earlier tests' broken rows are due too; each failing row is counted once per sweep.
+      assert.ok((await rowFailures('session_expiry')) >= failuresBefore + brokenSessions.length);
+      for (const id of brokenSessions) assert.equal(await statusOf(id), 'OPEN');
+    });
+
+    test('a failing purge does not stop the other purges or the expiry of sessions', async () => {
+      const { apiKey } = await merchantWithWebhook();
+      const due = await createSession(service, apiKey, { amount: 5, currency: 'USD' });
+      await setRow(due, { expires_at: Date.now() - 1000 });
+      const ran: string[] = [];
+      async function purgeBrokenTable(): Promise<void> {
+        ran.push('broken');
+        throw new Error('relation "broken_table" does not exist');
+      }
+      async function purgeOtherTable(): Promise<void> {
+        ran.push('other');
+      }
+      const failuresBefore = await rowFailures('purge:purgeBrokenTable');
+
+      await sweepOnce([purgeBrokenTable, purgeOtherTable]);
+
+      assert.deepEqual(ran, ['broken', 'other']);
+      assert.equal(await statusOf(due), 'EXPIRED');
+      assert.equal(await rowFailures('purge:purgeBrokenTable'), failuresBefore + 1);
+      assert.equal(await rowFailures('purge:purgeOtherTable'), 0);
+      const logged = lines.filter((line) => line.purge === 'purgeBrokenTable');
+      assert.equal(logged.length, 1);
+      assert.equal(logged[0]!.level, 50);
     });
   });
 }

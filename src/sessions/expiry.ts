@@ -1,38 +1,62 @@
+import { reportRowFailure } from '../common/row-failures.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import { enqueueWebhookEvent } from '../webhooks/events.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.ts';
-import { expireSession, findDueForExpiry } from './sessions.ts';
+import { type DueSession, expireSession, findDueForExpiry } from './sessions.ts';
 
 const BATCH = 500;
+
+type SweepContext = Pick<AppContext, 'db' | 'webhookWake' | 'log' | 'metrics'>;
 
 /**
  * Turns open TRANSIENT sessions past their deadline into EXPIRED, each with one conditional update
  * in its own transaction together with its `session.expired` event. A session with a payment in
  * progress is left alone until that payment is resolved; any number of sweepers may run at once,
- * since only the one whose update matched the row writes the event. Returns the sessions expired.
+ * since only the one whose update matched the row writes the event. A session that cannot be
+ * expired (its event cannot be written) is rolled back, logged and counted, and the sweep goes on
+ * past it, so it never holds up the other sessions. Returns the sessions expired.
  */
-export async function expireDueSessions(context: Pick<AppContext, 'db' | 'webhookWake'>, now: number, explorerTxUrl: string): Promise<string[]> {
-  const { db } = context;
+export async function expireDueSessions(context: SweepContext, now: number, explorerTxUrl: string, options: { batchSize?: number } = {}): Promise<string[]> {
+  const batchSize = options.batchSize ?? BATCH;
   const expired: string[] = [];
+  let after: DueSession | undefined;
   for (;;) {
-    const due = await findDueForExpiry(db, now, BATCH);
+    const due = await findDueForExpiry(context.db, now, batchSize, after);
     let changed = 0;
-    for (const id of due) {
-      const done = await db.transaction().execute(async (trx) => {
-        const session = await expireSession(trx, id, now);
-        if (!session) return false;
-        await enqueueWebhookEvent(trx, { type: 'session.expired', session, occurredAt: now, explorerTxUrl });
-        return true;
-      });
-      if (done) {
-        expired.push(id);
+    let failed = 0;
+    for (const session of due) {
+      const outcome = await expireOne(context, session, now, explorerTxUrl);
+      if (outcome === 'expired') {
+        expired.push(session.id);
         changed++;
-      }
+      } else if (outcome === 'failed') failed++;
     }
     if (changed > 0) context.webhookWake.notify();
-    // A full batch of which none changed means other sweepers are on it; they finish the rest.
-    if (due.length < BATCH || changed === 0) return expired;
+    // A full batch of which none changed or failed means other sweepers are on it; they finish the rest.
+    if (due.length < batchSize || (changed === 0 && failed === 0)) return expired;
+    after = due.at(-1);
+  }
+}
+
+async function expireOne(context: SweepContext, due: DueSession, now: number, explorerTxUrl: string): Promise<'expired' | 'skipped' | 'failed'> {
+  try {
+    const done = await context.db.transaction().execute(async (trx) => {
+      const session = await expireSession(trx, due.id, now);
+      if (!session) return false;
+      await enqueueWebhookEvent(trx, { type: 'session.expired', session, occurredAt: now, explorerTxUrl });
+      return true;
+    });
+    return done ? 'expired' : 'skipped';
+  } catch (error) {
+    reportRowFailure(
+      context,
+      'session_expiry',
+      { sessionId: due.id, merchantId: due.merchant_id },
+      error,
+      'could not expire a session; it stays OPEN and is tried again at the next sweep',
+    );
+    return 'failed';
   }
 }
 
@@ -42,27 +66,36 @@ export type ExpirySweeper = { stop(): Promise<void>; sweep(): Promise<string[]> 
 export type Purge = (db: Db, now: number) => Promise<unknown>;
 
 export function startExpirySweeper(
-  context: Pick<AppContext, 'db' | 'webhookWake' | 'config' | 'log' | 'now'>,
+  context: Pick<AppContext, 'db' | 'webhookWake' | 'config' | 'log' | 'metrics' | 'now'>,
   options: { intervalMs?: number; purges?: Purge[] } = {},
 ): ExpirySweeper {
   const log = context.log.child({ component: 'expiry' });
+  const sweepContext = { ...context, log };
   let running: Promise<string[]> | undefined;
   const sweep = () => {
     running ??= (async () => {
       const now = context.now();
-      const expired = await expireDueSessions(context, now, context.config.explorerTxUrl);
-      // The sweep is also where what is no longer needed goes: idempotency keys after 24 h, and
-      // whatever the composition root adds (quotes an hour after they ran out).
-      for (const purge of [purgeExpiredIdempotencyKeys, ...(options.purges ?? [])]) await purge(context.db, now);
-      return expired;
-    })()
-      .catch((error: unknown) => {
+      let expired: string[] = [];
+      try {
+        expired = await expireDueSessions(sweepContext, now, context.config.explorerTxUrl);
+      } catch (error) {
         log.error({ err: error }, 'expiring sessions failed');
-        return [];
-      })
-      .finally(() => {
-        running = undefined;
-      });
+      }
+      // The sweep is also where what is no longer needed goes: idempotency keys after 24 h, and
+      // whatever the composition root adds (quotes an hour after they ran out). Each purge stands
+      // alone: one that fails is logged and counted, and the others still run.
+      for (const purge of [purgeExpiredIdempotencyKeys, ...(options.purges ?? [])]) {
+        try {
+          await purge(context.db, now);
+        } catch (error) {
+          const name = purge.name || 'anonymous';
+          reportRowFailure(sweepContext, `purge:${name}`, { purge: name }, error, 'a purge failed; the other purges and the expiry of sessions go on');
+        }
+      }
+      return expired;
+    })().finally(() => {
+      running = undefined;
+    });
     return running;
   };
   const timer = setInterval(() => void sweep(), options.intervalMs ?? 5000);

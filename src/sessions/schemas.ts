@@ -21,11 +21,12 @@ const absoluteHttpUrl = z
 
 const sessionFields = {
   amount: z.number().meta({
-    description: "Amount of the purchase, in the currency (at most the currency's decimals). On an editable session, the prefilled amount.",
+    description:
+      "Amount of the purchase, in the currency: above 0, at most 10^12, the currency's decimals and 15 significant digits. On an editable session, the prefilled amount.",
     example: 25.5,
   }),
   currency: z.string().meta({ description: 'ISO 4217 code, case-insensitive', example: 'USD' }),
-  minAmount: z.number().nullable().meta({ description: 'Floor of a buyer-chosen amount; only with editable: true' }),
+  minAmount: z.number().nullable().meta({ description: 'Floor of a buyer-chosen amount, with the rules of amount; only with editable: true' }),
   editable: z.boolean().nullable().meta({ description: 'Whether the buyer chooses the amount' }),
   orderId: z
     .string()

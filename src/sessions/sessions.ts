@@ -127,19 +127,26 @@ export async function updateSession(db: Db, session: SessionRow, changes: Sessio
   }
 }
 
-/** Open TRANSIENT sessions past their deadline with no payment in progress, oldest deadline first. */
-export async function findDueForExpiry(db: Db, now: number, limit: number): Promise<string[]> {
-  const rows = await db
+/** A session due to expire, and where it stands in the sweep's order. */
+export type DueSession = { id: string; merchant_id: string; expires_at: number };
+
+/**
+ * Open TRANSIENT sessions past their deadline with no payment in progress, in deadline order (ties
+ * by id), after `after` when given: a sweep walks past rows it could not expire instead of reading
+ * them again.
+ */
+export async function findDueForExpiry(db: Db, now: number, limit: number, after?: Pick<DueSession, 'id' | 'expires_at'>): Promise<DueSession[]> {
+  let query = db
     .selectFrom('payment_sessions')
-    .select('id')
+    .select(['id', 'merchant_id', 'expires_at'])
     .where('status', '=', 'OPEN')
     .where('order_type', '=', 'TRANSIENT')
     .where('expires_at', '<=', now)
-    .where('payments_in_progress', '=', 0)
-    .orderBy('expires_at')
-    .limit(limit)
-    .execute();
-  return rows.map((row) => row.id);
+    .where('payments_in_progress', '=', 0);
+  if (after)
+    query = query.where((eb) => eb.or([eb('expires_at', '>', after.expires_at), eb.and([eb('expires_at', '=', after.expires_at), eb('id', '>', after.id)])]));
+  const rows = await query.orderBy('expires_at').orderBy('id').limit(limit).execute();
+  return rows.map((row) => ({ id: row.id, merchant_id: row.merchant_id, expires_at: row.expires_at! }));
 }
 
 /** OPEN → EXPIRED, only if still due and with no payment in progress; the row as left, or undefined. */
@@ -160,17 +167,49 @@ export async function expireSession(trx: Tx, sessionId: string, now: number): Pr
  * Counts a claimed payment as in progress, only while the session is open, unexpired and still at
  * the version the payment was quoted for. Undefined when it is not.
  */
-export async function startPayment(trx: Tx, sessionId: string, quotedVersion: number, now: number): Promise<SessionRow | undefined> {
+export async function startPayment(trx: Tx, sessionId: string, terms: { quotedVersion: number; payTo: string; now: number }): Promise<SessionRow | undefined> {
+  const payTo = terms.payTo.toLowerCase();
+  return (
+    trx
+      .updateTable('payment_sessions')
+      .set((eb) => ({ payments_in_progress: eb('payments_in_progress', '+', 1) }))
+      .where('id', '=', sessionId)
+      .where('status', '=', 'OPEN')
+      .where('archived_at', 'is', null)
+      .where('version', '=', terms.quotedVersion)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', terms.now)]))
+      // Still paid to the address the proof was checked against: the session's own, else the merchant's wallet now.
+      .where((eb) =>
+        eb.or([
+          eb(eb.fn('lower', ['payment_sessions.pay_to']), '=', payTo),
+          eb.and([
+            eb('payment_sessions.pay_to', 'is', null),
+            eb.exists(
+              eb
+                .selectFrom('merchants')
+                .select('merchants.id')
+                .whereRef('merchants.id', '=', 'payment_sessions.merchant_id')
+                .where((m) => m(m.fn('lower', ['merchants.wallet_address']), '=', payTo)),
+            ),
+          ]),
+        ]),
+      )
+      .returningAll()
+      .executeTakeFirst()
+  );
+}
+
+/** A payment recorded FAILED settled after all: a TRANSIENT session it paid is SUCCESS (it no longer counted as in progress). */
+export async function markPaidLate(trx: Tx, sessionId: string, now: number): Promise<SessionRow> {
   return trx
     .updateTable('payment_sessions')
-    .set((eb) => ({ payments_in_progress: eb('payments_in_progress', '+', 1) }))
+    .set((eb) => ({
+      updated_at: now,
+      status: eb.case().when('order_type', '=', 'TRANSIENT').then(eb.val<SessionStatus>('SUCCESS')).else(eb.ref('status')).end(),
+    }))
     .where('id', '=', sessionId)
-    .where('status', '=', 'OPEN')
-    .where('archived_at', 'is', null)
-    .where('version', '=', quotedVersion)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
     .returningAll()
-    .executeTakeFirst();
+    .executeTakeFirstOrThrow();
 }
 
 /** A payment in progress ended; a TRANSIENT session that it paid is now SUCCESS. */

@@ -8,14 +8,22 @@ import { disableWebhook } from './endpoints.ts';
 import type { AttemptDecision } from './retry.ts';
 
 /** A delivery leased to one worker; its attempt number is the fencing token its result is recorded under. */
-export type ClaimedDelivery = { id: string; attempt: number; merchantId: string; message: WebhookMessage };
-export type FinishedAttempt = { claimed: ClaimedDelivery; outcome: AttemptOutcome; decision: AttemptDecision };
+export type LeasedDelivery = { id: string; attempt: number; merchantId: string; eventId: string; url: string };
+/** A leased delivery with what is sent: the frozen body, and the endpoint's key and signing secret. */
+export type ClaimedDelivery = LeasedDelivery & { message: WebhookMessage };
+/** A leased delivery whose message could not be put together (its endpoint's sealed secrets do not open). */
+export type UnreadableDelivery = { delivery: LeasedDelivery; error: unknown };
+export type FinishedAttempt = { claimed: LeasedDelivery; outcome: AttemptOutcome; decision: AttemptDecision };
+export type UnrecordedAttempt = { finished: FinishedAttempt; error: unknown };
 
 export type DeliveryStore = {
   /** Leases up to `limit` due deliveries of enabled endpoints, each under its next attempt number. */
-  claimDue(limit: number): Promise<ClaimedDelivery[]>;
-  /** Records finished attempts in one transaction; returns those whose lease still held. */
-  record(finished: FinishedAttempt[]): Promise<FinishedAttempt[]>;
+  claimDue(limit: number): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }>;
+  /**
+   * Records finished attempts, in one transaction when it can; returns those whose lease still held,
+   * and those that could not be recorded (they stay leased and are tried again once the lease ends).
+   */
+  record(finished: FinishedAttempt[]): Promise<{ recorded: FinishedAttempt[]; unrecorded: UnrecordedAttempt[] }>;
 };
 
 /** The lease, attempt and retry state of `webhook_deliveries`, and every write of `webhook_attempts`. */
@@ -25,15 +33,30 @@ export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 
   return {
     async claimDue(limit) {
       const leased = await leaseDue(db, dbKind === 'postgres', limit, leaseMs, Date.now());
-      return leased.size === 0 ? [] : loadMessages(db, secretKey, leased);
+      return leased.size === 0 ? { ready: [], unreadable: [] } : loadMessages(db, secretKey, leased);
     },
     async record(finished) {
       const now = Date.now();
-      return db.transaction().execute(async (trx) => {
+      try {
+        const recorded = await db.transaction().execute(async (trx) => {
+          const kept: FinishedAttempt[] = [];
+          for (const attempt of finished) if (await recordAttempt(trx, attempt, now)) kept.push(attempt);
+          return kept;
+        });
+        return { recorded, unrecorded: [] };
+      } catch {
+        // One attempt may be what failed the batch: each alone, so the others are kept.
         const recorded: FinishedAttempt[] = [];
-        for (const attempt of finished) if (await recordAttempt(trx, attempt, now)) recorded.push(attempt);
-        return recorded;
-      });
+        const unrecorded: UnrecordedAttempt[] = [];
+        for (const attempt of finished) {
+          try {
+            if (await db.transaction().execute((trx) => recordAttempt(trx, attempt, now))) recorded.push(attempt);
+          } catch (error) {
+            unrecorded.push({ finished: attempt, error });
+          }
+        }
+        return { recorded, unrecorded };
+      }
     },
   };
 }
@@ -57,8 +80,15 @@ async function leaseDue(db: Db, skipLocked: boolean, limit: number, leaseMs: num
   return new Map(leased.rows.map((row) => [row.id, Number(row.attempts)]));
 }
 
-/** The frozen body and the endpoint's current URL and secrets of each leased delivery. */
-async function loadMessages(db: Db, secretKey: Buffer, attemptOf: Map<string, number>): Promise<ClaimedDelivery[]> {
+/**
+ * The frozen body and the endpoint's current URL and secrets of each leased delivery. A delivery
+ * whose secrets do not open is answered apart, so it never holds up the others.
+ */
+async function loadMessages(
+  db: Db,
+  secretKey: Buffer,
+  attemptOf: Map<string, number>,
+): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }> {
   const rows = await db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
@@ -66,19 +96,28 @@ async function loadMessages(db: Db, secretKey: Buffer, attemptOf: Map<string, nu
     .select(['d.id', 'd.merchant_id', 'ev.id as event_id', 'ev.body', 'e.url', 'e.webhook_key_sealed', 'e.signing_secret_sealed'])
     .where('d.id', 'in', [...attemptOf.keys()])
     .execute();
-  return rows.map((row) => ({
-    id: row.id,
-    attempt: attemptOf.get(row.id)!,
-    merchantId: row.merchant_id,
-    message: {
-      url: row.url,
-      eventId: row.event_id,
-      body: row.body,
-      webhookKey: openSecret(row.webhook_key_sealed, secretKey),
-      signingSecret: openSecret(row.signing_secret_sealed, secretKey),
-    },
-  }));
+  const ready: ClaimedDelivery[] = [];
+  const unreadable: UnreadableDelivery[] = [];
+  for (const row of rows) {
+    const delivery: LeasedDelivery = { id: row.id, attempt: attemptOf.get(row.id)!, merchantId: row.merchant_id, eventId: row.event_id, url: row.url };
+    try {
+      const message: WebhookMessage = {
+        url: row.url,
+        eventId: row.event_id,
+        body: row.body,
+        webhookKey: openSecret(row.webhook_key_sealed, secretKey),
+        signingSecret: openSecret(row.signing_secret_sealed, secretKey),
+      };
+      ready.push({ ...delivery, message });
+    } catch (error) {
+      unreadable.push({ delivery, error });
+    }
+  }
+  return { ready, unreadable };
 }
+
+/** PostgreSQL stores no NUL in text; a receiver's answer may hold one. Shown as U+FFFD on both engines. */
+const storable = (text: string | null) => text?.replaceAll('\u0000', '\uFFFD') ?? null;
 
 async function recordAttempt(trx: Db, finished: FinishedAttempt, now: number): Promise<boolean> {
   if (!(await settleIfStillLeased(trx, finished, now))) return false;
@@ -91,12 +130,12 @@ async function recordAttempt(trx: Db, finished: FinishedAttempt, now: number): P
       attempt: claimed.attempt,
       started_at: outcome.startedAt,
       status_code: outcome.statusCode,
-      error: outcome.error,
+      error: storable(outcome.error),
       latency_ms: outcome.latencyMs,
-      response_excerpt: outcome.responseExcerpt,
+      response_excerpt: storable(outcome.responseExcerpt),
     })
     .execute();
-  if (decision.status === 'FAILED' && decision.disableEndpoint) await disableWebhook(trx, claimed.merchantId, `${claimed.message.url} answered 410 Gone`, now);
+  if (decision.status === 'FAILED' && decision.disableEndpoint) await disableWebhook(trx, claimed.merchantId, `${claimed.url} answered 410 Gone`, now);
   return true;
 }
 
@@ -113,7 +152,7 @@ async function settleIfStillLeased(trx: Db, { claimed, outcome, decision }: Fini
       lease_until: null,
       next_attempt_at: decision.status === 'PENDING' ? now + decision.retryInMs : now,
       last_status_code: outcome.statusCode,
-      last_error: decision.status === 'FAILED' ? `${outcome.error}; ${decision.reason}` : outcome.error,
+      last_error: storable(decision.status === 'FAILED' ? `${outcome.error}; ${decision.reason}` : outcome.error),
       updated_at: now,
       delivered_at: decision.status === 'SUCCEEDED' ? now : null,
     })

@@ -11,7 +11,7 @@ import type { WebhookEventType } from './event-types.ts';
 import { enqueueWebhookEvent } from './events.ts';
 import { type Reply, startReceiver } from './fixtures/receiver.ts';
 import { waitFor } from './fixtures/wait.ts';
-import { startWebhookWorker, type WebhookWorker } from './worker.ts';
+import { NOT_SENT, startWebhookWorker, type WebhookWorker } from './worker.ts';
 
 const PAYMENT = { id: 'pay_1', amount_minor: 1999n, currency: 'EUR', public_order_id: 'TX-abc', tx_hash: '0xfeed' };
 
@@ -315,6 +315,70 @@ for (const { engine, skip } of engines) {
       assert.equal((await post('/api/checkout/v2/webhooks/test', other.apiKey)).json().error.code, 'no_webhook_endpoint');
       assert.equal((await service.app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries' })).statusCode, 401);
       assert.equal((await get('/api/checkout/v2/webhooks/deliveries?limit=0')).statusCode, 400);
+    });
+
+    /** The operator's view: till_background_row_failures_total for one pass, from GET /metrics. */
+    const rowFailures = async (pass: string) => {
+      const text = (await service.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const line = text.split('\n').find((l) => l.startsWith(`till_background_row_failures_total{pass="${pass}"} `));
+      return line ? Number(line.split(' ')[1]) : 0;
+    };
+
+    test("a delivery whose endpoint secrets cannot be opened is not sent but recorded, logged and counted; other merchants' deliveries go out", async () => {
+      const hook = await receiver();
+      const broken = await merchantWithSession(hook.url);
+      const other = await merchantWithSession(hook.url);
+      // A sealed secret that no longer opens (a damaged value, or one sealed under a key that is no
+      // longer configured): no API writes one, so it is put in directly.
+      await service.context.db
+        .updateTable('webhook_endpoints')
+        .set({ webhook_key_sealed: 'k1.AAAAAAAAAAAAAAAA.AAAA.AAAAAAAAAAAAAAAAAAAAAA' })
+        .where('merchant_id', '=', broken.merchantId)
+        .execute();
+      const lines: { level: number; msg: string; deliveryId?: string }[] = [];
+      const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const failuresBefore = await rowFailures('webhook_delivery');
+      const brokenEvent = await enqueue(broken.session);
+      const otherEvent = await enqueue(other.session);
+      const started = startWebhookWorker(
+        { ...service.context, log },
+        { settings: { retrySchedule: [20, 20], allowLoopbackTargets: true, allowPrivateTargets: true }, pollIntervalMs: 50 },
+      );
+      workers.push(started);
+
+      assert.equal((await settled(otherEvent.eventId)).status, 'SUCCEEDED');
+      assert.equal(hook.received.filter((r) => r.headers['webhook-id'] === otherEvent.eventId).length, 1);
+      const failed = await settled(brokenEvent.eventId);
+      assert.equal(failed.status, 'FAILED', 'retried on the schedule, then given up like any failing delivery');
+      assert.equal(hook.received.filter((r) => r.headers['webhook-id'] === brokenEvent.eventId).length, 0, 'never sent unsigned');
+      const seen = (await service.app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries', headers: { 'x-sc-apikey': broken.apiKey } })).json()
+        .deliveries[0];
+      assert.equal(seen.eventId, brokenEvent.eventId);
+      assert.deepEqual(
+        seen.attempts.map((a: { statusCode: number | null; error: string }) => [a.statusCode, a.error]),
+        Array(3).fill([null, NOT_SENT]),
+      );
+      assert.equal(await rowFailures('webhook_delivery'), failuresBefore + 3);
+      const logged = lines.filter((line) => line.deliveryId === brokenEvent.deliveryId);
+      assert.equal(logged.length, 3);
+      for (const line of logged) assert.equal(line.level, 50);
+    });
+
+    test('an answer holding a NUL character is recorded in the delivery log (PostgreSQL stores no NUL in text)', async () => {
+      const hook = await receiver(() => ({ status: 500, body: 'bad\u0000answer' }));
+      const { session, apiKey } = await merchantWithSession(hook.url);
+      worker([20]);
+      const { eventId } = await enqueue(session);
+      assert.equal((await settled(eventId)).status, 'FAILED');
+      assert.deepEqual(
+        (await attempts(eventId)).map((a) => [a.status_code, a.response_excerpt]),
+        [
+          [500, 'bad\uFFFDanswer'],
+          [500, 'bad\uFFFDanswer'],
+        ],
+      );
+      const listed = (await service.app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries', headers: { 'x-sc-apikey': apiKey } })).json();
+      assert.equal(listed.deliveries[0].attempts[0].response, 'bad\uFFFDanswer');
     });
 
     test('a new event wakes an idle worker at once, without waiting for a poll', async () => {

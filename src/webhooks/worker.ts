@@ -1,11 +1,19 @@
 import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
+import { reportRowFailure } from '../common/row-failures.ts';
 import { createGuardedAgent } from '../common/ssrf.ts';
 import type { WebhookSettings } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { type AttemptOutcome, postWebhook, REQUEST_TIMEOUT_MS, webhookTargetAllowance } from './deliver.ts';
 import { listenForDeliveries } from './delivery-notifications.ts';
-import { type ClaimedDelivery, createDeliveryStore, type DeliveryStore, type FinishedAttempt } from './delivery-store.ts';
+import {
+  type ClaimedDelivery,
+  createDeliveryStore,
+  type DeliveryStore,
+  type FinishedAttempt,
+  type LeasedDelivery,
+  type UnrecordedAttempt,
+} from './delivery-store.ts';
 import { type AttemptDecision, decideAfterAttempt } from './retry.ts';
 
 export type FaultPoint = 'after-claim' | 'after-post' | 'before-record';
@@ -28,9 +36,17 @@ export type WebhookWorker = { stop(): Promise<void>; wake(): void };
 
 type WorkerContext = Pick<AppContext, 'config' | 'db' | 'dbKind' | 'log' | 'metrics' | 'webhookWake'>;
 type Tuning = Required<Pick<WebhookWorkerOptions, 'settings' | 'leaseMs' | 'requestTimeoutMs' | 'pollIntervalMs' | 'concurrency' | 'random'>>;
-type Posted = { claimed: ClaimedDelivery; outcome: AttemptOutcome };
+type Posted = { claimed: LeasedDelivery; outcome: AttemptOutcome };
 
 const METRIC_OUTCOME = { SUCCEEDED: 'delivered', PENDING: 'retry', FAILED: 'failed' } as const;
+
+/** The pass name of webhook rows in till_background_row_failures_total. */
+const PASS = 'webhook_delivery';
+
+/** What the merchant's delivery log shows for an attempt that could not be sent because of us. */
+export const NOT_SENT = 'not sent: the webhook key or signing secret could not be read on our side; the operator sees it in the logs';
+
+const rowOf = (delivery: LeasedDelivery) => ({ deliveryId: delivery.id, merchantId: delivery.merchantId, eventId: delivery.eventId });
 
 function tuningOf(context: WorkerContext, options: WebhookWorkerOptions): Tuning {
   const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
@@ -87,11 +103,37 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   async function claimIntoRoom(): Promise<void> {
     const room = tuning.concurrency - inFlight;
     if (room <= 0) return;
-    const claimed = await store.claimDue(room);
-    if (claimed.length > 0) fault('after-claim');
+    const { ready, unreadable } = await store.claimDue(room);
+    const claimed = ready.length + unreadable.length;
+    if (claimed > 0) fault('after-claim');
     // A full claim may have left due deliveries behind.
-    if (claimed.length === room) claimAgain = true;
-    for (const delivery of claimed) startPosting(delivery);
+    if (claimed === room) claimAgain = true;
+    for (const { delivery, error } of unreadable) recordNotSent(delivery, error);
+    for (const delivery of ready) startPosting(delivery);
+  }
+
+  /**
+   * A delivery that cannot be signed is never sent; its attempt is recorded as not sent, so it is
+   * retried on the schedule (the operator may fix the key meanwhile) and the merchant sees why.
+   */
+  function recordNotSent(delivery: LeasedDelivery, error: unknown): void {
+    reportRowFailure(
+      { log, metrics: context.metrics },
+      PASS,
+      rowOf(delivery),
+      error,
+      'a webhook delivery could not be prepared; not sent, retried on the schedule',
+    );
+    const outcome: AttemptOutcome = {
+      startedAt: Date.now(),
+      latencyMs: 0,
+      statusCode: null,
+      error: NOT_SENT,
+      responseExcerpt: null,
+      retryAfterMs: null,
+      refused: false,
+    };
+    recorder.add({ claimed: delivery, outcome });
   }
 
   function startPosting(delivery: ClaimedDelivery): void {
@@ -102,23 +144,27 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   }
 
   async function post(claimed: ClaimedDelivery): Promise<void> {
-    const outcome = await postWebhook(agent, claimed.message, tuning.requestTimeoutMs);
-    // Nothing reached the receiver; the operator must hear why, not find a silent retry later.
-    if (outcome.refused)
-      log.warn(
-        {
-          merchantId: claimed.merchantId,
-          deliveryId: claimed.id,
-          eventId: claimed.message.eventId,
-          host: new URL(claimed.message.url).host,
-          attempt: claimed.attempt,
-          reason: outcome.error,
-        },
-        'webhook delivery refused',
-      );
-    fault('after-post');
-    recorder.add({ claimed, outcome });
-    inFlight--;
+    try {
+      const outcome = await postWebhook(agent, claimed.message, tuning.requestTimeoutMs);
+      // Nothing reached the receiver; the operator must hear why, not find a silent retry later.
+      if (outcome.refused)
+        log.warn(
+          {
+            ...rowOf(claimed),
+            host: new URL(claimed.url).host,
+            attempt: claimed.attempt,
+            reason: outcome.error,
+          },
+          'webhook delivery refused',
+        );
+      fault('after-post');
+      recorder.add({ claimed, outcome });
+    } catch (error) {
+      // Left leased: claimed again once the lease ends.
+      reportRowFailure({ log, metrics: context.metrics }, PASS, rowOf(claimed), error, 'a webhook delivery failed before its attempt was recorded');
+    } finally {
+      inFlight--;
+    }
   }
 
   /** Until nothing is claiming, posting or recording; nothing new starts once stopped. */
@@ -135,6 +181,15 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   const recorder = createAttemptRecorder(store, tuning, {
     log,
     fault,
+    unrecorded({ finished, error }) {
+      reportRowFailure(
+        { log, metrics: context.metrics },
+        PASS,
+        rowOf(finished.claimed),
+        error,
+        'a webhook attempt could not be recorded; the delivery is tried again once its lease ends',
+      );
+    },
     recorded(decision) {
       context.metrics.webhookAttempts.inc({ outcome: METRIC_OUTCOME[decision.status] });
       // A retry sooner than the next poll is woken for exactly.
@@ -181,7 +236,13 @@ function startWaking(context: WorkerContext, pollIntervalMs: number, log: Logger
 }
 
 type AttemptRecorder = { add(posted: Posted): void; busy(): Promise<void> | undefined };
-type RecorderHooks = { log: Logger; fault: (point: FaultPoint) => void; recorded(decision: AttemptDecision): void; idle(): void };
+type RecorderHooks = {
+  log: Logger;
+  fault: (point: FaultPoint) => void;
+  recorded(decision: AttemptDecision): void;
+  unrecorded(attempt: UnrecordedAttempt): void;
+  idle(): void;
+};
 
 /** Records posted attempts with their retry decision, in batches, one batch at a time; `idle` once the queue is empty. */
 function createAttemptRecorder(store: DeliveryStore, tuning: Tuning, hooks: RecorderHooks): AttemptRecorder {
@@ -196,7 +257,9 @@ function createAttemptRecorder(store: DeliveryStore, tuning: Tuning, hooks: Reco
   async function recordBatch(batch: Posted[]): Promise<void> {
     try {
       hooks.fault('before-record');
-      for (const { decision } of await store.record(batch.map(decide))) hooks.recorded(decision);
+      const { recorded, unrecorded } = await store.record(batch.map(decide));
+      for (const { decision } of recorded) hooks.recorded(decision);
+      for (const attempt of unrecorded) hooks.unrecorded(attempt);
     } catch (error) {
       // Unrecorded attempts stay leased and are retried once the lease ends.
       hooks.log.error({ err: error }, 'recording webhook attempts failed');

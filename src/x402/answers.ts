@@ -48,7 +48,10 @@ export function challengeAnswer(
   return { status: 402, headers: { ...c.headers, ...options.headers }, body: c.body };
 }
 
-/** A payment of this session is being settled: come back after Retry-After. */
-export function inProgressAnswer(offer: Offer): Answer {
-  return challengeAnswer('payment_in_progress', offer, { headers: { 'retry-after': RETRY_AFTER_S } });
+/**
+ * A payment is being settled or confirmed: come back after Retry-After. No offer: whoever is waiting
+ * for a payment in flight must not be asked to sign another.
+ */
+export function inProgressAnswer(): Answer {
+  return challengeAnswer('payment_in_progress', undefined, { headers: { 'retry-after': RETRY_AFTER_S } });
 }

@@ -8,16 +8,20 @@ export type Facilitator = {
 };
 
 const VERIFY_TIMEOUT_MS = 10_000;
-const SETTLE_TIMEOUT_MS = 30_000;
 
 /**
  * The facilitator over HTTP: the hosted one in production, `till sandbox` locally — one code path.
  * Every call is timed, so the latency Till adds on top can be told apart in /metrics.
  */
-export function createFacilitator(options: { url: string; headers: Record<string, string>; callSeconds: Histogram<'operation' | 'outcome'> }): Facilitator {
+export function createFacilitator(options: {
+  url: string;
+  headers: Record<string, string>;
+  callSeconds: Histogram<'operation' | 'outcome'>;
+  settleTimeoutMs: number;
+}): Facilitator {
   const auth = Object.keys(options.headers).length ? async () => ({ verify: options.headers, settle: options.headers, supported: options.headers }) : undefined;
   const verifyClient = new HTTPFacilitatorClient({ url: options.url, timeoutMs: VERIFY_TIMEOUT_MS, ...(auth ? { createAuthHeaders: auth } : {}) });
-  const settleClient = new HTTPFacilitatorClient({ url: options.url, timeoutMs: SETTLE_TIMEOUT_MS, ...(auth ? { createAuthHeaders: auth } : {}) });
+  const settleClient = new HTTPFacilitatorClient({ url: options.url, timeoutMs: options.settleTimeoutMs, ...(auth ? { createAuthHeaders: auth } : {}) });
   const timed = async <T>(operation: 'verify' | 'settle', call: () => Promise<T>): Promise<T> => {
     const stop = options.callSeconds.startTimer({ operation });
     try {

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { TillError } from '../common/errors.ts';
 import { type ClaimResult, claimPayment, findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
 import { isExpired, type SessionRow } from '../sessions/sessions.ts';
-import { type Answer, challengeAnswer, inProgressAnswer, paidAnswer, RETRY_AFTER_S } from './answers.ts';
+import { type Answer, challengeAnswer, inProgressAnswer, paidAnswer } from './answers.ts';
 import type { Offer } from './challenge.ts';
 import { facilitatorErrorCode, localCheck } from './checks.ts';
 import { decodeProof, type Proof } from './payload.ts';
@@ -93,9 +93,11 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   const verification = await verifyWithFacilitator(flow.services.facilitator, request);
   if (!verification.isValid) return answerInvalid(attempt, verification.invalidReason);
 
+  const now = flow.context.now();
   const claim = await claimPayment(flow.context, claimTerms(proof, quote!, attempt.session), {
-    now: flow.context.now(),
+    now,
     explorerTxUrl: flow.context.config.explorerTxUrl,
+    followUpAt: now + flow.context.config.reconcileGraceMs,
   });
   if (claim.kind !== 'claimed') return answerLostClaim(attempt, claim);
   return settle(attempt, claim.payment, request);
@@ -127,7 +129,7 @@ async function answerDuplicate(attempt: Attempt, first: PaymentRow): Promise<Ans
   const payment = await waitForOutcome(flow.context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS);
   if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.context.config.explorerTxUrl);
   if (payment?.status === 'FAILED') return challengeAnswer(facilitatorErrorCode(payment.failure_reason ?? undefined), offer);
-  return inProgressAnswer(offer);
+  return inProgressAnswer();
 }
 
 /** The claim was lost: a duplicate of this proof, another payment in progress, or a session that closed or changed. */
@@ -139,7 +141,7 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
       return answerDuplicate(attempt, claim.first);
     case 'session_busy': {
       const payment = session.order_type === 'TRANSIENT' ? await settled() : undefined;
-      return payment ? paidAnswer(payment, flow.context.config.explorerTxUrl) : inProgressAnswer(offer);
+      return payment ? paidAnswer(payment, flow.context.config.explorerTxUrl) : inProgressAnswer();
     }
     case 'session_closed': {
       const payment = claim.session?.status === 'SUCCESS' ? await settled() : undefined;
@@ -150,20 +152,20 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
   }
 }
 
-/** Settles the claimed payment; only the facilitator's answer moves it on, else the reconciler resolves it from the chain. */
+/**
+ * Settles the claimed payment. Only a definite success answers 200; anything else answers
+ * payment_in_progress with no offer, so nobody is asked to pay again while the chain decides.
+ */
 async function settle(attempt: Attempt, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<Answer> {
-  const { flow, offer } = attempt;
+  const { flow } = attempt;
   const outcome = await settleClaimed(flow.context, flow.services.facilitator, claimed, request);
   if (outcome.kind === 'settled') {
     flow.services.metrics.paymentsSettled.inc();
     return paidAnswer(outcome.payment, flow.context.config.explorerTxUrl);
   }
-  if (outcome.kind === 'refused') {
-    attempt.request.log.warn({ reason: outcome.reason, paymentId: claimed.id }, 'settlement refused; the reconciler resolves the payment from the chain');
-    return challengeAnswer(facilitatorErrorCode(outcome.reason), offer, {
-      message: `${outcome.message} (${outcome.reason})`,
-      headers: { 'retry-after': RETRY_AFTER_S },
-    });
-  }
-  return inProgressAnswer(offer);
+  attempt.request.log.warn(
+    { reason: outcome.reason, txHash: outcome.txHash, paymentId: claimed.id },
+    'settlement not confirmed by the facilitator; the reconciler resolves the payment from the chain',
+  );
+  return inProgressAnswer();
 }

@@ -2,6 +2,7 @@ import { invalidField, TillError } from '../common/errors.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent, decimalNumber } from '../money/iso4217.ts';
 import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
+import { AmountTooLargeToQuoteError } from '../money/usdc.ts';
 import { type Answer, challengeAnswer } from './answers.ts';
 import { type Offer, sessionResourceUrl } from './challenge.ts';
 import { type Quote, quoteFor, type SessionToQuote } from './quotes.ts';
@@ -57,6 +58,7 @@ export async function quoteOffer(
     // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.
     if (error instanceof RateUnavailableError || error instanceof UnsupportedCurrencyError)
       throw new TillError('rate_unavailable', { currency: session.currency });
+    if (error instanceof AmountTooLargeToQuoteError) throw invalidField('amount', 'is worth more USDC than one payment may ask for at the current rate');
     throw error;
   }
   const offer: Offer = {

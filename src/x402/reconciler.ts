@@ -1,15 +1,17 @@
 import type { AppContext } from '../context.ts';
 import {
-  findStalePending,
+  findDueFollowUps,
   findUnfinalized,
   markFinal,
   type PaymentRow,
+  recordCheck,
   recordFailure,
+  recordRecovery,
   recordReversal,
   recordSettlement,
   recordTransferLocation,
 } from '../payments/payments.ts';
-import type { ChainReader } from './chain.ts';
+import { type Authorization, type Block, blockAtTime, type ChainReader } from './chain.ts';
 import { sessionResourceUrl } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
 import { findQuote } from './quotes.ts';
@@ -19,58 +21,200 @@ export type ReconcilerOptions = {
   chain: ChainReader;
   facilitator: Facilitator;
   intervalMs: number;
-  /** A PENDING payment younger than this is left to the request that is settling it. */
+  /** A settled payment younger than this is left to the request that is recording it. */
   graceMs: number;
-  /** Blocks on top of a settlement before it counts as final. */
+  /** Blocks on top of a block before what it shows counts: FAILED and final are decided only there. */
   confirmations: bigint;
 };
 
-const BATCH = 50;
+/** Rows looked at per batch, batches per pass, and looks at once. */
+const BATCH = 100;
+const BATCHES_PER_PASS = 10;
+const CONCURRENCY = 8;
+/** The search for an authorization's events starts this long (chain time) before the payment was claimed: clocks differ. */
+const CLAIM_SKEW_S = 600n;
+/** A PENDING payment is looked at again after interval × 2^checks, at most this long apart… */
+const MAX_BACKOFF_MS = 60_000;
+/** …and, once past its validBefore, at most this long apart (or one interval, if longer). */
+const AFTER_EXPIRY_MS = 5_000;
+/** A FAILED payment is looked at again this many reconcile intervals after it failed (1 min, 10 min, 1 h by default). */
+const FAILED_RECHECKS = [12, 120, 720];
 
-/**
- * Resolves payments whose outcome is unknown (a crash, a timeout, a lost answer) from the chain
- * alone: SUCCESS needs the Transfer of that very authorization; FAILED needs its cancellation, or
- * chain time past validBefore without it being used. Never a guess, and never a second charge.
- */
-export async function resolvePending(context: AppContext, options: Pick<ReconcilerOptions, 'chain' | 'graceMs'>): Promise<number> {
-  const { db, log } = context;
-  const pending = await findStalePending(db, context.now() - options.graceMs, BATCH);
-  if (pending.length === 0) return 0;
-  const head = await options.chain.latestBlock();
-  let resolved = 0;
-  for (const payment of pending) {
-    const auth = authorizationOf(payment);
-    try {
-      if (await options.chain.isAuthorizationUsed(auth)) {
-        const transfer = await options.chain.findTransfer(auth);
-        if (!transfer) {
-          log.error({ paymentId: payment.id }, 'authorization used on-chain but no matching transfer found; left PENDING for an operator');
-          continue;
-        }
-        if (
-          await recordSettlement(context, payment, {
-            txHash: transfer.txHash,
-            blockNumber: transfer.blockNumber,
-            settleResponse: JSON.stringify({ reconciled: true }),
-            ...changeAt(context),
-          })
-        )
-          resolved++;
-      } else if (await options.chain.isAuthorizationCanceled(auth)) {
-        if (await recordFailure(context, payment, 'authorization_canceled', changeAt(context))) resolved++;
-      } else if (head.timestamp > payment.valid_before) {
-        if (await recordFailure(context, payment, 'authorization_expired', changeAt(context))) resolved++;
-      }
-    } catch (error) {
-      log.warn({ err: error, paymentId: payment.id }, 'could not reconcile payment yet');
-    }
-  }
-  return resolved;
+/** Where the chain stands for one pass: its head, and the block `confirmations` below it that decisions read. */
+type ChainView = { head: bigint; pinned: Block; known: Map<bigint, Block> };
+
+/** What one look at a payment found. */
+type Finding =
+  | { kind: 'transfer'; txHash: string; blockNumber: bigint }
+  | { kind: 'canceled' }
+  | { kind: 'expired' }
+  | { kind: 'valid'; note?: string }
+  | { kind: 'used_not_found' };
+
+async function viewChain(options: Pick<ReconcilerOptions, 'chain' | 'confirmations'>): Promise<ChainView> {
+  const head = await options.chain.head();
+  const pinned = await options.chain.block(head > options.confirmations ? head - options.confirmations : 0n);
+  return { head, pinned, known: new Map([[pinned.number, pinned]]) };
+}
+
+function authorizationOf(payment: PaymentRow): Authorization {
+  return { asset: payment.asset, payer: payment.payer, payTo: payment.pay_to, value: payment.value, nonce: payment.nonce };
+}
+
+/** The block the payment's events are searched from: the chain's block when it was claimed, less the clocks' skew. */
+async function searchStart(chain: ChainReader, view: ChainView, payment: PaymentRow): Promise<bigint> {
+  if (payment.search_from_block !== null) return payment.search_from_block;
+  const claimedAt = BigInt(Math.floor(payment.created_at / 1000));
+  return blockAtTime(chain, claimedAt > CLAIM_SKEW_S ? claimedAt - CLAIM_SKEW_S : 0n, view.pinned, view.known);
 }
 
 /**
- * Re-checks settled payments once their block is final. A transfer removed by a reorg is
- * submitted again while the authorization is still valid; otherwise the payment is REVERSED.
+ * What the chain says of one authorization, from reads pinned to the view's block (a transaction the
+ * facilitator named is checked by its receipt). A transfer needs the transaction that used the
+ * authorization and moved exactly its value to payTo; FAILED needs the cancellation, or the pinned
+ * block at or past validBefore with the authorization unused.
+ */
+async function examine(context: AppContext, chain: ChainReader, view: ChainView, payment: PaymentRow, from: bigint): Promise<Finding> {
+  const auth = authorizationOf(payment);
+  if (payment.reported_tx_hash) {
+    const check = await chain.checkTransfer(payment.reported_tx_hash, auth);
+    if (check.kind === 'holds') return { kind: 'transfer', txHash: payment.reported_tx_hash, blockNumber: check.blockNumber };
+    if (check.kind === 'lacks')
+      context.log.error(
+        { paymentId: payment.id, txHash: payment.reported_tx_hash },
+        "the facilitator named a transaction that does not hold this payment's transfer; resolving it from the chain",
+      );
+  }
+  if (!(await chain.authorizationState(auth, view.pinned.number))) {
+    return view.pinned.timestamp >= payment.valid_before ? { kind: 'expired' } : { kind: 'valid' };
+  }
+  const events = await chain.authorizationEvents(auth, from, view.pinned.number);
+  for (const event of events.filter((e) => e.kind === 'used')) {
+    const check = await chain.checkTransfer(event.txHash, auth);
+    if (check.kind === 'holds') return { kind: 'transfer', txHash: event.txHash, blockNumber: check.blockNumber };
+  }
+  return events.some((e) => e.kind === 'canceled') ? { kind: 'canceled' } : { kind: 'used_not_found' };
+}
+
+function describe(finding: Finding): string {
+  switch (finding.kind) {
+    case 'transfer':
+      return `transfer found in ${finding.txHash} (block ${finding.blockNumber})`;
+    case 'canceled':
+      return 'authorization cancelled on chain';
+    case 'expired':
+      return 'authorization unused at validBefore';
+    case 'valid':
+      return 'authorization unused and still valid';
+    case 'used_not_found':
+      return 'authorization used, but neither its transfer nor its cancellation found yet';
+  }
+}
+
+/**
+ * When to look at a PENDING payment again: backing off while its authorization may still be used,
+ * but never later than one interval after validBefore; from then on, at most AFTER_EXPIRY_MS apart,
+ * so it is decided soon after the pinned block passes validBefore.
+ */
+function nextPendingCheck(payment: PaymentRow, intervalMs: number, now: number): number {
+  const backoff = Math.min(intervalMs * 2 ** Math.min(payment.checks, 10), MAX_BACKOFF_MS);
+  const expiresAt = Number(payment.valid_before) * 1000;
+  if (now < expiresAt) return Math.min(now + backoff, expiresAt + intervalMs);
+  return now + Math.min(backoff, Math.max(intervalMs, AFTER_EXPIRY_MS));
+}
+
+/** The next look at a FAILED payment, or null once the last one is done. */
+function nextFailedCheck(failedAt: number, intervalMs: number, now: number): number | null {
+  return FAILED_RECHECKS.map((n) => failedAt + n * intervalMs).find((at) => at > now) ?? null;
+}
+
+/** Acts on a finding; answers what happened, for the check's record. */
+async function act(context: AppContext, options: ReconcilerOptions, payment: PaymentRow, finding: Finding): Promise<string> {
+  const change = { now: context.now(), explorerTxUrl: context.config.explorerTxUrl };
+  const recheckAt = nextFailedCheck(change.now, options.intervalMs, change.now);
+  if (payment.status === 'FAILED') {
+    if (finding.kind !== 'transfer') return describe(finding);
+    const recovered = await recordRecovery(context, payment, { ...change, txHash: finding.txHash, blockNumber: finding.blockNumber });
+    if (recovered) {
+      context.metrics.x402PaymentsRecovered.inc();
+      context.log.error(
+        { paymentId: payment.id, publicOrderId: recovered.public_order_id, txHash: finding.txHash },
+        'a payment recorded FAILED was settled on chain after all: now SUCCESS',
+      );
+    }
+    return describe(finding);
+  }
+  switch (finding.kind) {
+    case 'transfer':
+      await recordSettlement(context, payment, {
+        txHash: finding.txHash,
+        blockNumber: finding.blockNumber,
+        settleResponse: JSON.stringify({ reconciled: true }),
+        ...change,
+      });
+      break;
+    case 'canceled':
+      await recordFailure(context, payment, 'authorization_canceled', { ...change, recheckAt });
+      break;
+    case 'expired':
+      await recordFailure(context, payment, 'authorization_expired', { ...change, recheckAt });
+      break;
+    case 'used_not_found':
+      context.log.warn({ paymentId: payment.id }, 'authorization used on chain, but neither its transfer nor its cancellation found yet');
+      break;
+  }
+  return describe(finding);
+}
+
+/** Runs `work` on every item, at most `limit` at a time. */
+async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]!);
+  });
+  await Promise.all(lanes);
+}
+
+/**
+ * Follows payments whose outcome the chain must tell: PENDING ones (a crash, a timeout, a lost or
+ * "pending" answer) and FAILED ones due a last look or named in a late answer. Each look moves the
+ * row's next look, so every due payment is looked at within ⌈due / BATCH⌉ batches and none holds
+ * back another; a row that fails is logged, counted and skipped. Never a guess, never a second charge.
+ */
+export async function followUpPayments(context: AppContext, options: ReconcilerOptions): Promise<number> {
+  const { db, log } = context;
+  let looked = 0;
+  for (let batch = 0; batch < BATCHES_PER_PASS; batch++) {
+    const due = await findDueFollowUps(db, context.now(), BATCH);
+    if (due.length === 0) break;
+    const view = await viewChain(options);
+    await eachLimited(due, CONCURRENCY, async (payment) => {
+      let finding: string;
+      let searchFromBlock: bigint | undefined;
+      try {
+        searchFromBlock = await searchStart(options.chain, view, payment);
+        finding = await act(context, options, payment, await examine(context, options.chain, view, payment, searchFromBlock));
+      } catch (error) {
+        context.metrics.backgroundRowFailures.inc({ pass: 'reconciler' });
+        log.warn({ err: error, paymentId: payment.id }, 'could not reconcile payment yet');
+        finding = `could not read the chain: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+      }
+      context.metrics.x402ReconcilerFindings.inc({ finding: finding.split(' ')[0] ?? 'unknown' });
+      const now = context.now();
+      const nextCheckAt =
+        payment.status === 'FAILED' ? nextFailedCheck(payment.updated_at, options.intervalMs, now) : nextPendingCheck(payment, options.intervalMs, now);
+      await recordCheck(db, payment.id, { finding, nextCheckAt, now, searchFromBlock });
+    });
+    looked += due.length;
+    if (due.length < BATCH) break;
+  }
+  return looked;
+}
+
+/**
+ * Re-checks settled payments until their block is final: the recorded transaction must hold this
+ * authorization's transfer (not merely have succeeded). A transfer elsewhere is recorded; one removed
+ * by a reorg is submitted again while the authorization is still valid; otherwise REVERSED.
  */
 export async function confirmSettled(
   context: AppContext,
@@ -79,60 +223,70 @@ export async function confirmSettled(
   const { db, log } = context;
   const settled = await findUnfinalized(db, context.now() - options.graceMs, BATCH);
   if (settled.length === 0) return 0;
-  const head = await options.chain.latestBlock();
+  const view = await viewChain(options);
   let changed = 0;
   for (const payment of settled) {
     try {
-      const block = await options.chain.transactionBlock(payment.tx_hash!);
-      if (block !== undefined) {
-        if (head.number - block >= options.confirmations) {
-          await markFinal(db, payment.id, block, context.now());
-          changed++;
-        } else if (payment.block_number !== block) {
-          await recordTransferLocation(db, payment.id, { blockNumber: block });
-        }
-        continue;
-      }
-      const auth = authorizationOf(payment);
-      const elsewhere = (await options.chain.isAuthorizationUsed(auth)) ? await options.chain.findTransfer(auth) : undefined;
-      if (elsewhere) {
-        await recordTransferLocation(db, payment.id, { txHash: elsewhere.txHash, blockNumber: elsewhere.blockNumber });
-        continue;
-      }
-      if (head.timestamp < payment.valid_before) {
-        log.warn({ paymentId: payment.id, txHash: payment.tx_hash }, 'settlement left the canonical chain; submitting the authorization again');
-        const quote = await findQuote(db, payment.quote_id);
-        const request = facilitatorRequest(proofOf(payment), quote, {
-          url: sessionResourceUrl(context.config.baseUrl, payment.session_id),
-          description: `payment ${payment.public_order_id}`,
-        });
-        const response = await options.facilitator.settle(request.payload, request.requirements).catch(() => undefined);
-        if (response?.success && response.transaction) {
-          await recordTransferLocation(db, payment.id, { txHash: response.transaction, blockNumber: null });
-          changed++;
-        }
-        continue;
-      }
-      if (await recordReversal(context, payment, changeAt(context))) {
-        log.error(
-          { paymentId: payment.id, publicOrderId: payment.public_order_id, txHash: payment.tx_hash },
-          'settled payment REVERSED: its transfer left the chain and the authorization has expired',
-        );
-        changed++;
-      }
+      if (await confirmOne(context, options, view, payment)) changed++;
     } catch (error) {
+      context.metrics.backgroundRowFailures.inc({ pass: 'finality' });
       log.warn({ err: error, paymentId: payment.id }, 'could not confirm settlement yet');
     }
   }
   return changed;
 }
 
-function changeAt(context: AppContext) {
-  return { now: context.now(), explorerTxUrl: context.config.explorerTxUrl };
-}
-
-function authorizationOf(payment: PaymentRow) {
-  return { asset: payment.asset, payer: payment.payer, payTo: payment.pay_to, value: payment.value, nonce: payment.nonce };
+async function confirmOne(
+  context: AppContext,
+  options: Pick<ReconcilerOptions, 'chain' | 'facilitator'>,
+  view: ChainView,
+  payment: PaymentRow,
+): Promise<boolean> {
+  const { db, log } = context;
+  const auth = authorizationOf(payment);
+  const check = await options.chain.checkTransfer(payment.tx_hash!, auth);
+  if (check.kind === 'holds') {
+    if (check.blockNumber <= view.pinned.number) {
+      await markFinal(db, payment.id, check.blockNumber, context.now());
+      return true;
+    }
+    if (payment.block_number !== check.blockNumber) await recordTransferLocation(db, payment.id, { blockNumber: check.blockNumber });
+    return false;
+  }
+  if (check.kind === 'lacks')
+    log.error(
+      { paymentId: payment.id, txHash: payment.tx_hash },
+      "the recorded transaction does not hold this payment's transfer; resolving it from the chain",
+    );
+  const finding = await examine(context, options.chain, view, { ...payment, reported_tx_hash: null }, await searchStart(options.chain, view, payment));
+  if (finding.kind === 'transfer') {
+    await recordTransferLocation(db, payment.id, { txHash: finding.txHash, blockNumber: finding.blockNumber });
+    return true;
+  }
+  if (finding.kind === 'valid') {
+    log.warn({ paymentId: payment.id, txHash: payment.tx_hash }, 'settlement not on the canonical chain; submitting the authorization again');
+    const quote = await findQuote(db, payment.quote_id);
+    const request = facilitatorRequest(proofOf(payment), quote, {
+      url: sessionResourceUrl(context.config.baseUrl, payment.session_id),
+      description: `payment ${payment.public_order_id}`,
+    });
+    const response = await options.facilitator.settle(request.payload, request.requirements).catch(() => undefined);
+    if (response?.success && response.transaction) {
+      await recordTransferLocation(db, payment.id, { txHash: response.transaction, blockNumber: null });
+      return true;
+    }
+    return false;
+  }
+  if (finding.kind === 'used_not_found') return false;
+  // Expired unused, or cancelled: the merchant was never paid.
+  if (await recordReversal(context, payment, { now: context.now(), explorerTxUrl: context.config.explorerTxUrl })) {
+    log.error(
+      { paymentId: payment.id, publicOrderId: payment.public_order_id, txHash: payment.tx_hash },
+      'settled payment REVERSED: its transfer is not on the chain and the authorization can no longer be used',
+    );
+    return true;
+  }
+  return false;
 }
 
 export function startReconciler(context: AppContext, options: ReconcilerOptions): { stop(): Promise<void>; runOnce(): Promise<void> } {
@@ -140,7 +294,7 @@ export function startReconciler(context: AppContext, options: ReconcilerOptions)
   let running: Promise<void> | undefined;
   let stopped = false;
   const runOnce = async () => {
-    await resolvePending(context, options);
+    await followUpPayments(context, options);
     await confirmSettled(context, options);
   };
   const tick = () => {

@@ -24,7 +24,12 @@ export function createX402Services(context: AppContext): X402Services | undefine
   const perSession = minute('x402_proofs_session', config.x402ProofsPerMinutePerSession, 'payment proofs for this session');
   const quotesPerSession = minute('x402_quotes_session', config.x402QuotesPerMinutePerSession, 'new quotes for this session');
   return {
-    facilitator: createFacilitator({ url: config.facilitatorUrl, headers: config.facilitatorHeaders, callSeconds: context.metrics.facilitatorCallSeconds }),
+    facilitator: createFacilitator({
+      url: config.facilitatorUrl,
+      headers: config.facilitatorHeaders,
+      callSeconds: context.metrics.facilitatorCallSeconds,
+      settleTimeoutMs: config.facilitatorSettleTimeoutMs,
+    }),
     rates: context.rates,
     usdcAddress: config.usdcAddress,
     limitProofs: (ip, sessionId) =>

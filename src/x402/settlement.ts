@@ -5,7 +5,7 @@ import { TillError } from '../common/errors.ts';
 import { NETWORK_V2 } from '../common/network.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
-import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordSettlement } from '../payments/payments.ts';
+import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordReportedTransaction, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { v2Requirements } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
@@ -84,15 +84,16 @@ export async function verifyWithFacilitator(
   }
 }
 
-export type SettleOutcome = { kind: 'settled'; payment: PaymentRow } | { kind: 'refused'; reason: string; message: string } | { kind: 'unknown' };
+export type SettleOutcome = { kind: 'settled'; payment: PaymentRow } | { kind: 'unsettled'; reason: string; txHash: string | undefined };
 
 /**
- * Settles a claimed payment outside any transaction. Only an answer from the facilitator moves
- * the payment on; a refused settlement or a lost answer leaves it PENDING for the reconciler,
- * which resolves it from the chain alone.
+ * Settles a claimed payment outside any transaction. Only a definite success (`success: true` with a
+ * transaction) is recorded here. Anything else — "pending", an error, even one carrying a hash, a
+ * timeout, a lost answer — leaves the payment PENDING for the reconciler, which resolves it from the
+ * chain alone; a hash the facilitator named is kept for it to follow.
  */
 export async function settleClaimed(
-  context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook'>,
+  context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook' | 'log' | 'metrics'>,
   facilitator: Facilitator,
   claimed: PaymentRow,
   request: ReturnType<typeof facilitatorRequest>,
@@ -102,27 +103,33 @@ export async function settleClaimed(
   let response: Awaited<ReturnType<Facilitator['settle']>>;
   try {
     response = await facilitator.settle(request.payload, request.requirements);
-  } catch {
-    return { kind: 'unknown' };
+  } catch (error) {
+    return { kind: 'unsettled', reason: error instanceof Error && error.name === 'TimeoutError' ? 'settle_timeout' : 'settle_unanswered', txHash: undefined };
   }
-  if (!response.success || !response.transaction) {
-    return {
-      kind: 'refused',
-      reason: response.errorReason ?? 'settlement_failed',
-      message: response.errorMessage ?? 'The facilitator could not settle the payment',
-    };
+  const txHash = response.transaction || undefined;
+  if (!response.success || !txHash) {
+    if (txHash) await recordReportedTransaction(db, claimed.id, txHash, context.now());
+    return { kind: 'unsettled', reason: response.errorReason ?? 'settlement_failed', txHash };
   }
   await context.faultHook?.('x402:after-settle');
   const recorded = await recordSettlement(context, claimed, {
-    txHash: response.transaction,
+    txHash,
     blockNumber: null,
     settleResponse: JSON.stringify(response),
     now: context.now(),
     explorerTxUrl: context.config.explorerTxUrl,
   });
+  if (recorded) return { kind: 'settled', payment: recorded };
   // Not recorded here: the reconciler got there first; the payment's own row says how it ended.
-  const settled = recorded ?? (await findPaymentByAuthorization(db, claimed.payer, claimed.nonce));
-  return settled?.status === 'SUCCESS' ? { kind: 'settled', payment: settled } : { kind: 'unknown' };
+  const settled = await findPaymentByAuthorization(db, claimed.payer, claimed.nonce);
+  if (settled?.status === 'SUCCESS') return { kind: 'settled', payment: settled };
+  if (settled?.status === 'FAILED') {
+    // A success for a payment the chain was read to have failed: never dropped in silence.
+    context.metrics.x402LateSettlements.inc();
+    context.log.error({ paymentId: claimed.id, txHash }, 'the facilitator settled a payment already recorded FAILED; the reconciler checks its transaction');
+    await recordReportedTransaction(db, claimed.id, txHash, context.now());
+  }
+  return { kind: 'unsettled', reason: 'settled_after_failure', txHash };
 }
 
 /** A duplicate of a proof being settled waits for the first (up to `timeoutMs`) and gets its outcome. */

@@ -62,6 +62,7 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
         TILL_EXPIRY_SWEEP_INTERVAL_MS: '500',
         TILL_RECONCILE_INTERVAL_MS: '500',
         TILL_RECONCILE_GRACE_MS: '1000',
+        TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '1000',
       },
     });
     // The test's own reads go straight to the server, so they work while the instances are cut off.

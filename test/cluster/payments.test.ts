@@ -259,7 +259,7 @@ describeOnEngine('payments racing across 3 instances on PostgreSQL', skip, () =>
     // Two API instances (killed in turn) and one doing everything: it keeps serving, and its reconciler resolves what a killed one left.
     cluster = await startCluster({
       roles: ['api', 'api', 'all'],
-      env: { ...HIGH_LIMITS, TILL_RECONCILE_INTERVAL_MS: '500', TILL_RECONCILE_GRACE_MS: '2000' },
+      env: { ...HIGH_LIMITS, TILL_RECONCILE_INTERVAL_MS: '500', TILL_RECONCILE_GRACE_MS: '2000', TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '2000' },
     });
   });
   after(() => cluster?.stop());

@@ -9,7 +9,7 @@ export const createPaymentSessionTool = defineTool({
     'Creates a real payment session (a payment link) on the account and answers its sessionId and redirectUrl. editable with minAmount lets the buyer choose an amount above a floor; minAmount on a fixed amount is refused. chains are checked against what the account accepts; a chain’s publicAddress pays that one session to that address (the account’s payout wallet is never changed).',
   scope: 'sessions:write',
   input: z.strictObject({
-    amount: z.number().positive().describe('The amount in the currency, e.g. 12.5'),
+    amount: z.number().positive().describe("The amount in the currency, e.g. 12.5: at most the currency's decimals and 15 significant digits"),
     currency: z.string().min(3).max(3).describe('ISO 4217 code, e.g. USD or EUR'),
     orderType: z.enum(['STATIC', 'TRANSIENT']).optional().describe('TRANSIENT (paid once, the default) or STATIC (paid many times)'),
     editable: z.boolean().optional().describe('Whether the buyer chooses the amount'),

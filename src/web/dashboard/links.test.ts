@@ -166,7 +166,9 @@ for (const { engine, skip } of engines) {
       const update = await api('PUT', '/api/checkout/v2/payment_session', { sessionId, amount: 4 });
       assert.equal(update.statusCode, 409);
       assert.equal(update.json().error.code, 'session_expired');
-      const started = await service.context.db.transaction().execute((trx) => startPayment(trx, sessionId, 1, Date.now()));
+      const started = await service.context.db
+        .transaction()
+        .execute((trx) => startPayment(trx, sessionId, { quotedVersion: 1, payTo: WALLET, now: Date.now() }));
       assert.equal(started, undefined);
     });
 
