@@ -24,7 +24,8 @@ for (const { engine, skip } of engines) {
         engine,
         // x402 challenges need no facilitator call, so an address nothing listens on is enough.
         { TILL_SANDBOX: 'true', TILL_FACILITATOR_URL: 'http://127.0.0.1:9', TILL_USDC_ADDRESS: '0x2222222222222222222222222222222222222222' },
-        { rates: new StaticRatesProvider({ rates: { ...SANDBOX_RATES, CLF: '1', UYW: '0.025' } }) },
+        // KWD at 10^7 USDC: its largest amounts are worth more USDC than a quote may ask.
+        { rates: new StaticRatesProvider({ rates: { ...SANDBOX_RATES, CLF: '1', UYW: '0.025', KWD: '10000000' } }) },
       );
       ({ merchantId, apiKey } = await service.merchant({ walletAddress: WALLET }));
     });
@@ -158,6 +159,15 @@ for (const { engine, skip } of engines) {
       const refused = await challenge(INEXACT);
       assert.deepEqual(refusal(refused), { status: 400, code: 'invalid_field', field: 'amount' });
       assert.equal((await challenge('123456789012.345')).statusCode, 402, 'an amount of 15 significant digits is offered');
+    });
+
+    test('an amount worth more USDC than one payment may ask for at the current rate: its challenge is a 400 naming amount, never a 500', async () => {
+      const { sessionId } = (await create({ amount: 1_000_000_000_000, currency: 'KWD' })).json();
+      const challenge = await service.app.inject({ method: 'GET', url: `/x402/session/${sessionId}` });
+      assert.deepEqual(refusal(challenge), { status: 400, code: 'invalid_field', field: 'amount' });
+      const editable = (await create({ amount: 1, currency: 'KWD', orderType: 'STATIC', editable: true })).json();
+      const buyerChosen = await service.app.inject({ method: 'GET', url: `/x402/session/${editable.sessionId}?amount=1000000000000` });
+      assert.deepEqual(refusal(buyerChosen), { status: 400, code: 'invalid_field', field: 'amount' });
     });
   });
 }

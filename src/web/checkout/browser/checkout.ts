@@ -2,6 +2,8 @@
 // connects, switches to Base, checks the USDC balance, has the wallet sign an EIP-3009
 // TransferWithAuthorization and sends it as X-PAYMENT to the session's x402 endpoint (same origin).
 import { TRANSFER_WITH_AUTHORIZATION } from '../../../common/network.ts';
+import { formatMinor, MAX_AMOUNT_MAJOR_UNITS } from '../../../money/decimal.ts';
+import { formatUsdc } from '../../../money/usdc.ts';
 import { REQUOTE_CODES, X402_SENTENCES } from './messages.ts';
 
 type Eip1193 = { request(args: { method: string; params?: unknown }): Promise<unknown> };
@@ -9,11 +11,20 @@ type WalletInfo = { uuid: string; name: string; icon: string; rdns: string };
 type Wallet = { info: WalletInfo; provider: Eip1193 };
 type Offer = { asset: string; payTo: string; maxAmountRequired: string; maxTimeoutSeconds: number; extra: { name?: string; version?: string } };
 type Paid = { status: 'SUCCESS'; paymentSessionId: string; paymentId: string; receipt: string };
+/** An amount in the session currency: its minor units, and its text with exactly the currency's decimals ("3.00"). */
+type Amount = { minor: bigint; text: string };
+/** What the amount field holds: an amount when it reads as one, and why it can't be paid when it can't. */
+type Field = { amount?: Amount; problem?: string };
+/** An answer of the x402 endpoint, or undefined when none arrived (network error). */
+type Reply = { status: number; body: Record<string, unknown>; retryAfterS: number | undefined } | undefined;
 
-const USDC_DECIMALS = 6;
 const REDIRECT_DELAY_S = 5;
 const VALIDITY_S = 300;
-const POLL_LIMIT_MS = 5 * 60_000;
+const REQUOTE_DELAY_MS = 400;
+const DEFAULT_RETRY_S = 5;
+const SLOW_CONFIRMATION_MS = 60_000;
+const GONE_AFTER_PROOF =
+  'This payment is no longer open. If your wallet shows the USDC as sent, contact the shop with your wallet address; otherwise nothing was charged.';
 
 const root = document.getElementById('pay-data');
 if (root) start(root);
@@ -34,10 +45,11 @@ function start(root: HTMLElement): void {
   const cancel = $('cancel');
   const chainHex = `0x${Number(data.chainId).toString(16)}`;
   const exponent = Number(data.exponent);
+  const editable = data.editable === 'true' && amountInput !== null && amountForm !== null;
   const wallets = new Map<string, Wallet>();
-  let chosenAmount: string | undefined = data.editable === 'true' ? amountInput?.value : undefined;
-  let amountOk = true;
   let busy = false;
+  /** A proof was sent and its outcome is not known yet: no way to pay again is offered. */
+  let confirming = false;
   let finished = false;
   let expired = false;
 
@@ -46,22 +58,49 @@ function start(root: HTMLElement): void {
     status.textContent = text;
     status.classList.toggle('visually-hidden', !shown);
   };
-  const payUrl = () => (chosenAmount === undefined ? data.payUrl! : `${data.payUrl}?amount=${encodeURIComponent(chosenAmount)}`);
-  const usdcString = (units: bigint) => {
-    const whole = units / 10n ** BigInt(USDC_DECIMALS);
-    const fraction = (units % 10n ** BigInt(USDC_DECIMALS)).toString().padStart(USDC_DECIMALS, '0').replace(/0+$/, '');
-    return `${whole}.${fraction.padEnd(2, '0')}`;
+  const money = (amount: Amount) => `${amount.text} ${data.currency}`;
+  const payUrlFor = (amount: Amount | undefined) => (amount ? `${data.payUrl}?amount=${encodeURIComponent(amount.text)}` : data.payUrl!);
+
+  // The amount of an editable session: what the field holds, and the amount the quote on screen is of.
+  const parseAmount = (value: string): Amount | string => {
+    const text = value.trim().replace(',', '.');
+    if (!/^\d+(\.\d+)?$/.test(text)) return 'Enter an amount such as 25 or 25.50.';
+    const [whole = '0', fraction = ''] = text.split('.');
+    if (fraction.length > exponent) return `Use at most ${exponent} decimals.`;
+    const minor = BigInt(whole) * 10n ** BigInt(exponent) + BigInt(fraction.padEnd(exponent, '0') || '0');
+    return { minor, text: formatMinor(minor, exponent) };
   };
+  const floor = amountInput?.dataset.min === undefined ? undefined : parseAmount(amountInput.dataset.min);
+  const readAmount = (value: string): Field => {
+    const amount = parseAmount(value);
+    if (typeof amount === 'string') return { problem: amount };
+    if (amount.minor <= 0n) return { amount, problem: 'Enter an amount above zero.' };
+    if (amount.minor > MAX_AMOUNT_MAJOR_UNITS * 10n ** BigInt(exponent))
+      return { amount, problem: `The amount must be at most ${MAX_AMOUNT_MAJOR_UNITS} ${data.currency}.` };
+    if (typeof floor === 'object' && amount.minor < floor.minor) return { amount, problem: `The amount must be at least ${money(floor)}.` };
+    return { amount };
+  };
+  const field = (): Field => (editable ? readAmount(amountInput.value) : {});
+  /** The quote on screen (editable sessions): the amount it is of, and its USDC value. */
+  let quoted: { amount: Amount; usdc: bigint } | undefined = editable ? { amount: field().amount!, usdc: BigInt(data.usdc!) } : undefined;
+  /** The field holds a payable amount, and it is the quoted one: only then is there anything to pay. */
+  const amountReady = () => {
+    if (!editable) return true;
+    const { amount, problem } = field();
+    return !problem && amount !== undefined && quoted !== undefined && amount.minor === quoted.amount.minor;
+  };
+  const payable = () => !busy && !confirming && !finished && !expired && amountReady();
 
   // Wallets: every provider that announces itself, and window.ethereum when none does.
   const renderWallets = () => {
     walletList.replaceChildren();
-    if (finished || expired) return;
+    hint.hidden = finished || expired || confirming;
+    if (hint.hidden) return;
     for (const wallet of wallets.values()) {
       const item = document.createElement('li');
       const button = document.createElement('button');
       button.type = 'button';
-      button.disabled = busy || !amountOk;
+      button.disabled = !payable();
       if (/^data:image\/(png|svg\+xml|webp|jpeg);/.test(wallet.info.icon)) {
         const icon = document.createElement('img');
         icon.src = wallet.info.icon;
@@ -102,7 +141,7 @@ function start(root: HTMLElement): void {
           : left >= 60
             ? `${Math.floor(left / 60)} min ${left % 60} s`
             : `${left} s`;
-      if (left === 0 && !finished && !busy) {
+      if (left === 0 && !finished && !busy && !confirming) {
         expired = true;
         clearInterval(timer);
         renderWallets();
@@ -113,21 +152,30 @@ function start(root: HTMLElement): void {
     tick();
   }
 
-  // The offer of the session's challenge for the chosen amount: the same stored quote the page shows.
-  async function fetchOffer(): Promise<{ offer: Offer } | { paid: Paid } | { problem: string; code?: string }> {
-    const response = await fetch(payUrl(), { headers: { accept: 'application/json' } });
-    const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
-    if (response.status === 200) return { paid: body as unknown as Paid };
-    if (response.status === 402) {
-      const offer = (body.accepts as Offer[] | undefined)?.[0];
-      if (offer) {
-        usdcText.textContent = usdcString(BigInt(offer.maxAmountRequired));
-        return { offer };
-      }
-      const code = String(body.error);
-      return { problem: X402_SENTENCES[code as keyof typeof X402_SENTENCES] ?? String(body.message), code };
+  /** One request to the session's x402 endpoint; undefined when no answer arrived. */
+  async function ask(url: string, proof?: string): Promise<Reply> {
+    try {
+      const response = await fetch(url, { headers: { accept: 'application/json', ...(proof ? { 'x-payment': proof } : {}) } });
+      const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+      const retryAfter = Number.parseInt(response.headers.get('retry-after') ?? '', 10);
+      return { status: response.status, body, retryAfterS: Number.isFinite(retryAfter) ? retryAfter : undefined };
+    } catch {
+      return undefined;
     }
-    return { problem: httpProblem(response.status, body) };
+  }
+
+  /** The offer of the session's challenge at `url`: the stored quote of that amount, which a proof is checked against. */
+  async function fetchOffer(url: string): Promise<{ offer: Offer } | { paid: Paid } | { problem: string; code?: string }> {
+    const reply = await ask(url);
+    if (!reply) return { problem: "We couldn't reach the payment service. Check your connection and try again; nothing was charged." };
+    if (reply.status === 200) return { paid: reply.body as unknown as Paid };
+    if (reply.status === 402) {
+      const offer = (reply.body.accepts as Offer[] | undefined)?.[0];
+      if (offer) return { offer };
+      const code = String(reply.body.error);
+      return { problem: X402_SENTENCES[code as keyof typeof X402_SENTENCES] ?? String(reply.body.message), code };
+    }
+    return { problem: httpProblem(reply.status, reply.body) };
   }
 
   function httpProblem(code: number, body: Record<string, unknown>): string {
@@ -139,47 +187,68 @@ function start(root: HTMLElement): void {
     return error?.message ?? 'Something went wrong. Nothing was charged; please try again.';
   }
 
-  // Editable amount: checked here against the floor, and quoted through the x402 endpoint's ?amount=.
-  if (amountInput && amountForm) {
-    const min = amountInput.dataset.min;
-    const scaled = (text: string) => {
-      const [whole = '0', fraction = ''] = text.split('.');
-      return BigInt(whole) * 10n ** BigInt(exponent) + BigInt(fraction.padEnd(exponent, '0') || '0');
-    };
+  /** The quote on screen: the amount and the USDC it is paid with. */
+  function showQuote(amount: Amount | undefined, usdc: bigint): void {
+    if (amount) {
+      quoted = { amount, usdc };
+      amountText.textContent = money(amount);
+    }
+    usdcText.textContent = formatUsdc(usdc);
+  }
+
+  // Editable amount: checked here as it is typed, and quoted through the x402 endpoint's ?amount=.
+  // Pay is enabled only while the field holds the very amount the quote on screen is of.
+  if (editable) {
     const defaultHelp = amountHelp?.textContent ?? '';
-    const check = (): string | undefined => {
-      const text = amountInput.value.trim().replace(',', '.');
-      if (!/^\d+(\.\d+)?$/.test(text)) return 'Enter an amount such as 25 or 25.50.';
-      if ((text.split('.')[1] ?? '').length > exponent) return `Use at most ${exponent} decimals.`;
-      if (scaled(text) <= 0n) return 'Enter an amount above zero.';
-      if (min && scaled(text) < scaled(min)) return `The amount must be at least ${min} ${data.currency}.`;
-      return undefined;
-    };
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const update = async () => {
-      const problem = check();
-      amountOk = !problem;
+    const requote = async (amount: Amount) => {
+      say(`Getting the price of ${money(amount)}…`);
+      const answer = await fetchOffer(payUrlFor(amount));
+      // Only the answer for what the field holds now counts: a later amount, or a payment under way, wins.
+      if (busy || confirming || finished || field().amount?.minor !== amount.minor) return;
+      if ('paid' in answer) return succeed(answer.paid);
+      if ('offer' in answer) {
+        showQuote(amount, BigInt(answer.offer.maxAmountRequired));
+        say('');
+      } else say(answer.problem);
+      renderWallets();
+    };
+    const update = (now: boolean) => {
+      if (busy || confirming || finished) return;
+      clearTimeout(timer);
+      const { amount, problem } = field();
       amountInput.setAttribute('aria-invalid', problem ? 'true' : 'false');
       if (amountHelp) {
         amountHelp.textContent = problem ?? defaultHelp;
         amountHelp.classList.toggle('error', Boolean(problem));
       }
+      if (amount) amountText.textContent = money(amount);
+      if (problem || !amount) {
+        usdcText.textContent = '—';
+        say('');
+      } else if (quoted && amount.minor === quoted.amount.minor) {
+        showQuote(amount, quoted.usdc);
+        say('');
+      } else {
+        usdcText.textContent = '…';
+        say(`Getting the price of ${money(amount)}…`);
+        timer = setTimeout(() => void requote(amount), now ? 0 : REQUOTE_DELAY_MS);
+      }
       renderWallets();
-      if (problem) return;
-      chosenAmount = amountInput.value.trim().replace(',', '.');
-      amountText.textContent = `${chosenAmount} ${data.currency}`;
-      const quoted = await fetchOffer();
-      if ('problem' in quoted) say(quoted.problem);
-      else say('');
     };
-    amountInput.addEventListener('input', () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => void update(), 400);
-    });
+    amountInput.addEventListener('input', () => update(false));
     amountForm.addEventListener('submit', (event) => {
       event.preventDefault();
-      clearTimeout(timer);
-      void update();
+      update(true);
+    });
+  }
+
+  /** The amount can't change while it is being paid. */
+  function lockAmount(locked: boolean): void {
+    if (!amountInput || !amountForm) return;
+    amountInput.readOnly = locked;
+    amountForm.querySelectorAll('button').forEach((button) => {
+      button.disabled = locked;
     });
   }
 
@@ -207,8 +276,12 @@ function start(root: HTMLElement): void {
   }
 
   async function pay(wallet: Wallet): Promise<void> {
-    if (busy || finished) return;
+    if (!payable()) return;
+    // The amount on screen, fixed for this payment: the proof is for its quote and goes with its ?amount=.
+    const amount = quoted?.amount;
+    const url = payUrlFor(amount);
     busy = true;
+    lockAmount(true);
     outcome.hidden = true;
     renderWallets();
     const { provider } = wallet;
@@ -219,11 +292,16 @@ function start(root: HTMLElement): void {
       if (!from) throw new Error('The wallet shared no account.');
       await switchToBase(provider);
       say('Getting the latest price…');
-      const quoted = await fetchOffer();
-      if ('paid' in quoted) return succeed(quoted.paid);
-      if ('problem' in quoted) return fail(quoted.problem, false);
-      const { offer } = quoted;
+      const quotedNow = await fetchOffer(url);
+      if ('paid' in quotedNow) return succeed(quotedNow.paid);
+      if ('problem' in quotedNow) {
+        if (quotedNow.code === 'payment_in_progress')
+          return say('A payment for this is already being confirmed. Reload this page in a minute to see how it ended.');
+        return fail(quotedNow.problem, false);
+      }
+      const { offer } = quotedNow;
       const value = BigInt(offer.maxAmountRequired);
+      showQuote(amount, value);
       say('Checking your USDC balance…');
       const balanceHex = await provider.request({
         method: 'eth_call',
@@ -232,7 +310,7 @@ function start(root: HTMLElement): void {
       const balance = BigInt(typeof balanceHex === 'string' && balanceHex !== '0x' ? balanceHex : '0x0');
       if (balance < value)
         return fail(
-          `Your wallet holds ${usdcString(balance)} USDC on Base, and this payment needs ${usdcString(value)} USDC. Add USDC to your wallet, or choose another one, and try again.`,
+          `Your wallet holds ${formatUsdc(balance)} USDC on Base, and this payment needs ${formatUsdc(value)} USDC. Add USDC to your wallet, or choose another one, and try again.`,
           false,
         );
       say('Approve the payment in your wallet…');
@@ -262,39 +340,77 @@ function start(root: HTMLElement): void {
       };
       const signature = await provider.request({ method: 'eth_signTypedData_v4', params: [from, JSON.stringify(typedData)] });
       const header = btoa(JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'base', payload: { signature, authorization } }));
-      say('Confirming payment…');
-      await submit(header);
+      await submit(url, header);
     } catch (error) {
       const code = (error as { code?: number }).code;
       if (code === 4001) say('You declined in your wallet. Nothing was charged; you can try again.');
       else fail(`Your wallet reported a problem: ${(error as Error).message ?? String(error)}. Nothing was charged.`, false);
     } finally {
       busy = false;
+      if (!finished && !confirming) lockAmount(false);
       renderWallets();
     }
   }
 
-  /** Sends the proof; a payment being settled is asked about again quietly until it resolves. */
-  async function submit(header: string): Promise<void> {
-    const started = Date.now();
+  /**
+   * Sends the proof, then the very same proof with the same ?amount= again after each Retry-After
+   * until its outcome is known: 200 is paid, a 402 without Retry-After is refused. Anything else
+   * (payment_in_progress, a 402 asking to come back, no answer, a 5xx, a 429) means the payment may
+   * be under way, so the page says it is confirming and never offers to pay again meanwhile.
+   */
+  async function submit(url: string, header: string): Promise<void> {
+    const sent = Date.now();
+    showConfirming('Your payment was sent. This usually takes a few seconds.');
     for (;;) {
-      const response = await fetch(payUrl(), { headers: { 'x-payment': header, accept: 'application/json' } });
-      const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
-      if (response.status === 200) return succeed(body as unknown as Paid);
-      if (response.status === 402 && body.error === 'payment_in_progress' && Date.now() - started < POLL_LIMIT_MS) {
-        say('Confirming payment… the network is still settling it.');
-        const wait = Number(response.headers.get('retry-after') ?? '5');
-        await new Promise((resolve) => setTimeout(resolve, Math.min(Math.max(wait, 1), 30) * 1000));
-        continue;
-      }
-      if (response.status === 402) {
-        const code = String(body.error);
-        const sentence = X402_SENTENCES[code as keyof typeof X402_SENTENCES] ?? String(body.message ?? 'The payment was refused.');
-        if (REQUOTE_CODES.has(code)) await fetchOffer();
+      const reply = await ask(url, header);
+      if (reply && isOutcome(reply)) {
+        if (reply.status === 200) return succeed(reply.body as unknown as Paid);
+        confirming = false;
+        // The proof went out, so "nothing was charged" is the chain's to say, not the page's.
+        if (reply.status === 404) return fail(GONE_AFTER_PROOF, false);
+        if (reply.status !== 402) return fail(httpProblem(reply.status, reply.body), true);
+        const code = String(reply.body.error);
+        const sentence = X402_SENTENCES[code as keyof typeof X402_SENTENCES] ?? String(reply.body.message ?? 'The payment was refused.');
+        if (REQUOTE_CODES.has(code)) {
+          const fresh = await fetchOffer(url);
+          if ('offer' in fresh) showQuote(quoted?.amount, BigInt(fresh.offer.maxAmountRequired));
+        }
         return fail(sentence, code === 'payment_failed' || code === 'insufficient_funds' || code === 'invalid_signature');
       }
-      return fail(httpProblem(response.status, body), response.status < 500 && response.status !== 429);
+      showConfirming(
+        Date.now() - sent < SLOW_CONFIRMATION_MS
+          ? 'The network is still confirming it. Keep this page open; there is no need to pay again.'
+          : 'This is taking longer than usual. There is no need to pay again: this page shows the outcome as soon as the network confirms it, and the shop is told too.',
+      );
+      const waitS = Math.min(Math.max(reply?.retryAfterS ?? DEFAULT_RETRY_S, 1), 60);
+      await new Promise((resolve) => setTimeout(resolve, waitS * 1000));
     }
+  }
+
+  /** An answer that ends the payment: paid, or refused for good. Any other (and no answer) may still turn out either way. */
+  function isOutcome(reply: NonNullable<Reply>): boolean {
+    if (reply.status >= 500 || reply.status === 408 || reply.status === 429) return false;
+    return !(reply.status === 402 && (reply.body.error === 'payment_in_progress' || reply.retryAfterS !== undefined));
+  }
+
+  /** The payment is being confirmed: said in the outcome box, with no wallet, no "Try again" and no cancel link. */
+  function showConfirming(detail: string): void {
+    const first = !confirming;
+    confirming = true;
+    const title = document.createElement('p');
+    title.className = 'confirming';
+    title.textContent = 'Confirming your payment on the network…';
+    const note = document.createElement('p');
+    note.className = 'help';
+    note.textContent = detail;
+    outcome.className = 'outcome pending';
+    outcome.replaceChildren(title, note);
+    outcome.hidden = false;
+    if (cancel) cancel.hidden = true;
+    if (!first) return;
+    renderWallets();
+    say('Confirming your payment on the network…', false);
+    outcome.focus();
   }
 
   function link(href: string, text: string, className = 'button secondary'): HTMLAnchorElement {
@@ -318,12 +434,10 @@ function start(root: HTMLElement): void {
 
   function succeed(paid: Paid): void {
     finished = true;
+    confirming = false;
     renderWallets();
-    hint.hidden = true;
     cancel?.remove();
-    amountForm?.querySelectorAll('input,button').forEach((el) => {
-      (el as HTMLInputElement).disabled = true;
-    });
+    lockAmount(true);
     say('Paid. Thank you! Your receipt is ready.', false);
     outcome.className = 'outcome success';
     const receipt = `/checkout/v2/orders/receipt/${encodeURIComponent(paid.paymentId)}`;
@@ -351,6 +465,7 @@ function start(root: HTMLElement): void {
   }
 
   function fail(sentence: string, definitive: boolean): void {
+    confirming = false;
     outcome.className = 'outcome failure';
     const text = document.createElement('p');
     text.textContent = sentence;
