@@ -268,6 +268,58 @@ for (const { engine, skip } of engines) {
       assert.equal((await settledOf(sessionId))[0]?.status, 'FAILED');
     });
 
+    test('a payment row the reconciler cannot read is logged, counted and skipped: the others are still resolved', async () => {
+      // No request can store such a row (every proof is checked first): it is written here directly, as damage would.
+      const broken = await env.createSession({ amount: 0.01, currency: 'USD', orderType: 'STATIC' });
+      await env.challenge(broken);
+      const { db } = env.service.context;
+      const quote = await db.selectFrom('payment_quotes').selectAll().where('session_id', '=', broken).executeTakeFirstOrThrow();
+      const now = Date.now();
+      await db
+        .insertInto('payments')
+        .values({
+          id: 'pay_damaged',
+          session_id: broken,
+          merchant_id: env.merchantId,
+          quote_id: quote.id,
+          status: 'PENDING',
+          exclusive: 0,
+          payer: '0xnot-an-address',
+          pay_to: env.merchantWallet.toLowerCase(),
+          asset: env.sandbox.usdcAddress.toLowerCase(),
+          value: 10_000n,
+          nonce: '0x00',
+          valid_after: 0n,
+          valid_before: BigInt(Math.floor(now / 1000) + 300),
+          signature: '0x00',
+          amount_minor: 1n,
+          currency: 'USD',
+          rate: '1',
+          created_at: now,
+          updated_at: now,
+          next_check_at: now,
+        })
+        .execute();
+      const sessionId = await env.createSession({ amount: 0.05, currency: 'USD' });
+      const payer = await env.fundedPayer('1');
+      await env.sandbox.faults.set({ dropNextSettleResponse: true });
+      const lost = await persistentBuyer(target(), sessionId, payer, { attempts: 1 });
+      assert.equal(lost.last.body.error, 'payment_in_progress');
+      const [payment] = await settledOf(sessionId);
+      assert.equal(payment?.status, 'SUCCESS');
+      const metrics = await (await fetch(`${env.baseUrl}/metrics`)).text();
+      assert.match(metrics, /till_background_row_failures_total\{pass="reconciler"\} [1-9]/);
+      const damaged = await db
+        .selectFrom('payments')
+        .select(['status', 'last_finding', 'next_check_at'])
+        .where('id', '=', 'pay_damaged')
+        .executeTakeFirstOrThrow();
+      assert.equal(damaged.status, 'PENDING', 'nothing guessed about it');
+      assert.match(damaged.last_finding ?? '', /^could not read the chain/);
+      assert.ok(damaged.next_check_at! > now, 'and its next look moved on');
+      await db.deleteFrom('payments').where('id', '=', 'pay_damaged').execute();
+    });
+
     test('fifty payments legitimately PENDING hold back no other: a newer lost answer is still resolved', async () => {
       const stuckPayer = await env.fundedPayer('5');
       await env.sandbox.faults.set({ settleFault: 'refuse' });
