@@ -197,6 +197,8 @@ export async function recordRecovery(
         settled_at: transfer.now,
         updated_at: transfer.now,
         next_check_at: null,
+        // The money moved: recorded even if a TRANSIENT session was paid again meanwhile (never refused by its one-payment index).
+        exclusive: 0,
       })
       .where('id', '=', payment.id)
       .where('status', '=', 'FAILED')
@@ -209,16 +211,14 @@ export async function recordRecovery(
 }
 
 /**
- * A transaction the facilitator named without a definite success, kept for the reconciler. On a
- * payment already FAILED it also asks for a look at once: that answer may mean the money moved.
+ * The request's settle attempt ended without a definite success: the reconciler looks at the
+ * payment at once rather than after the grace, following the transaction the facilitator named, if
+ * any. On a payment already FAILED this asks for a look too: that answer may mean the money moved.
  */
-export async function recordReportedTransaction(db: Db, paymentId: string, txHash: string, now: number): Promise<void> {
+export async function recordSettleAttempt(db: Db, paymentId: string, txHash: string | undefined, now: number): Promise<void> {
   await db
     .updateTable('payments')
-    .set((eb) => ({
-      reported_tx_hash: txHash,
-      next_check_at: eb.case().when('status', '=', 'FAILED').then(now).else(eb.ref('next_check_at')).end(),
-    }))
+    .set({ ...(txHash ? { reported_tx_hash: txHash } : {}), next_check_at: now })
     .where('id', '=', paymentId)
     .where('status', 'in', ['PENDING', 'FAILED'])
     .execute();
@@ -251,7 +251,8 @@ export async function recordCheck(
       checks: eb('checks', '+', 1),
       checked_at: check.now,
       last_finding: check.finding,
-      next_check_at: eb.case().when('next_check_at', 'is', null).then(null).else(check.nextCheckAt).end(),
+      // A look that resolved the payment cleared its next look; nothing sets it again.
+      next_check_at: check.nextCheckAt === null ? null : eb.case().when('next_check_at', 'is', null).then(eb.ref('next_check_at')).else(check.nextCheckAt).end(),
       ...(check.searchFromBlock !== undefined ? { search_from_block: check.searchFromBlock } : {}),
     }))
     .where('id', '=', paymentId)
@@ -297,7 +298,10 @@ async function changeStatus<T>(store: Store, change: (trx: Tx) => Promise<{ row:
   return changed?.row;
 }
 
-/** Settled payments not yet final, settled before `settledBefore`, oldest first. */
+/**
+ * Settled payments not yet final, settled before `settledBefore`: the least looked at first (then
+ * the oldest), so a payment whose look keeps failing holds back no other.
+ */
 export async function findUnfinalized(db: Db, settledBefore: number, limit: number): Promise<PaymentRow[]> {
   return (
     db
@@ -307,6 +311,7 @@ export async function findUnfinalized(db: Db, settledBefore: number, limit: numb
       .where('status', '=', sql.lit('SUCCESS'))
       .where('finalized_at', 'is', null)
       .where('settled_at', '<=', settledBefore)
+      .orderBy('checks')
       .orderBy('settled_at')
       .limit(limit)
       .execute()

@@ -166,6 +166,10 @@ async function act(context: AppContext, options: ReconcilerOptions, payment: Pay
   return describe(finding);
 }
 
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
+}
+
 /** Runs `work` on every item, at most `limit` at a time. */
 async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -197,7 +201,7 @@ export async function followUpPayments(context: AppContext, options: ReconcilerO
       } catch (error) {
         context.metrics.backgroundRowFailures.inc({ pass: 'reconciler' });
         log.warn({ err: error, paymentId: payment.id }, 'could not reconcile payment yet');
-        finding = `could not read the chain: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+        finding = `could not read the chain: ${firstLine(error)}`;
       }
       context.metrics.x402ReconcilerFindings.inc({ finding: finding.split(' ')[0] ?? 'unknown' });
       const now = context.now();
@@ -226,12 +230,15 @@ export async function confirmSettled(
   const view = await viewChain(options);
   let changed = 0;
   for (const payment of settled) {
+    let finding = 'finality checked';
     try {
       if (await confirmOne(context, options, view, payment)) changed++;
     } catch (error) {
       context.metrics.backgroundRowFailures.inc({ pass: 'finality' });
       log.warn({ err: error, paymentId: payment.id }, 'could not confirm settlement yet');
+      finding = `could not read the chain: ${firstLine(error)}`;
     }
+    await recordCheck(db, payment.id, { finding, nextCheckAt: null, now: context.now() });
   }
   return changed;
 }

@@ -5,7 +5,7 @@ import { TillError } from '../common/errors.ts';
 import { NETWORK_V2 } from '../common/network.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
-import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordReportedTransaction, recordSettlement } from '../payments/payments.ts';
+import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordSettleAttempt, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import { v2Requirements } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
@@ -104,11 +104,12 @@ export async function settleClaimed(
   try {
     response = await facilitator.settle(request.payload, request.requirements);
   } catch (error) {
+    await recordSettleAttempt(db, claimed.id, undefined, context.now());
     return { kind: 'unsettled', reason: error instanceof Error && error.name === 'TimeoutError' ? 'settle_timeout' : 'settle_unanswered', txHash: undefined };
   }
   const txHash = response.transaction || undefined;
   if (!response.success || !txHash) {
-    if (txHash) await recordReportedTransaction(db, claimed.id, txHash, context.now());
+    await recordSettleAttempt(db, claimed.id, txHash, context.now());
     return { kind: 'unsettled', reason: response.errorReason ?? 'settlement_failed', txHash };
   }
   await context.faultHook?.('x402:after-settle');
@@ -127,7 +128,7 @@ export async function settleClaimed(
     // A success for a payment the chain was read to have failed: never dropped in silence.
     context.metrics.x402LateSettlements.inc();
     context.log.error({ paymentId: claimed.id, txHash }, 'the facilitator settled a payment already recorded FAILED; the reconciler checks its transaction');
-    await recordReportedTransaction(db, claimed.id, txHash, context.now());
+    await recordSettleAttempt(db, claimed.id, txHash, context.now());
   }
   return { kind: 'unsettled', reason: 'settled_after_failure', txHash };
 }
