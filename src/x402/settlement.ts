@@ -104,12 +104,12 @@ export async function settleClaimed(
   try {
     response = await facilitator.settle(request.payload, request.requirements);
   } catch (error) {
-    await recordSettleAttempt(db, claimed.id, undefined, context.now());
+    await followUpAtOnce(context, claimed.id, undefined);
     return { kind: 'unsettled', reason: error instanceof Error && error.name === 'TimeoutError' ? 'settle_timeout' : 'settle_unanswered', txHash: undefined };
   }
   const txHash = response.transaction || undefined;
   if (!response.success || !txHash) {
-    await recordSettleAttempt(db, claimed.id, txHash, context.now());
+    await followUpAtOnce(context, claimed.id, txHash);
     return { kind: 'unsettled', reason: response.errorReason ?? 'settlement_failed', txHash };
   }
   await context.faultHook?.('x402:after-settle');
@@ -128,9 +128,21 @@ export async function settleClaimed(
     // A success for a payment the chain was read to have failed: never dropped in silence.
     context.metrics.x402LateSettlements.inc();
     context.log.error({ paymentId: claimed.id, txHash }, 'the facilitator settled a payment already recorded FAILED; the reconciler checks its transaction');
-    await recordSettleAttempt(db, claimed.id, txHash, context.now());
+    await followUpAtOnce(context, claimed.id, txHash);
   }
   return { kind: 'unsettled', reason: 'settled_after_failure', txHash };
+}
+
+/**
+ * Asks the reconciler to look at once, keeping the hash the facilitator named. Failing to write it
+ * changes no answer: the payment is looked at after the grace all the same.
+ */
+async function followUpAtOnce(context: Pick<AppContext, 'db' | 'now' | 'log'>, paymentId: string, txHash: string | undefined): Promise<void> {
+  try {
+    await recordSettleAttempt(context.db, paymentId, txHash, context.now());
+  } catch (error) {
+    context.log.warn({ err: error, paymentId, txHash }, 'could not record the settle attempt; the reconciler looks after the grace');
+  }
 }
 
 /** A duplicate of a proof being settled waits for the first (up to `timeoutMs`) and gets its outcome. */
