@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -46,12 +47,21 @@ export type Config = {
   finalityConfirmations: number;
   /** How often the expiry sweeper looks for TRANSIENT sessions past their deadline. */
   expirySweepIntervalMs: number;
-  /** Honour X-Forwarded-For (client IPs for rate limits) when behind a trusted reverse proxy. */
-  trustProxy: boolean;
+  /**
+   * Which X-Forwarded-For hops to believe (client IPs for rate limits), as Fastify's `trustProxy`
+   * takes it: false (none), a number of proxy hops in front of the service, or the proxies' addresses.
+   */
+  trustProxy: false | number | string[];
+  /** Bearer token `GET /metrics` asks for; unset: open in the sandbox, closed in live mode. */
+  metricsToken: string | undefined;
   /** Exchange rates document over HTTP; unset: the static sandbox table. */
   ratesUrl: string | undefined;
   ratesMaxAgeSeconds: number;
   x402ProofsPerMinutePerIp: number;
+  /** Sessions (E1) one API key, or one merchant's bearer tokens, may create per minute, across every instance. */
+  sessionsPerMinutePerKey: number;
+  /** `webhook.test` events one merchant may queue per hour (API and dashboard together). */
+  webhookTestEventsPerHour: number;
   x402ProofsPerMinutePerSession: number;
   x402QuotesPerMinutePerSession: number;
   webhooks: WebhookSettings;
@@ -63,6 +73,8 @@ export type Config = {
   oidc: { issuer: string; clientId: string; clientSecret: string } | undefined;
   /** OAuth clients whose client_id is an http URL on this machine, for developing an agent locally; never in live mode. */
   oauthDevAllowLoopbackClients: boolean;
+  /** Client metadata documents /oauth/authorize may fetch per minute for one client IP (answers from the cache are free). */
+  oauthClientFetchesPerMinutePerIp: number;
 };
 
 export class ConfigError extends Error {
@@ -179,6 +191,31 @@ function loadOidc(env: NodeJS.ProcessEnv): Config['oidc'] {
   return { issuer, clientId, clientSecret };
 }
 
+/**
+ * TILL_TRUST_PROXY: `false`, a number of proxy hops (`1`: the one balancer in front), or a comma list
+ * of the proxies' addresses or CIDR ranges. `true` (every hop, so any client could name its own
+ * address) is refused.
+ */
+function loadTrustProxy(env: NodeJS.ProcessEnv): false | number | string[] {
+  const value = (env.TILL_TRUST_PROXY ?? '').trim();
+  if (value === '' || value === 'false') return false;
+  if (value === 'true')
+    throw new ConfigError(
+      'TILL_TRUST_PROXY',
+      'true would believe every X-Forwarded-For hop, so any client could name its own address: give the number of proxies in front of the service (1 for one balancer) or their addresses (10.0.0.5,10.0.1.0/24)',
+    );
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops < 1 || hops > 10) throw new ConfigError('TILL_TRUST_PROXY', "must be a number of proxy hops from 1 to 10, false, or the proxies' addresses");
+    return hops;
+  }
+  const addresses = value.split(',').map((part: string) => part.trim());
+  for (const address of addresses)
+    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(address) || !(isIP(address.split('/')[0]!) > 0))
+      throw new ConfigError('TILL_TRUST_PROXY', `${address} is not an IP address or CIDR range: give false, a number of proxy hops, or the proxies' addresses`);
+  return addresses;
+}
+
 /** Loopback clients are for an agent under development; a live service serves real merchants only. */
 function loadDevAllowLoopbackClients(env: NodeJS.ProcessEnv, mode: Config['mode']): boolean {
   const allowed = flag(env, 'TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS', false);
@@ -265,9 +302,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...loadReconcileTimes(env),
     finalityConfirmations: required(read(env, 'TILL_FINALITY_CONFIRMATIONS', z.coerce.number().int().min(0), mode === 'live' ? '10' : '0')),
     expirySweepIntervalMs: required(read(env, 'TILL_EXPIRY_SWEEP_INTERVAL_MS', positiveInt, '5000')),
-    trustProxy: required(read(env, 'TILL_TRUST_PROXY', z.enum(['true', 'false']), 'false')) === 'true',
+    trustProxy: loadTrustProxy(env),
+    metricsToken: read(env, 'TILL_METRICS_TOKEN', z.string().min(32, 'must be at least 32 characters (e.g. openssl rand -hex 32)'), undefined),
     ratesUrl: read(env, 'TILL_RATES_URL', z.url({ protocol: /^https?$/ }), undefined),
     ratesMaxAgeSeconds: required(read(env, 'TILL_RATES_MAX_AGE_SECONDS', positiveInt, '3600')),
+    sessionsPerMinutePerKey: required(read(env, 'TILL_SESSIONS_PER_MINUTE_PER_KEY', positiveInt, '6000')),
+    webhookTestEventsPerHour: required(read(env, 'TILL_WEBHOOK_TEST_EVENTS_PER_HOUR', positiveInt, '20')),
     x402ProofsPerMinutePerIp: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_IP', positiveInt, '600')),
     x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '600')),
     x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '120')),
@@ -276,5 +316,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
     oidc: loadOidc(env),
     oauthDevAllowLoopbackClients: loadDevAllowLoopbackClients(env, mode),
+    oauthClientFetchesPerMinutePerIp: required(read(env, 'TILL_OAUTH_CLIENT_FETCHES_PER_MINUTE_PER_IP', positiveInt, '30')),
   };
 }

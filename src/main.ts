@@ -72,7 +72,7 @@ export async function createService(config: Config, options: CreateServiceOption
   // The hosted page's scripts are bundled first, so a broken build stops the start.
   await checkoutAssets();
   const database = openDatabase(config, options.onQuery ? { onQuery: options.onQuery } : {});
-  await migrateToLatest(database.db);
+  await migrateToLatest(database.db, { secretKey: config.secretKey });
   const context: AppContext = {
     config,
     db: database.db,

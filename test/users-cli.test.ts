@@ -5,6 +5,8 @@ import { describe, test } from 'node:test';
 import { verify } from '@node-rs/argon2';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
+import { recordToolCall } from '../src/mcp/audit.ts';
+import { createApiKey } from '../src/merchants/api-keys.ts';
 import { addConsent } from '../src/oauth/grants.ts';
 import { temporaryDirectories } from '../src/testing/environment.ts';
 
@@ -112,5 +114,49 @@ describe('till users', () => {
     assert.equal(till(['grants', 'revoke', grant.id, '--merchant', merchantId], env).status, 0);
     assert.deepEqual(JSON.parse(till(['grants', 'list', '--merchant', merchantId, '--json'], env).stdout).grants, []);
     assert.match(till(['grants', 'revoke', grant.id, '--merchant', merchantId], env).stderr, /no active grant/);
+  });
+
+  test('reset-password revokes every coding agent unless --keep-agents, and lists the API keys agents made with the old password', async () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Intruded shop', '--json'], env).stdout);
+    const user = JSON.parse(till(['users', 'create', '--merchant', merchantId, '--email', 'intruded@shop.example', '--json'], env).stdout);
+    const database = openDatabase(loadConfig({ ...env, TILL_LOG_LEVEL: 'silent' }));
+    const clientId = 'https://intruder.example/client.json';
+    const { agentKey, ownKey } = await (async () => {
+      const now = Date.now();
+      const grant = await database.db
+        .transaction()
+        .execute((trx) => addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Intruder', scopes: ['keys:write'] }, now));
+      // What the MCP tool create_api_key leaves: the key, then its audited call.
+      const agentKey = await createApiKey(database.db, merchantId, 'test', now + 1);
+      await recordToolCall(
+        database.db,
+        { grantId: grant.id, clientId, merchantId, tool: 'create_api_key', outcome: 'ok', reason: null, arguments: {} },
+        now + 2,
+      );
+      const ownKey = await createApiKey(database.db, merchantId, 'test', now + 3);
+      return { agentKey, ownKey };
+    })().finally(() => database.close());
+
+    const reset = till(['users', 'reset-password', '--email', 'intruded@shop.example', '--password-stdin', '--json'], env, 'a fresh long password\n');
+    assert.equal(reset.status, 0, reset.stderr);
+    const answer = JSON.parse(reset.stdout);
+    assert.equal(answer.agentsRevoked, 1);
+    assert.deepEqual(
+      answer.apiKeysMadeByAgents.map((key: { keyId: string; clientId: string; masked: string }) => [key.keyId, key.clientId, key.masked]),
+      [[agentKey.keyId, clientId, `…${agentKey.lastFour}`]],
+    );
+    assert.ok(!reset.stdout.includes(ownKey.keyId) && !reset.stdout.includes(agentKey.apiKey));
+    assert.deepEqual(JSON.parse(till(['grants', 'list', '--merchant', merchantId, '--json'], env).stdout).grants, []);
+
+    const again = openDatabase(loadConfig({ ...env, TILL_LOG_LEVEL: 'silent' }));
+    await again.db
+      .transaction()
+      .execute((trx) => addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Own agent', scopes: ['settings:read'] }, Date.now()))
+      .finally(() => again.close());
+    const kept = till(['users', 'reset-password', '--email', 'intruded@shop.example', '--password-stdin', '--keep-agents'], env, 'another fresh password\n');
+    assert.equal(kept.status, 0, kept.stderr);
+    assert.match(kept.stdout, /Coding agents keep their access/);
+    assert.doesNotMatch(kept.stdout, /API keys coding agents made/, 'the agent key was made before the previous password was set');
+    assert.equal(JSON.parse(till(['grants', 'list', '--merchant', merchantId, '--json'], env).stdout).grants.length, 1);
   });
 });

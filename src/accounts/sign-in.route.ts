@@ -5,7 +5,7 @@ import { clearCookie, cookieName, formFields, readCookies, registerFormParser, s
 import { escapeHtml, page, sendPage } from '../http/html.ts';
 import { addRoute } from '../http/routes.ts';
 import { beginUpstreamSignIn, finishUpstreamSignIn, type PendingSignIn, upstreamProvider } from './oidc.ts';
-import { clearFailures, emailSubject, ipSubject, recordFailure, waitBeforeAttempt } from './throttle.ts';
+import { attemptSucceeded, reserveAttempt, signInSubjects } from './throttle.ts';
 import { endUserSession } from './user-sessions.ts';
 import { checkPassword, findUserByEmail, normalizeEmail } from './users.ts';
 import {
@@ -13,6 +13,7 @@ import {
   forgetSession,
   formCsrfToken,
   formCsrfValid,
+  knownBrowserId,
   redirectToSignIn,
   safeReturnPath,
   secureCookies,
@@ -43,13 +44,16 @@ ${view.upstream ? `<p><a href="/sign-in/oidc?return_to=${encodeURIComponent(view
   );
 }
 
+/** The upstream sign-in's sealed cookie opens as that and nothing else. */
+const OIDC_PENDING_BINDING = 'cookie:till_oidc';
+
 const oidcCookie = (context: AppContext) => cookieName('till_oidc', secureCookies(context));
 
 /** The sealed state of an upstream sign-in under way, if the cookie is ours and not expired. */
 function readPending(context: AppContext, sealed: string | undefined): PendingSignIn | undefined {
   if (!sealed) return undefined;
   try {
-    const pending = JSON.parse(openSecret(sealed, context.config.secretKey)) as PendingSignIn;
+    const pending = JSON.parse(openSecret(sealed, context.config.secretKey, OIDC_PENDING_BINDING)) as PendingSignIn;
     return pending.expiresAt > context.now() ? { ...pending, returnTo: safeReturnPath(pending.returnTo) } : undefined;
   } catch {
     return undefined;
@@ -80,7 +84,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
         url: '/sign-in',
         summary: 'Signs a merchant user in (form post from the sign-in page)',
         description:
-          'Takes `email`, `password`, `csrf` and `return_to` as a form. Repeated failures slow down, then lock, the email and the client IP for a while; an unknown email and a wrong password get the same answer.',
+          'Takes `email`, `password`, `csrf` and `return_to` as a form. Repeated failures slow down, then lock, the email from that IP, the email from browsers it never signed in from, and the IP, for a while; a browser the email signed in from before is throttled on its own. An unknown email and a wrong password get the same answer.',
         tag: TAG,
         security: 'none',
         responses: { 303: { description: 'Signed in: on to `return_to`' }, 401: HTML_RESPONSE, 403: HTML_RESPONSE, 429: HTML_RESPONSE },
@@ -93,19 +97,15 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
         const again = (status: number, problem: string) =>
           sendPage(reply, status, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, email, problem, upstream: !!context.config.oidc }));
         if (!formCsrfValid(context, request, fields.csrf)) return again(403, 'This form has expired. Please sign in again.');
-        const subjects = [emailSubject(email), ipSubject(request.ip)];
-        const now = context.now();
-        const wait = await waitBeforeAttempt(context.db, subjects, now);
+        const subjects = signInSubjects(email, request.ip, knownBrowserId(context, request, email));
+        const wait = await reserveAttempt(context.db, subjects, context.now());
         if (wait > 0) {
           reply.header('retry-after', String(Math.ceil(wait / 1000)));
           return again(429, `Too many attempts. Try again in ${minutes(wait)} minute${minutes(wait) === 1 ? '' : 's'}.`);
         }
         const user = email && fields.password ? await checkPassword(context.db, email, fields.password) : undefined;
-        if (!user) {
-          await recordFailure(context.db, subjects, now);
-          return again(401, WRONG_CREDENTIALS);
-        }
-        await clearFailures(context.db, subjects[0]!);
+        if (!user) return again(401, WRONG_CREDENTIALS);
+        await attemptSucceeded(context.db, subjects);
         await signIn(context, request, reply, user);
         return reply.redirect(returnTo, 303);
       },
@@ -132,7 +132,7 @@ export function registerSignInRoutes(app: FastifyInstance, context: AppContext):
           );
         const returnTo = safeReturnPath((request.query as Record<string, unknown>).return_to);
         const { url, pending } = await beginUpstreamSignIn(provider, returnTo, context.now());
-        setCookie(reply, oidcCookie(context), sealSecret(JSON.stringify(pending), context.config.secretKey), {
+        setCookie(reply, oidcCookie(context), sealSecret(JSON.stringify(pending), context.config.secretKey, OIDC_PENDING_BINDING), {
           secure: secureCookies(context),
           maxAgeSeconds: 600,
         });

@@ -66,6 +66,12 @@ export async function setPassword(db: Db, email: string, password: string, now =
   return user;
 }
 
+/** When the user's password was last set (made or changed), in epoch milliseconds. */
+export async function passwordSetAt(db: Db, userId: string): Promise<number | undefined> {
+  const row = await db.selectFrom('users').select('updated_at').where('id', '=', userId).executeTakeFirst();
+  return row ? Number(row.updated_at) : undefined;
+}
+
 const toUser = (row: { id: string; merchant_id: string; email: string; created_at: number }): User => ({
   id: row.id,
   merchantId: row.merchant_id,

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
@@ -15,6 +15,31 @@ const timeouts = (context: AppContext): SessionTimeouts => ({
 
 export const sessionCookie = (context: AppContext) => cookieName('till_session', secureCookies(context));
 export const csrfCookie = (context: AppContext) => cookieName('till_csrf', secureCookies(context));
+
+export const knownBrowserCookie = (context: AppContext) => cookieName('till_known_browser', secureCookies(context));
+const KNOWN_BROWSER_SECONDS = 180 * 24 * 60 * 60;
+const knownBrowserMac = (context: AppContext, email: string, id: string) =>
+  createHmac('sha256', context.config.secretKey).update(`known-browser\n${email}\n${id}`).digest('base64url');
+
+/**
+ * The id of this browser when it has signed in as `email` before: its known-browser cookie, an id
+ * and an HMAC of the id and the email under TILL_SECRET_KEY. Its password attempts for that email
+ * are throttled on their own, so that nobody else's failures can lock it out.
+ */
+export function knownBrowserId(context: AppContext, request: FastifyRequest, email: string): string | undefined {
+  const [id = '', mac = ''] = (readCookies(request)[knownBrowserCookie(context)] ?? '').split('.');
+  if (!/^[\w-]{22}$/.test(id) || !mac) return undefined;
+  return constantTimeEqual(knownBrowserMac(context, email, id), mac) ? id : undefined;
+}
+
+/** Marks the browser as one `email` signed in from (keeping its id when it has one). */
+export function rememberBrowser(context: AppContext, request: FastifyRequest, reply: FastifyReply, email: string): void {
+  const id = knownBrowserId(context, request, email) ?? randomBytes(16).toString('base64url');
+  setCookie(reply, knownBrowserCookie(context), `${id}.${knownBrowserMac(context, email, id)}`, {
+    secure: secureCookies(context),
+    maxAgeSeconds: KNOWN_BROWSER_SECONDS,
+  });
+}
 
 export type SignedIn = { user: User; session: SignedInSession; csrfToken: string };
 
@@ -33,6 +58,7 @@ export async function signIn(context: AppContext, request: FastifyRequest, reply
   const previous = readCookies(request)[sessionCookie(context)];
   const token = await startUserSession(context.db, user.id, previous, timeouts(context), context.now());
   setCookie(reply, sessionCookie(context), token, { secure: secureCookies(context), maxAgeSeconds: context.config.signInMaxSeconds });
+  rememberBrowser(context, request, reply, user.email);
   // A new sign-in form token too, so one seen before sign-in is worth nothing after it.
   clearCookie(reply, csrfCookie(context), { secure: secureCookies(context) });
 }

@@ -15,12 +15,12 @@ Commands:
   till merchant create --name NAME [--wallet 0x…] [--json]
   till merchant list [--json]                  merchants, wallets, API key ids (never the keys)
   till merchant set-wallet MERCHANT_ID 0x… [--json]
-  till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate] [--json]
+  till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--json]
   till keys create --merchant MERCHANT_ID [--json]
   till keys revoke KEY_ID [--json]
   till users create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json]
                                                a user who signs in for the merchant (password generated and shown once without --password-stdin)
-  till users reset-password --email EMAIL [--password-stdin] [--json]
+  till users reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json]
   till clients create --merchant MERCHANT_ID [--json]
                                                client credentials for a merchant's server (secret shown once)
   till clients revoke CLIENT_ID [--json]
@@ -29,6 +29,7 @@ Commands:
   till grants revoke GRANT_ID --merchant MERCHANT_ID [--json]
   till audit list --merchant MERCHANT_ID [--limit N] [--json]
                                                the MCP tool calls of the merchant's coding agents, refused ones included
+  till mcp login [--url URL] [--scope "…"] [--no-open] [--json]   development MCP client: consent in a browser, prints an access token
   till signing-keys rotate [--json]            a new token-signing key; old ones stay published until their tokens expire
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
@@ -54,6 +55,7 @@ const commands: Record<string, () => Promise<Command>> = {
   'signing-keys': async () => (await import('./clients.ts')).signingKeysCommand,
   grants: async () => (await import('./grants.ts')).grantsCommand,
   audit: async () => (await import('./audit.ts')).auditCommand,
+  mcp: async () => (await import('./mcp.ts')).mcpCommand,
   payments: async () => (await import('./payments.ts')).paymentsCommand,
 };
 

@@ -19,7 +19,7 @@ function wallet(value: string | undefined): string | undefined {
 export async function migrateCommand(args: string[]): Promise<void> {
   const json = takeFlag(args, '--json');
   noneLeft(args);
-  const applied = await withDatabase((database) => migrateToLatest(database.db));
+  const applied = await withDatabase((database, config) => migrateToLatest(database.db, { secretKey: config.secretKey }));
   printResult(json, { applied }, applied.length ? `Applied migrations: ${applied.join(', ')}` : 'The database is up to date.');
 }
 

@@ -1,7 +1,9 @@
 import { randomInt } from 'node:crypto';
 import { endAllUserSessions } from '../accounts/user-sessions.ts';
-import { createUser, setPassword, UserError } from '../accounts/users.ts';
+import { createUser, findUserByEmail, passwordSetAt, setPassword, UserError } from '../accounts/users.ts';
+import { keysMadeByAgentsSince } from '../merchants/api-keys.ts';
 import { findMerchant } from '../merchants/merchants.ts';
+import { revokeEveryGrant } from '../web/dashboard/agent-access.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -46,24 +48,53 @@ export async function usersCommand(args: string[]): Promise<void> {
   }
   if (sub === 'reset-password') {
     const email = takeOption(args, '--email');
+    const keepAgents = takeFlag(args, '--keep-agents');
     const { password, generated } = await passwordFrom(args);
     noneLeft(args);
-    if (!email) throw new UsageError('users reset-password needs --email EMAIL [--password-stdin]');
-    const user = await withDatabase(async ({ db }) => {
-      const found = await setPassword(db, email, password).catch(usage);
+    if (!email) throw new UsageError('users reset-password needs --email EMAIL [--password-stdin] [--keep-agents]');
+    const { user, agentsRevoked, agentKeys } = await withDatabase(async ({ db }) => {
+      const existing = await findUserByEmail(db, email);
+      if (!existing) throw new UsageError(`no user with email ${email}`);
+      const previousSetAt = (await passwordSetAt(db, existing.id)) ?? existing.createdAt;
+      const now = Date.now();
+      const found = await setPassword(db, email, password, now).catch(usage);
       if (!found) throw new UsageError(`no user with email ${email}`);
       await endAllUserSessions(db, found.id);
-      return found;
+      const agentsRevoked = keepAgents ? 0 : await revokeEveryGrant(db, found.merchantId, now);
+      return { user: found, agentsRevoked, agentKeys: await keysMadeByAgentsSince(db, found.merchantId, previousSetAt) };
     });
+    const keyLines = agentKeys.map((key) => `  ${key.keyId}  ${key.masked}  ${key.mode}  made ${key.createdAt} by ${key.clientId}`);
     printResult(
       json,
-      { userId: user.id, email: user.email, ...(generated ? { password } : {}) },
-      `Password of ${user.email} reset; its sessions are signed out.${generated ? `\nPassword (shown once): ${password}` : ''}`,
+      {
+        userId: user.id,
+        email: user.email,
+        ...(generated ? { password } : {}),
+        agentsRevoked,
+        apiKeysMadeByAgents: agentKeys.map((key) => ({
+          keyId: key.keyId,
+          masked: key.masked,
+          mode: key.mode,
+          createdAt: key.createdAt,
+          clientId: key.clientId,
+        })),
+      },
+      [
+        `Password of ${user.email} reset; its sessions are signed out.`,
+        keepAgents ? 'Coding agents keep their access (--keep-agents).' : `Coding agents' access revoked: ${agentsRevoked}.`,
+        ...(agentKeys.length
+          ? [
+              'API keys coding agents made while the previous password was in force (revoke any you do not recognise with till keys revoke KEY_ID):',
+              ...keyLines,
+            ]
+          : []),
+        ...(generated ? [`Password (shown once): ${password}`] : []),
+      ].join('\n'),
     );
     return;
   }
   throw new UsageError(
-    'users commands: create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json] | reset-password --email EMAIL [--password-stdin] [--json]',
+    'users commands: create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json] | reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json]',
   );
 }
 

@@ -4,7 +4,7 @@ import type { Db } from '../db/index.ts';
 import { findMerchant } from '../merchants/merchants.ts';
 import { webhookTargetAllowance } from '../webhooks/deliver.ts';
 import { listDeliveries, redeliverEvent, sendTestEvent } from '../webhooks/deliveries.ts';
-import { setWebhook } from '../webhooks/endpoints.ts';
+import { checkOverlapHours, setWebhook } from '../webhooks/endpoints.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -22,10 +22,11 @@ async function requireMerchant(db: Db, merchantId: string): Promise<void> {
   if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
 }
 
-/** `till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate] [--json]` */
+/** `till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--json]` */
 export async function setWebhookCommand(args: string[]): Promise<void> {
   const json = takeFlag(args, '--json');
   const rotate = takeFlag(args, '--rotate');
+  const overlap = takeOption(args, '--overlap');
   const url = takeOption(args, '--url');
   const events = takeOption(args, '--events')
     ?.split(',')
@@ -34,12 +35,23 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
   const [merchantId] = args.splice(0, 1);
   noneLeft(args);
   if (!merchantId || !url)
-    throw new UsageError('merchant set-webhook needs MERCHANT_ID --url URL [--events payment.succeeded,session.expired,…] [--rotate] [--json]');
+    throw new UsageError(
+      'merchant set-webhook needs MERCHANT_ID --url URL [--events payment.succeeded,session.expired,…] [--rotate [--overlap HOURS]] [--json]',
+    );
+  if (overlap !== undefined && !rotate) throw new UsageError('--overlap goes with --rotate: how long the old signing secret keeps signing beside the new one');
+  let overlapHours: number;
+  try {
+    overlapHours = checkOverlapHours(overlap);
+  } catch (error) {
+    throw usageErrorOf(error);
+  }
   const result = await withDatabase(async ({ db }, config) => {
     await requireMerchant(db, merchantId);
-    const secrets = await setWebhook(db, config.secretKey, merchantId, { url, ...(events ? { events } : {}), rotate }, config.mode).catch((error: unknown) => {
-      throw usageErrorOf(error);
-    });
+    const secrets = await setWebhook(db, config.secretKey, merchantId, { url, ...(events ? { events } : {}), rotate, overlapHours }, config.mode).catch(
+      (error: unknown) => {
+        throw usageErrorOf(error);
+      },
+    );
     // Told now, not discovered at the first delivery: where this URL leads and whether the guard lets it.
     const refusal = await refusalOf(url, webhookTargetAllowance(config.webhooks));
     return { ...secrets, ...(refusal ? { warning: `deliveries to this URL will not be sent: ${refusal}` } : {}) };
@@ -48,7 +60,11 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
   printResult(
     json,
     result,
-    `Webhook of ${merchantId} set to ${url}.\nWebhook key (sent as X-Webhook-Api-Key): ${result.webhookKey}\nSigning secret (Standard Webhooks): ${result.signingSecret}`,
+    `Webhook of ${merchantId} set to ${url}.\nWebhook key (sent as X-Webhook-Api-Key): ${result.webhookKey}\nSigning secret (Standard Webhooks): ${result.signingSecret}${
+      rotate && overlapHours > 0
+        ? `\nThe previous signing secret also signs deliveries for ${overlapHours} hours: switch your receiver to the new key and secret within that time.`
+        : ''
+    }`,
   );
 }
 

@@ -7,7 +7,7 @@ export async function withDatabase<T>(work: (database: DatabaseHandle, config: C
   const config = loadConfig();
   const database = openDatabase(config);
   try {
-    await migrateToLatest(database.db);
+    await migrateToLatest(database.db, { secretKey: config.secretKey });
     return await work(database, config);
   } finally {
     await database.close();

@@ -16,22 +16,39 @@ export function constantTimeEqual(a: string, b: string): boolean {
 }
 
 const KEY_ID = 'k1';
+/** The same key, sealing with associated data: the stored form says which, so neither is read as the other. */
+const BOUND_KEY_ID = 'k1b';
 
 /**
  * AES-256-GCM for secrets that must be shown or sent again (webhook keys).
- * The stored form names the key it was sealed with so the key can rotate.
+ * The stored form names the key it was sealed with so the key can rotate. With `boundTo` (where the
+ * secret lives, e.g. its table, column and row), that text is authenticated as associated data: the
+ * sealed value opens only for the same `boundTo`, so a value copied into another row or column (by
+ * someone who can write the database but not read the key) is refused, not used.
  */
-export function sealSecret(plaintext: string, key: Buffer): string {
+export function sealSecret(plaintext: string, key: Buffer, boundTo?: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
+  if (boundTo !== undefined) cipher.setAAD(Buffer.from(boundTo, 'utf8'));
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return [KEY_ID, iv.toString('base64url'), body.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return [boundTo === undefined ? KEY_ID : BOUND_KEY_ID, iv.toString('base64url'), body.toString('base64url'), cipher.getAuthTag().toString('base64url')].join(
+    '.',
+  );
 }
 
-export function openSecret(sealed: string, key: Buffer): string {
+/** Opens what sealSecret sealed, with the same `boundTo` (or none); throws for anything else. */
+export function openSecret(sealed: string, key: Buffer, boundTo?: string): string {
   const [keyId, iv, body, tag] = sealed.split('.');
-  if (keyId !== KEY_ID || !iv || !body || !tag) throw new Error('sealed secret has an unknown format or key id');
+  if (keyId !== (boundTo === undefined ? KEY_ID : BOUND_KEY_ID) || !iv || !body || !tag)
+    throw new Error(`sealed secret has an unknown format or key id${boundTo === undefined ? '' : ', or is not bound to where it is read'}`);
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  if (boundTo !== undefined) decipher.setAAD(Buffer.from(boundTo, 'utf8'));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
 }
+
+/** The sealed columns of `webhook_endpoints`. */
+export type SealedWebhookColumn = 'webhook_key_sealed' | 'signing_secret_sealed' | 'previous_signing_secret_sealed';
+
+/** What a webhook secret is bound to (AES-GCM associated data): its merchant's row and its column. */
+export const webhookSecretBinding = (merchantId: string, column: SealedWebhookColumn) => `webhook_endpoints.${column}:${merchantId}`;

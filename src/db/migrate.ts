@@ -17,9 +17,11 @@ import * as rateLimits from './migrations/0014_rate_limits.ts';
 import * as unfinalizedPayments from './migrations/0015_unfinalized_payments.ts';
 import * as changeNotifications from './migrations/0016_change_notifications.ts';
 import * as paymentFollowUp from './migrations/0017_payment_follow_up.ts';
+import { boundWebhookSecrets } from './migrations/0018_bound_webhook_secrets.ts';
+import * as webhookSecretOverlap from './migrations/0019_webhook_secret_overlap.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
-const migrations: Record<string, Migration> = {
+const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
   '0001_foundation': foundation,
   '0002_payments': payments,
   '0003_webhooks': webhooks,
@@ -37,10 +39,13 @@ const migrations: Record<string, Migration> = {
   '0015_unfinalized_payments': unfinalizedPayments,
   '0016_change_notifications': changeNotifications,
   '0017_payment_follow_up': paymentFollowUp,
-};
+  '0018_bound_webhook_secrets': boundWebhookSecrets(secretKey),
+  '0019_webhook_secret_overlap': webhookSecretOverlap,
+});
 
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+/** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */
+export async function migrateToLatest(db: Db, options: { secretKey?: Buffer } = {}): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrationsWith(options.secretKey) } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

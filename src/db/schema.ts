@@ -161,6 +161,9 @@ export interface WebhookEndpointsTable {
   events: string;
   webhook_key_sealed: string;
   signing_secret_sealed: string;
+  /** The signing secret before the last rotation, still signing beside the new one until the time below. */
+  previous_signing_secret_sealed: string | null;
+  previous_signing_secret_expires_at: number | null;
   created_at: number;
   updated_at: number;
   disabled_at: number | null;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { invalidField, TillError } from '../common/errors.ts';
+import type { Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { isDatabaseUnavailable } from '../db/index.ts';
 import { registerApiReference } from './api-reference.route.ts';
@@ -68,6 +69,18 @@ function sendUnreachablePage(reply: FastifyReply, refusal: TillError) {
   return sendPage(reply, refusal.status, page('Back in a moment', body));
 }
 
+/** The payment API (E1, E2, the session read, webhook deliveries), the token endpoint and MCP: answered with `Cache-Control: no-store`. */
+const NO_STORE_PATHS = /^\/(?:api\/|oauth\/token(?:[/?]|$)|mcp(?:[/?]|$))/;
+
+/**
+ * Fastify's `trustProxy` from TILL_TRUST_PROXY: none, the proxies' addresses, or a number of hops
+ * (the nearest `hops` addresses of the chain are proxies; the one before them is the client).
+ */
+function trustedProxies(setting: Config['trustProxy']): false | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof setting === 'number') return (_address, hop) => hop < setting;
+  return setting;
+}
+
 /** The service's own pages and endpoints, beside the capabilities' routes. */
 const OPERATIONAL_ROUTES: RouteRegistrar[] = [registerLanding, registerHealth, registerMetrics, registerStylesheet, registerApiReference];
 
@@ -78,7 +91,7 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
   const app = Fastify({
     loggerInstance: context.log as FastifyBaseLogger,
     genReqId: requestIdOf,
-    trustProxy: context.config.trustProxy,
+    trustProxy: trustedProxies(context.config.trustProxy),
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
     serverFactory: (handler, options) =>
@@ -118,6 +131,8 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
     // RFC 6750 §3: a refused bearer token is answered with a Bearer challenge.
     if (reply.statusCode === 401 && /^bearer /i.test(request.headers.authorization ?? '') && !reply.hasHeader('www-authenticate'))
       reply.header('www-authenticate', 'Bearer error="invalid_token"');
+    // Answers that may carry a secret (API keys, tokens) or payment data are kept by no cache.
+    if (NO_STORE_PATHS.test(request.url) && !reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     const type = String(reply.getHeader('content-type') ?? '');
     if (type.startsWith('text/html')) {
       // A route may set a policy of its own (a relayed page, the consent screen); the others get ours.

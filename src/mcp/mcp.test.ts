@@ -5,10 +5,13 @@ import { revokeGrant } from '../oauth/grants.ts';
 import { issueCheckoutToken } from '../oauth/tokens.ts';
 import { authorizedAgent, callMcpTool, mcpRequest } from '../testing/agent.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
-import { argumentsDigest, listToolCalls } from './audit.ts';
+import { argumentsDigest, listToolCalls, recordToolCall } from './audit.ts';
 import { RATE_LIMITED_CODE } from './mcp.route.ts';
 
 const CHALLENGE = 'Bearer resource_metadata="http://till.test/.well-known/oauth-protected-resource/mcp", scope="settings:read orders:read"';
+/** RFC 6750 §3.1: a token that was sent but cannot be used is named invalid_token, beside the spec's parameters. */
+const invalidTokenChallenge = (description: string) =>
+  `Bearer error="invalid_token", error_description="${description}", resource_metadata="http://till.test/.well-known/oauth-protected-resource/mcp", scope="settings:read orders:read"`;
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`the MCP endpoint on ${engine}`, skip, () => {
@@ -30,14 +33,19 @@ for (const { engine, skip } of engines) {
       const checkoutToken = (await issueCheckoutToken(service.context.db, service.context.config, client, clock)).accessToken;
       const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read']);
       const later = clock;
-      for (const token of [undefined, checkoutToken, 'not-a-jwt', `${accessToken.slice(0, -4)}AAAA`]) {
+      const none = await rpc(undefined, 'tools/list');
+      assert.equal(none.status, 401);
+      assert.equal(none.headers['www-authenticate'], CHALLENGE, 'no token: exactly the spec challenge, no error code (RFC 6750 §3.1)');
+      for (const token of [checkoutToken, 'not-a-jwt', `${accessToken.slice(0, -4)}AAAA`]) {
         const answer = await rpc(token, 'tools/list');
         assert.equal(answer.status, 401, String(token));
-        assert.equal(answer.headers['www-authenticate'], CHALLENGE);
+        assert.equal(answer.headers['www-authenticate'], invalidTokenChallenge(answer.body.error_description));
       }
       clock += 16 * 60_000;
       try {
-        assert.equal((await rpc(accessToken, 'tools/list')).status, 401, 'an expired token');
+        const expired = await rpc(accessToken, 'tools/list');
+        assert.equal(expired.status, 401, 'an expired token');
+        assert.equal(expired.headers['www-authenticate'], invalidTokenChallenge(expired.body.error_description));
       } finally {
         clock = later;
       }
@@ -144,7 +152,8 @@ for (const { engine, skip } of engines) {
       await revokeGrant(service.context.db, grantId, 'merchant', clock, merchantId);
       const answer = await callTool(accessToken, 'get_payment_settings');
       assert.equal(answer.status, 401);
-      assert.equal(answer.headers['www-authenticate'], CHALLENGE);
+      assert.equal(answer.headers['www-authenticate'], invalidTokenChallenge(answer.body.error_description));
+      assert.match(answer.body.error_description, /revoked/);
       const audited = (await auditOf('get_payment_settings')).filter((c) => c.grantId === grantId);
       assert.deepEqual(
         audited.map((c) => [c.outcome, c.reason]),
@@ -153,6 +162,65 @@ for (const { engine, skip } of engines) {
           ['ok', null],
         ],
       );
+    });
+
+    /** A JSON-RPC batch (an array body) as a 2025-era client would post it. */
+    const postBatch = (token: string, messages: unknown[]) =>
+      service.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
+        payload: JSON.stringify(messages),
+      });
+    const toolCall = (id: number, name: string, args: Record<string, unknown> = {}) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name, arguments: args },
+    });
+
+    test('a JSON-RPC batch is refused as an Invalid Request (-32600): none of its calls runs, whatever they are', async () => {
+      const { accessToken, grantId } = await authorizedAgent(service.context, merchantId, ['settings:read', 'keys:write']);
+      const keysBefore = await service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', merchantId).execute();
+      const answer = await postBatch(accessToken, [toolCall(1, 'get_payment_settings'), toolCall(2, 'create_api_key'), toolCall(3, 'set_wallet')]);
+      assert.equal(answer.statusCode, 400, answer.body);
+      const body = answer.json();
+      assert.equal(body.jsonrpc, '2.0');
+      assert.equal(body.id, null);
+      assert.equal(body.error.code, -32600);
+      assert.match(body.error.message, /batch/i);
+      const keysAfter = await service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', merchantId).execute();
+      assert.equal(keysAfter.length, keysBefore.length, 'no key was made');
+      const audited = (await listToolCalls(service.context.db, merchantId, 1000)).filter((c) => c.grantId === grantId);
+      assert.deepEqual(audited, [], 'nothing ran, so there is nothing to audit');
+      // One call in a one-element array is a batch too.
+      assert.equal((await postBatch(accessToken, [toolCall(4, 'get_payment_settings')])).statusCode, 400);
+    });
+
+    test('after the 300th call of the hour, a batch runs nothing: not a way around the limit or the audit', async () => {
+      const { accessToken, grantId, clientId } = await authorizedAgent(service.context, merchantId, ['settings:read', 'keys:write']);
+      for (let i = 0; i < 300; i++)
+        await recordToolCall(
+          service.context.db,
+          { grantId, clientId, merchantId, tool: 'get_payment_settings', outcome: 'ok', reason: null, arguments: {} },
+          clock - 1000,
+        );
+      const single = await callTool(accessToken, 'get_payment_settings');
+      assert.equal(single.body.error.code, RATE_LIMITED_CODE, 'the 301st single call is refused');
+      const before = await listToolCalls(service.context.db, merchantId, 1000);
+      const keysBefore = await service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', merchantId).execute();
+      const answer = await postBatch(accessToken, [toolCall(1, 'get_payment_settings'), toolCall(2, 'create_api_key'), toolCall(3, 'no_such_tool')]);
+      assert.equal(answer.statusCode, 400, answer.body);
+      assert.equal(answer.json().error.code, -32600);
+      const after = await listToolCalls(service.context.db, merchantId, 1000);
+      assert.equal(after.length, before.length, 'no call of the batch ran or was recorded as run');
+      const keys = await service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', merchantId).execute();
+      assert.equal(keys.length, keysBefore.length, 'create_api_key did not run');
     });
 
     test('the 301st tool call in an hour is a JSON-RPC error with the seconds to wait, audited; an hour later calls go through', async () => {

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
 import { validate } from '../http/validation.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
 import type { Scope } from '../oauth/scopes.ts';
@@ -15,7 +16,16 @@ export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject =
   scope: Scope;
   input: I;
   output: O;
-  run(context: AppContext, access: McpAccess, args: z.output<I>): Promise<z.output<O>>;
+  run(context: AppContext, access: McpAccess, args: z.output<I>, call: ToolCall): Promise<z.output<O>>;
+};
+
+/** What a running tool may do with its own call. */
+export type ToolCall = {
+  /**
+   * Audits the call as done, in the tool's own transaction (`db`), so a limit counted from the audit
+   * sees it as soon as what it did is seen; the call is then not audited again.
+   */
+  recordSuccess(db: Db): Promise<void>;
 };
 
 export const defineTool = <I extends z.ZodObject, O extends z.ZodObject>(tool: McpTool<I, O>): McpTool => tool as unknown as McpTool;
@@ -55,9 +65,16 @@ export async function runTool(context: AppContext, access: McpAccess, tool: McpT
     await audit('refused', 'unknown_argument');
     return errorResult(unknown);
   }
+  let recorded = false;
+  const call: ToolCall = {
+    async recordSuccess(db) {
+      await recordToolCall(db, { ...caller, outcome: 'ok', reason: null }, context.now());
+      recorded = true;
+    },
+  };
   try {
-    const output = await tool.run(context, access, validate(tool.input, args ?? {}));
-    await audit('ok', null);
+    const output = await tool.run(context, access, validate(tool.input, args ?? {}), call);
+    if (!recorded) await audit('ok', null);
     return { content: [{ type: 'text', text: JSON.stringify(output, null, 2) }], structuredContent: output };
   } catch (error) {
     if (error instanceof ToolRefusal) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { findMerchant } from '../merchants/merchants.ts';
-import { authorizedAgent, callMcpTool, mcpRequest } from '../testing/agent.ts';
+import { authorizedAgent, authorizedAgents, callMcpTool, mcpRequest } from '../testing/agent.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { listToolCalls } from './audit.ts';
 import { KEYS_PER_ACCOUNT, KEYS_PER_DAY_PER_AUTHORIZATION } from './tools/create-api-key.ts';
@@ -104,6 +104,32 @@ for (const { engine, skip } of engines) {
       assert.equal(result.isError, true);
       assert.match(result.content[0].text, /already has 25 API keys/);
       assert.deepEqual(await audited(merchantId), [['create_api_key', 'refused', 'key_limit_per_account']]);
+    });
+
+    const activeKeys = async (merchantId: string) =>
+      (await service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', merchantId).where('revoked_at', 'is', null).execute()).length;
+
+    test(`create_api_key: 20 racing calls on one authorization make exactly ${KEYS_PER_DAY_PER_AUTHORIZATION} keys`, async () => {
+      const { merchantId, accessToken } = await agentOn(['keys:write']);
+      const results = await Promise.all(Array.from({ length: 20 }, () => call(accessToken, 'create_api_key')));
+      const made = results.filter((r) => !r.isError);
+      assert.equal(made.length, KEYS_PER_DAY_PER_AUTHORIZATION, results.map((r) => r.content[0].text.slice(0, 80)).join('\n'));
+      for (const refused of results.filter((r) => r.isError)) assert.match(refused.content[0].text, /already created 5 API keys in the last 24 hours/);
+      assert.equal(await activeKeys(merchantId), 1 + KEYS_PER_DAY_PER_AUTHORIZATION, 'the merchant’s first key and five more');
+      const rows = await audited(merchantId);
+      assert.equal(rows.filter((row) => row[1] === 'ok').length, KEYS_PER_DAY_PER_AUTHORIZATION);
+      assert.equal(rows.filter((row) => row[2] === 'key_limit_per_authorization').length, 20 - KEYS_PER_DAY_PER_AUTHORIZATION);
+    });
+
+    test(`create_api_key: 20 authorizations racing for the last free place on an account make one key, never more than ${KEYS_PER_ACCOUNT}`, async () => {
+      const { merchantId } = await service.merchant({ walletAddress: WALLET });
+      for (let i = 2; i < KEYS_PER_ACCOUNT; i++) await createApiKey(service.context.db, merchantId, 'test');
+      assert.equal(await activeKeys(merchantId), KEYS_PER_ACCOUNT - 1);
+      const agents = await authorizedAgents(service.context, merchantId, ['keys:write'], 20);
+      const results = await Promise.all(agents.map((agent) => call(agent.accessToken, 'create_api_key')));
+      assert.equal(results.filter((r) => !r.isError).length, 1, results.map((r) => r.content[0].text.slice(0, 80)).join('\n'));
+      assert.equal(await activeKeys(merchantId), KEYS_PER_ACCOUNT);
+      assert.equal((await audited(merchantId)).filter((row) => row[2] === 'key_limit_per_account').length, 19);
     });
 
     test('list_orders pages with bounds; get_receipt of another account’s order is not found', async () => {

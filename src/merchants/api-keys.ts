@@ -157,3 +157,57 @@ export async function countActiveApiKeys(db: Db, merchantId: string): Promise<nu
     .executeTakeFirstOrThrow();
   return Number(row.count);
 }
+
+/** An active key a coding agent made with the MCP tool `create_api_key`, and the authorization that made it. */
+export type AgentMadeKey = MaskedApiKey & { grantId: string; clientId: string };
+
+/** The longest a `create_api_key` call may take between making its key and being audited. */
+const AGENT_KEY_AUDIT_WINDOW_MS = 60_000;
+
+/**
+ * A merchant's active keys made through MCP since a time, newest first. A key does not say who made
+ * it: each successful `create_api_key` call of the MCP audit is matched to the latest key of the
+ * merchant made at most a minute before the call was audited and not already matched.
+ */
+export async function keysMadeByAgentsSince(db: Db, merchantId: string, since: number): Promise<AgentMadeKey[]> {
+  const calls = await db
+    .selectFrom('mcp_tool_calls')
+    .select(['created_at', 'grant_id', 'client_id'])
+    .where('merchant_id', '=', merchantId)
+    .where('tool', '=', 'create_api_key')
+    .where('outcome', '=', 'ok')
+    .where('created_at', '>=', since)
+    .orderBy('created_at')
+    .execute();
+  if (calls.length === 0) return [];
+  const keys = await db
+    .selectFrom('api_keys')
+    .select(['id', 'mode', 'last_four', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('merchant_id', '=', merchantId)
+    .where('created_at', '>=', since)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  const matched = new Map<string, { grantId: string; clientId: string }>();
+  for (const call of calls) {
+    const auditedAt = Number(call.created_at);
+    const key = keys.find(
+      (row) => !matched.has(row.id) && Number(row.created_at) <= auditedAt && Number(row.created_at) >= auditedAt - AGENT_KEY_AUDIT_WINDOW_MS,
+    );
+    if (key) matched.set(key.id, { grantId: call.grant_id, clientId: call.client_id });
+  }
+  return keys.flatMap((row) => {
+    const maker = matched.get(row.id);
+    if (!maker || row.revoked_at !== null) return [];
+    return [
+      {
+        keyId: row.id,
+        masked: `…${row.last_four}`,
+        mode: row.mode,
+        createdAt: new Date(Number(row.created_at)).toISOString(),
+        lastUsedAt: row.last_used_at === null ? null : new Date(Number(row.last_used_at)).toISOString(),
+        ...maker,
+      },
+    ];
+  });
+}

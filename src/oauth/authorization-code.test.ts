@@ -293,6 +293,60 @@ for (const { engine, skip } of engines) {
       for (const [client, problem] of cases) refusedOnPage((await authorize(client)).response, 400, problem);
     });
 
+    test('a document with a control character (U+0000 …) in a string it keeps is refused on a page, never a 5xx', async () => {
+      const cases: [Agent, RegExp][] = [
+        [newAgent(() => ({ client_name: 'Evil\u0000Agent' })), /client_name has a control character \(U\+0000\)/],
+        [newAgent(() => ({ client_name: 'Two\nlines' })), /client_name has a control character \(U\+000A\)/],
+        [newAgent(() => ({ client_name: 'Bell\u0007\u007f' })), /client_name has a control character \(U\+0007\)/],
+      ];
+      const withNul = newAgent();
+      const nulRedirect = `${withNul.redirectUri}\u0000`;
+      cases.push([
+        { clientId: documents.serveDocument('/nul-redirect.json', (url) => ({ client_id: url, redirect_uris: [nulRedirect] })), redirectUri: nulRedirect },
+        /redirect_uris has a control character \(U\+0000\)/,
+      ]);
+      // The redirect_uri is left out (the document lists one): a query parameter with U+0000 is refused before any fetch.
+      for (const [client, problem] of cases) refusedOnPage((await authorize(client, { redirect_uri: undefined })).response, 400, problem);
+      // A state with a control character (RFC 6749 allows %x20-7E) is sent back refused, without it.
+      const { params } = redirectBack((await authorize(newAgent(), { state: 'a\u0001b' })).response);
+      assert.deepEqual([params.error, params.error_description, params.state], ['invalid_request', 'state has a control character (U+0001)', undefined]);
+    });
+
+    test('a client_id whose document fails is fetched once in 30 s, however often it is asked for', async () => {
+      const failing = {
+        clientId: documents.serve('/failing/client.json', (_request, response) => response.writeHead(500).end()),
+        redirectUri: 'https://agent.example/cb',
+      };
+      for (let i = 0; i < 5; i++) refusedOnPage((await authorize(failing)).response, 400, /answered HTTP 500 instead of 200/);
+      assert.equal(documents.requestsTo('/failing/client.json'), 1);
+    });
+
+    test('documents fetched for one address are limited per minute: 429 with Retry-After, without fetching; cached clients go on', async () => {
+      let now = Date.UTC(2030, 0, 1, 12, 0, 10);
+      const limited = await startTestService(
+        engine,
+        { TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS: 'true', TILL_OAUTH_CLIENT_FETCHES_PER_MINUTE_PER_IP: '3' },
+        { now: () => now },
+      );
+      try {
+        const browser = new Browser(limited);
+        const ask = (agent: Agent) => authorize(agent, {}, browser).then((r) => r.response);
+        const [first, second, third, fourth] = [newAgent(), newAgent(), newAgent(), newAgent()] as [Agent, Agent, Agent, Agent];
+        const pathOf = (agent: Agent) => new URL(agent.clientId).pathname;
+        for (const agent of [first, second, third]) assert.equal((await ask(agent)).statusCode, 303);
+        const refused = await ask(fourth);
+        refusedOnPage(refused, 429, /Too many coding agents’ documents were fetched for your address this minute\. Try again in 50 s\./);
+        assert.equal(refused.headers['retry-after'], '50');
+        assert.equal(documents.requestsTo(pathOf(fourth)), 0, 'the refused document was not fetched');
+        assert.equal((await ask(first)).statusCode, 303, 'a client whose document is cached costs no fetch');
+        now += 50_000;
+        assert.equal((await ask(fourth)).statusCode, 303, 'the next minute it is fetched');
+        assert.equal(documents.requestsTo(pathOf(fourth)), 1);
+      } finally {
+        await limited.stop();
+      }
+    });
+
     test('with the development flag off, documents on loopback or private addresses are refused on a page', async () => {
       const strict = await startTestService(engine);
       try {

@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { currentUser, redirectToSignIn, type SignedIn, sessionCsrfValid } from '../accounts/web-session.ts';
+import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import { formFields, formValues, registerFormParser } from '../http/forms.ts';
 import { pageCsp, sendPage } from '../http/html.ts';
 import { addRoute } from '../http/routes.ts';
+import { consume, type Limit } from '../limits/limits.ts';
 import {
   type AuthorizationRequest,
   answerAuthorizationRequest,
@@ -11,7 +13,7 @@ import {
   pendingAuthorizationRequest,
   saveAuthorizationRequest,
 } from './authorization-requests.ts';
-import { type ClientMetadata, ClientMetadataError, type ClientMetadataResolver } from './client-metadata.ts';
+import { type ClientMetadata, ClientMetadataError, type ClientMetadataResolver, controlCharacterIn } from './client-metadata.ts';
 import { authorizationErrorPage, consentPage } from './consent-page.ts';
 import { issueGrantSecret } from './grant-secrets.ts';
 import { activeGrantFor, addConsent, orderedScopes } from './grants.ts';
@@ -41,11 +43,18 @@ type Checked =
  * The authorization request's checks, in order. Until the client and its redirect URI are known
  * good, a refusal is shown to the person; after that, it goes back to the client.
  */
-async function checkAuthorizationRequest(context: AppContext, clients: ClientMetadataResolver, query: URLSearchParams): Promise<Checked> {
+async function checkAuthorizationRequest(
+  context: AppContext,
+  clients: ClientMetadataResolver,
+  query: URLSearchParams,
+  limitFetches: () => Promise<void>,
+): Promise<Checked> {
   const repeated = [...new Set([...query.keys()].filter((name, index, all) => all.indexOf(name) !== index))];
   if (repeated.length) return { refuse: `The parameter ${repeated[0]} is given more than once.` };
   const clientId = query.get('client_id');
   if (!clientId) return { refuse: 'The client_id parameter is missing: it must be the URL of the client’s metadata document.' };
+  // Anyone can ask for any client_id: a fetch (not an answer from the cache) counts against the client IP's limit.
+  if (clients.wouldFetch(clientId)) await limitFetches();
   let client: ClientMetadata;
   try {
     client = await clients.resolve(clientId);
@@ -60,6 +69,12 @@ async function checkAuthorizationRequest(context: AppContext, clients: ClientMet
 
   const state = query.get('state') ?? undefined;
   const back = (error: string, description: string): Checked => ({ redirectError: { error, error_description: description }, target: { redirectUri, state } });
+  const stateControl = state === undefined ? undefined : controlCharacterIn(state);
+  if (stateControl)
+    return {
+      redirectError: { error: 'invalid_request', error_description: `state has a control character (${stateControl})` },
+      target: { redirectUri },
+    };
   if (query.get('response_type') !== 'code') return back('unsupported_response_type', 'response_type must be code');
   if (query.get('code_challenge_method') !== 'S256') return back('invalid_request', 'code_challenge_method must be S256 (PKCE is required; plain is refused)');
   const codeChallenge = query.get('code_challenge') ?? '';
@@ -95,6 +110,12 @@ const NOT_YOURS = 'This authorization request was opened by another user. Sign i
 export const registerAuthorizeRoutes =
   (clients: ClientMetadataResolver) =>
   (app: FastifyInstance, context: AppContext): void => {
+    const fetchesPerIp: Limit = {
+      name: 'oauth_client_fetches_ip',
+      points: context.config.oauthClientFetchesPerMinutePerIp,
+      windowMs: 60_000,
+      what: 'client metadata documents fetched for this address',
+    };
     app.register(async (pages) => {
       registerFormParser(pages);
 
@@ -111,12 +132,27 @@ export const registerAuthorizeRoutes =
           responses: {
             303: { description: 'On to the consent screen, or back to the client with an error' },
             400: { description: 'An HTML page naming what is wrong with the client or its redirect URI' },
+            429: { description: 'An HTML page: this address had too many client metadata documents fetched this minute; Retry-After says when to try again' },
           },
         },
         {},
         async (request, reply) => {
           const query = new URL(request.url, context.config.authUrl).searchParams;
-          const checked = await checkAuthorizationRequest(context, clients, query);
+          let checked: Checked;
+          try {
+            checked = await checkAuthorizationRequest(context, clients, query, () =>
+              consume(context.db, [{ limit: fetchesPerIp, subject: request.ip }], context.now()),
+            );
+          } catch (error) {
+            if (!(error instanceof TillError) || error.code !== 'rate_limited') throw error;
+            const retryAfter = error.retryAfterSeconds ?? 60;
+            reply.header('retry-after', String(retryAfter));
+            return sendPage(
+              reply,
+              429,
+              authorizationErrorPage(`Too many coding agents’ documents were fetched for your address this minute. Try again in ${retryAfter} s.`),
+            );
+          }
           if ('refuse' in checked) return sendPage(reply, 400, authorizationErrorPage(checked.refuse));
           if ('redirectError' in checked) return redirectToClient(reply, context, checked.target, checked.redirectError);
           const saved = await saveAuthorizationRequest(context.db, checked.request, context.now());

@@ -101,17 +101,41 @@ describe('client metadata documents', () => {
     for (const metadata of results) assert.equal(metadata.clientId, url);
   });
 
-  test('a failure is not kept: the next resolve fetches again', async () => {
+  test('a refusal is kept 30 s for its URL, unfetched, then the URL is fetched again', async () => {
     let broken = true;
+    let clock = 5_000_000;
     const url = server.serve('/flaky.json', (_request, response) => {
       if (broken) response.writeHead(500).end();
       else response.writeHead(200).end(JSON.stringify(validDocument(`${server.origin}/flaky.json`)));
     });
-    const flaky = resolver();
+    const other = server.serveDocument('/flaky-neighbour.json', validDocument);
+    const flaky = resolver({ now: () => clock });
+    assert.equal(flaky.wouldFetch(url), true);
     await refusal(flaky.resolve(url), /answered HTTP 500 instead of 200/);
     broken = false;
+    assert.equal(flaky.wouldFetch(url), false);
+    for (let i = 0; i < 5; i++) await refusal(flaky.resolve(url), /answered HTTP 500 instead of 200/);
+    assert.equal(server.requestsTo('/flaky.json'), 1, 'the kept refusal is answered without a request');
+    assert.equal((await flaky.resolve(other)).clientId, other, 'an HTTP error is the URL’s: the host’s other documents are fetched');
+    clock += 30_001;
+    assert.equal(flaky.wouldFetch(url), true);
     assert.equal((await flaky.resolve(url)).clientId, url);
     assert.equal(server.requestsTo('/flaky.json'), 2);
+    assert.equal(flaky.wouldFetch(url), false, 'a good document is kept');
+  });
+
+  test('a host that could not be reached in time is not fetched from, for any URL, for 30 s', async () => {
+    let clock = 7_000_000;
+    const hanging = server.serve('/hanging/a.json', () => {});
+    const sibling = server.serveDocument('/hanging/b.json', validDocument);
+    const timing = resolver({ now: () => clock, timeoutMs: 200 });
+    await refusal(timing.resolve(hanging), /was not received within 200 ms/);
+    assert.equal(timing.wouldFetch(sibling), false);
+    await refusal(timing.resolve(sibling), /was not received within 200 ms \(127\.0\.0\.1:\d+ failed less than 30 s ago; not fetched again yet\)/);
+    assert.equal(server.requestsTo('/hanging/b.json'), 0);
+    clock += 30_001;
+    assert.equal((await timing.resolve(sibling)).clientId, sibling);
+    assert.equal(server.requestsTo('/hanging/b.json'), 1);
   });
 
   test('a document whose client_id is not its URL is refused, naming both', async () => {
@@ -146,6 +170,9 @@ describe('client metadata documents', () => {
       ['/no-code-grant.json', { grant_types: ['client_credentials'] }, /grant_types does not include "authorization_code"/],
       ['/no-code-response.json', { response_types: ['token'] }, /response_types does not include "code"/],
       ['/name-number.json', { client_name: 7 }, /client_name is not a string/],
+      ['/name-nul.json', { client_name: 'Agent\u0000' }, /client_name has a control character \(U\+0000\)/],
+      ['/name-escape.json', { client_name: '\u001b[31mAgent' }, /client_name has a control character \(U\+001B\)/],
+      ['/redirect-nul.json', { redirect_uris: ['https://agent.example/cb\u0000'] }, /redirect_uris has a control character \(U\+0000\)/],
     ];
     for (const [path, extra, pattern] of cases) {
       const url = server.serveDocument(path, (own) => ({ ...validDocument(own), ...extra }));
@@ -255,6 +282,8 @@ describe('client metadata documents', () => {
       ['https://agent.example/a/%2E/client.json', /"\." or "\.\." path segment/],
       [`https://agent.example/${'a'.repeat(2048)}`, /at most 2048 are accepted/],
       [`${server.origin}/client.json#x`, /has a fragment/],
+      ['https://agent.example/client\u0000.json', /has a control character \(U\+0000\)/],
+      ['https://agent.example/client.json\t', /has a control character \(U\+0009\)/],
     ];
     for (const [clientId, pattern] of cases) await refusal(resolver().resolve(clientId), pattern);
     assert.equal(server.connections(), before);

@@ -14,11 +14,20 @@ export type ClientMetadata = {
 };
 
 /** Why a client_id cannot be used, in words for the person whose agent asked (shown on an error page). */
-export class ClientMetadataError extends Error {}
+export class ClientMetadataError extends Error {
+  /** The host could not be reached or may not be fetched from (as opposed to a bad answer for one URL). */
+  readonly hostFailed: boolean;
+  constructor(message: string, options: { hostFailed?: boolean } = {}) {
+    super(message);
+    this.hostFailed = options.hostFailed ?? false;
+  }
+}
 
 export type ClientMetadataResolver = {
   /** The client described by the document at clientId, fetched or from the cache; throws ClientMetadataError. */
   resolve(clientId: string): Promise<ClientMetadata>;
+  /** Whether resolving clientId now would fetch: a URL that may be fetched, with no answer (good or bad) kept for it or its host. */
+  wouldFetch(clientId: string): boolean;
   /** Closes the connections kept to document servers. */
   close(): Promise<void>;
 };
@@ -32,6 +41,8 @@ export type ClientMetadataResolverOptions = {
   maxBytes?: number;
   lookup?: LookupFunction;
   now?: () => number;
+  /** How long a refusal is kept, for its URL and, when the host failed, for every URL of the host (default 30 s). */
+  failureCacheMs?: number;
 };
 
 const MAX_CLIENT_ID_LENGTH = 2048;
@@ -42,6 +53,20 @@ const MIN_CACHE_SECONDS = 60;
 const MAX_CACHE_SECONDS = 24 * 60 * 60;
 const DEFAULT_CACHE_SECONDS = 5 * 60;
 const MAX_CACHE_ENTRIES = 1000;
+const DEFAULT_FAILURE_CACHE_MS = 30_000;
+
+/**
+ * The first C0 control character or DEL in a string, as U+XXXX; undefined when there is none. Such
+ * a character in a string kept from a document (a name, a URL) is refused: it is never meant, cannot
+ * be shown, and U+0000 cannot even be stored in a PostgreSQL text column.
+ */
+export function controlCharacterIn(value: string): string | undefined {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+  }
+  return undefined;
+}
 
 /** A host on this machine: localhost, 127.0.0.0/8 or [::1]. */
 function isLoopbackHost(hostname: string): boolean {
@@ -57,6 +82,8 @@ function rawPath(url: string): string {
 function parseClientId(clientId: string, allowLoopbackClients: boolean): URL {
   if (clientId.length > MAX_CLIENT_ID_LENGTH)
     throw new ClientMetadataError(`the client_id is ${clientId.length} characters long; at most ${MAX_CLIENT_ID_LENGTH} are accepted`);
+  const control = controlCharacterIn(clientId);
+  if (control) throw new ClientMetadataError(`the client_id has a control character (${control}), which a URL must not have`);
   if (!URL.canParse(clientId)) throw new ClientMetadataError(`the client_id (${clientId}) is not a URL`);
   const url = new URL(clientId);
   const loopbackHttp = url.protocol === 'http:' && isLoopbackHost(url.hostname);
@@ -139,12 +166,15 @@ async function fetchDocument(
     body = await readLimited(clientId, response, limits.maxBytes);
   } catch (error) {
     if (error instanceof ClientMetadataError) throw error;
-    if (deadline.aborted) throw new ClientMetadataError(`the client metadata document at ${clientId} was not received within ${limits.timeoutMs} ms`);
+    const hostFailed = { hostFailed: true };
+    if (deadline.aborted)
+      throw new ClientMetadataError(`the client metadata document at ${clientId} was not received within ${limits.timeoutMs} ms`, hostFailed);
     const cause = (error as { cause?: unknown }).cause;
     const refusal = [error, cause].find((e) => e instanceof ForbiddenTargetError);
-    if (refusal) throw new ClientMetadataError(`the client_id's host may not be fetched from: ${refusal.message}`);
+    if (refusal) throw new ClientMetadataError(`the client_id's host may not be fetched from: ${refusal.message}`, hostFailed);
     throw new ClientMetadataError(
       `the client metadata document at ${clientId} could not be fetched: ${(cause as Error | undefined)?.message ?? (error as Error).message}`,
+      hostFailed,
     );
   }
   let document: unknown;
@@ -160,6 +190,8 @@ async function fetchDocument(
 
 /** A redirect URI an agent may use: https, or http on this machine (a native app's loopback callback, RFC 8252). */
 function checkRedirectUri(uri: unknown): string {
+  if (typeof uri === 'string' && controlCharacterIn(uri))
+    throw new ClientMetadataError(`the document's redirect_uris has a control character (${controlCharacterIn(uri)}) in ${JSON.stringify(uri)}`);
   if (typeof uri !== 'string' || !URL.canParse(uri))
     throw new ClientMetadataError(`the document's redirect_uris has ${JSON.stringify(uri)}, which is not an absolute URL`);
   const url = new URL(uri);
@@ -189,6 +221,8 @@ function checkDocument(clientId: string, url: URL, document: Record<string, unkn
     throw new ClientMetadataError('the document\'s response_types does not include "code"');
   const name = document.client_name;
   if (name !== undefined && typeof name !== 'string') throw new ClientMetadataError("the document's client_name is not a string");
+  const control = name === undefined ? undefined : controlCharacterIn(name);
+  if (control) throw new ClientMetadataError(`the document's client_name has a control character (${control}), which a name shown to a person must not have`);
   const clientName = (name?.trim() || url.hostname).slice(0, MAX_CLIENT_NAME_LENGTH);
   return { clientId, clientName, redirectUris: redirectUris.map(checkRedirectUri) };
 }
@@ -196,7 +230,9 @@ function checkDocument(clientId: string, url: URL, document: Record<string, unkn
 /**
  * Resolves client_ids to their metadata: checks the URL, fetches the document through the SSRF
  * guard (private addresses never, loopback only when allowed), checks it, and keeps it as long as
- * its Cache-Control allows within [1 min, 24 h]. Failures are not kept; concurrent resolves of one
+ * its Cache-Control allows within [1 min, 24 h]. A refusal is kept 30 s for its URL and, when the
+ * host could not be reached (time-out, connection refused, SSRF guard), for every URL of that host,
+ * so a failing client_id cannot make the service fetch at each request; concurrent resolves of one
  * client_id share one fetch.
  */
 export function clientMetadataResolver(options: ClientMetadataResolverOptions): ClientMetadataResolver {
@@ -209,28 +245,65 @@ export function clientMetadataResolver(options: ClientMetadataResolverOptions): 
     connectTimeoutMs: limits.timeoutMs,
     ...(options.lookup ? { lookup: options.lookup } : {}),
   });
+  const failureCacheMs = options.failureCacheMs ?? DEFAULT_FAILURE_CACHE_MS;
   const cache = new Map<string, { metadata: ClientMetadata; expiresAt: number }>();
+  /** Refusals kept a short while, by client_id and by host (`host:port`). */
+  const failedUrls = new Map<string, { error: ClientMetadataError; expiresAt: number }>();
+  const failedHosts = new Map<string, { error: ClientMetadataError; expiresAt: number }>();
   const fetching = new Map<string, Promise<ClientMetadata>>();
 
+  function keep<T>(map: Map<string, T>, key: string, value: T): void {
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > MAX_CACHE_ENTRIES) map.delete(map.keys().next().value!);
+  }
+  const live = <T extends { expiresAt: number }>(entry: T | undefined) => (entry && entry.expiresAt > now() ? entry : undefined);
+
+  /** A refusal kept for this client_id or its host, if any. */
+  function keptFailure(clientId: string, url: URL): ClientMetadataError | undefined {
+    const host = live(failedHosts.get(url.host));
+    if (host) return new ClientMetadataError(`${host.error.message} (${url.host} failed less than ${failureCacheMs / 1000} s ago; not fetched again yet)`);
+    return live(failedUrls.get(clientId))?.error;
+  }
+
   async function fetchAndCheck(clientId: string, url: URL): Promise<ClientMetadata> {
-    const { document, maxAgeSeconds } = await fetchDocument(agent, clientId, limits);
-    const metadata = checkDocument(clientId, url, document);
-    cache.delete(clientId);
-    cache.set(clientId, { metadata, expiresAt: now() + maxAgeSeconds * 1000 });
-    if (cache.size > MAX_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-    return metadata;
+    try {
+      const { document, maxAgeSeconds } = await fetchDocument(agent, clientId, limits);
+      const metadata = checkDocument(clientId, url, document);
+      failedUrls.delete(clientId);
+      keep(cache, clientId, { metadata, expiresAt: now() + maxAgeSeconds * 1000 });
+      return metadata;
+    } catch (error) {
+      if (error instanceof ClientMetadataError) {
+        const kept = { error, expiresAt: now() + failureCacheMs };
+        keep(failedUrls, clientId, kept);
+        if (error.hostFailed) keep(failedHosts, url.host, kept);
+      }
+      throw error;
+    }
   }
 
   return {
     async resolve(clientId) {
       const url = parseClientId(clientId, options.allowLoopbackClients);
-      const cached = cache.get(clientId);
-      if (cached && cached.expiresAt > now()) return cached.metadata;
+      const cached = live(cache.get(clientId));
+      if (cached) return cached.metadata;
+      const failure = keptFailure(clientId, url);
+      if (failure) throw failure;
       const pending = fetching.get(clientId);
       if (pending) return pending;
       const fetched = fetchAndCheck(clientId, url).finally(() => fetching.delete(clientId));
       fetching.set(clientId, fetched);
       return fetched;
+    },
+    wouldFetch(clientId) {
+      let url: URL;
+      try {
+        url = parseClientId(clientId, options.allowLoopbackClients);
+      } catch {
+        return false;
+      }
+      return !live(cache.get(clientId)) && !keptFailure(clientId, url) && !fetching.has(clientId);
     },
     close: () => agent.close(),
   };

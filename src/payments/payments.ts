@@ -241,7 +241,7 @@ export async function findDueFollowUps(db: Db, now: number, limit: number): Prom
  * next look (its change cleared it); every other look moves it, so no row can hold back another.
  */
 export async function recordCheck(
-  db: Db,
+  db: Db | Tx,
   paymentId: string,
   check: { finding: string; nextCheckAt: number | null; now: number; searchFromBlock?: bigint | undefined },
 ): Promise<void> {
@@ -252,7 +252,8 @@ export async function recordCheck(
       checked_at: check.now,
       last_finding: check.finding,
       // A look that resolved the payment cleared its next look; nothing sets it again.
-      next_check_at: check.nextCheckAt === null ? null : eb.case().when('next_check_at', 'is', null).then(eb.ref('next_check_at')).else(check.nextCheckAt).end(),
+      next_check_at:
+        check.nextCheckAt === null ? null : eb.case().when('next_check_at', 'is', null).then(eb.ref('next_check_at')).else(check.nextCheckAt).end(),
       ...(check.searchFromBlock !== undefined ? { search_from_block: check.searchFromBlock } : {}),
     }))
     .where('id', '=', paymentId)

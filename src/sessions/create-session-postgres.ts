@@ -5,6 +5,7 @@ import { type Db, isUniqueViolation } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
 import { type ApiKeyUse, apiKeyUse, authenticateApiKey, usableApiKeyCtes } from '../merchants/api-keys.ts';
 import { createdBody, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
+import { CREATION_LIMIT_NAME, CREATION_WINDOW_MS, creationLimit, keySubject } from './creation-limit.ts';
 import { claimIdempotencyKeyFrom, IDEMPOTENCY_TTL_MS, isLockTimeout, replayOf, requestHashOf } from './idempotency.ts';
 import { insertSessionFrom, orderIdInUse, sessionValues } from './sessions.ts';
 
@@ -14,6 +15,8 @@ type Outcome = {
   merchant_id: string;
   wallet_address: string | null;
   usable: number;
+  /** This minute's count of the key's sessions, this one included; null without a usable key. */
+  hits: number | null;
   created: number;
   request_hash: string | null;
   status_code: number | null;
@@ -31,6 +34,10 @@ type Params = ApiKeyUse & {
   idempotencyKey: string;
   requestHash: string;
   expiresAt: number;
+  limitSubject: string;
+  windowStart: number;
+  windowEnd: number;
+  points: number;
 };
 
 // Stands for the merchant id in the stored body; ids are base64url, so they need no JSON escaping.
@@ -40,20 +47,29 @@ const MERCHANT = '\u0000merchant\u0000';
 const statement = (idempotent: boolean) =>
   prepareQuery((db: Db, p: Params) => {
     // The stored body is the one this request answers: its warning depends on the merchant the key names.
-    const body = sql`CASE WHEN usable.wallet_address IS NULL THEN replace(${p.warnedBody}, ${p.merchant}, usable.merchant_id) ELSE ${p.plainBody} END`;
+    const body = sql`CASE WHEN allowed.wallet_address IS NULL THEN replace(${p.warnedBody}, ${p.merchant}, allowed.merchant_id) ELSE ${p.plainBody} END`;
     const claim = idempotent
-      ? claimIdempotencyKeyFrom('usable', { key: p.idempotencyKey, requestHash: p.requestHash, now: p.now, expiresAt: p.expiresAt }, { status: 201, body })
+      ? claimIdempotencyKeyFrom('allowed', { key: p.idempotencyKey, requestHash: p.requestHash, now: p.now, expiresAt: p.expiresAt }, { status: 201, body })
       : undefined;
     // With a key, the session is inserted only when the claimed row is this request's own (its body names the new session).
     const insert = insertSessionFrom(
-      'usable',
+      'allowed',
       p.values,
       claim ? sql`EXISTS (SELECT 1 FROM claim WHERE position(${p.sessionId} IN claim.response_body) > 0)` : undefined,
     );
+    // The key's count this minute (the limits' table, as consume() writes it): over the limit, nothing is claimed or inserted.
     const query = sql<Outcome>`WITH ${usableApiKeyCtes(p)},
+      counted AS (
+        INSERT INTO rate_limit_windows (limit_name, subject, window_start, hits, expires_at)
+        SELECT ${CREATION_LIMIT_NAME}, ${p.limitSubject}, ${p.windowStart}::bigint, 1, ${p.windowEnd}::bigint FROM usable
+        ON CONFLICT (limit_name, subject, window_start) DO UPDATE SET hits = rate_limit_windows.hits + 1
+        RETURNING hits
+      ),
+      allowed AS (SELECT usable.* FROM usable WHERE (SELECT hits FROM counted) <= ${p.points}::integer),
       ${claim ? sql`claim AS (${claim}),` : sql``}
       created AS (${insert})
-      SELECT key.merchant_id, key.wallet_address, (SELECT count(*) FROM usable)::integer AS usable, (SELECT count(*) FROM created)::integer AS created,
+      SELECT key.merchant_id, key.wallet_address, (SELECT count(*) FROM usable)::integer AS usable, (SELECT hits FROM counted)::integer AS hits,
+        (SELECT count(*) FROM created)::integer AS created,
         ${claim ? sql`claim.request_hash, claim.status_code, claim.response_body FROM key LEFT JOIN claim ON true` : sql`NULL AS request_hash, NULL::integer AS status_code, NULL AS response_body FROM key`}`;
     return { compile: () => query.compile(db) };
   });
@@ -79,6 +95,7 @@ export async function createSessionWithApiKey(
   const use = apiKeyUse(presentedKey, context.config.mode, now);
   if (!use) throw new TillError('unauthorized', { presented: true });
   const { baseUrl } = context.config;
+  const limit = creationLimit(context.config);
   const requestHash = options.idempotencyKey ? requestHashOf(options.requestBody) : '';
   const params: Params = {
     ...use,
@@ -90,6 +107,10 @@ export async function createSessionWithApiKey(
     idempotencyKey: options.idempotencyKey ?? '',
     requestHash,
     expiresAt: now + IDEMPOTENCY_TTL_MS,
+    limitSubject: keySubject(use.keyHash),
+    windowStart: now - (now % CREATION_WINDOW_MS),
+    windowEnd: now - (now % CREATION_WINDOW_MS) + CREATION_WINDOW_MS,
+    points: limit.points,
   };
 
   let outcome: Outcome | undefined;
@@ -102,6 +123,8 @@ export async function createSessionWithApiKey(
     return orderIdInUse(error, draft.order_id);
   }
   if (!outcome || outcome.usable === 0) throw new TillError('unauthorized', { presented: true });
+  if (outcome.hits !== null && outcome.hits > limit.points)
+    throw new TillError('rate_limited', { what: limit.what, retryAfterSeconds: Math.max(1, Math.ceil((params.windowEnd - now) / 1000)) });
   if (outcome.created === 1) {
     context.metrics.sessionsCreated.inc();
     return createdBody(baseUrl, draft, outcome.merchant_id, outcome.wallet_address !== null);

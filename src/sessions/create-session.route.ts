@@ -7,6 +7,7 @@ import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { createPaymentSession, draftSession, type NewSessionInput, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
 import { createSessionWithApiKey } from './create-session-postgres.ts';
+import { limitCreation } from './creation-limit.ts';
 import { checkIdempotencyKey } from './idempotency.ts';
 import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
 
@@ -15,7 +16,8 @@ const doc: RouteDoc = {
   url: '/api/checkout/v2/payment_session',
   tag: 'Payment sessions',
   summary: 'Create a payment session (E1)',
-  description: 'Creates a session and returns its id and the hosted payment page URL. Send `Idempotency-Key` to make retries safe.',
+  description:
+    "Creates a session and returns its id and the hosted payment page URL. Send `Idempotency-Key` to make retries safe. One API key (or one merchant's bearer tokens) may create `TILL_SESSIONS_PER_MINUTE_PER_KEY` sessions a minute (6000 by default), counted across instances: past that, 429 `rate_limited` with Retry-After.",
   security: 'apiKey',
   body: CreateSessionBody,
   responses: {
@@ -23,6 +25,7 @@ const doc: RouteDoc = {
     201: { description: 'Session created', schema: SessionCreated },
     409: { description: '`orderId` already used by this merchant, or the Idempotency-Key is in flight', schema: ErrorResponse },
     422: { description: 'Idempotency-Key reused with a different body', schema: ErrorResponse },
+    429: { description: 'Too many sessions created with this key this minute; Retry-After says when to try again', schema: ErrorResponse },
     503: { description: 'The currency has no fresh exchange rate right now', schema: ErrorResponse },
   },
 };
@@ -59,6 +62,8 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
       created = await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body });
     } else {
       const { merchantId, walletConfigured } = await requireMerchant(context, request);
+      const presented = presentedApiKey(request);
+      await limitCreation(context.db, context.config, presented !== undefined ? { apiKey: presented } : { merchantId }, context.now());
       const { idempotencyKey, input } = readRequest(request);
       created = await createPaymentSession(context, merchantId, input, {
         createdVia: 'api',

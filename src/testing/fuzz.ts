@@ -415,3 +415,70 @@ export function mutatedDeep(template: unknown): fc.Arbitrary<string> {
     return encoding === 'base64-unpadded' ? encoded.replace(/=+$/, '') : encoded;
   });
 }
+
+// ── Fetched documents ───────────────────────────────────────────────────────────────────────────
+
+/** A short string with a C0 control character or DEL somewhere in it. */
+export const withControlCharacter: fc.Arbitrary<string> = fc
+  .tuple(fc.string({ maxLength: 8 }), fc.oneof(fc.integer({ min: 0, max: 0x1f }), fc.constant(0x7f)), fc.string({ maxLength: 8 }))
+  .map(([before, code, after]) => `${before}${String.fromCharCode(code)}${after}`);
+
+/** What a site answers when the service fetches a document from it: any status, headers and bytes. */
+export type ServedDocument = { status: number; headers: Record<string, string>; body: (url: string) => Buffer };
+
+/** Stands for the document's own URL in a template, replaced when the document is served. */
+export const OWN_URL = '{{own-url}}';
+
+/**
+ * A document a hostile or careless site may serve where the service fetches one (a Client ID
+ * Metadata Document): the template with one field changed, nasty strings (control characters,
+ * lone surrogates, huge lengths) in the fields the service keeps, any JSON, junk bytes or an
+ * oversize body; under a status that is mostly 200, and content types and Cache-Control values
+ * from right to garbage. `OWN_URL` in the template becomes the URL it is served at.
+ */
+export function servedDocument(template: Record<string, unknown>, limit: number): fc.Arbitrary<ServedDocument> {
+  const withField = (field: string, value: fc.Arbitrary<unknown>) => value.map((v) => jsonText({ ...template, [field]: v }));
+  const kept = fc.oneof(withControlCharacter, nastyString, fc.string({ unit: 'binary', maxLength: 20 }));
+  const redirectUris = template.redirect_uris as string[];
+  const text = fc.oneof(
+    { weight: 4, arbitrary: mutated(template) },
+    { weight: 3, arbitrary: withField('client_name', kept) },
+    {
+      weight: 2,
+      arbitrary: withField(
+        'redirect_uris',
+        fc.array(
+          fc.oneof(
+            kept,
+            kept.map((s) => `${redirectUris[0]}${s}`),
+          ),
+          { minLength: 1, maxLength: 3 },
+        ),
+      ),
+    },
+    { weight: 1, arbitrary: jsonValue.map((v) => jsonText(v) ?? 'null') },
+    { weight: 1, arbitrary: fc.constantFrom(limit, limit + 1).map((size) => jsonText({ ...template, padding: 'a'.repeat(size) })) },
+  );
+  const body = fc.oneof(
+    { weight: 6, arbitrary: text.map((t) => (url: string) => Buffer.from(t.replaceAll(OWN_URL, url))) },
+    { weight: 1, arbitrary: junkBytes.map((bytes) => () => bytes) },
+  );
+  const status = fc.oneof({ weight: 8, arbitrary: fc.constant(200) }, { weight: 1, arbitrary: fc.constantFrom(201, 204, 301, 304, 404, 500, 503) });
+  const headers = fc
+    .tuple(
+      fc.oneof(
+        { weight: 4, arbitrary: fc.constant('application/json') },
+        { weight: 1, arbitrary: fc.constantFrom('text/html', 'application/json; charset=latin1', '') },
+      ),
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constant('') },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom('max-age=0', 'no-store', 'max-age=-1', `max-age=${'9'.repeat(30)}`, 'max-age="600"', 'private, max-age=60, no-cache'),
+        },
+        { weight: 1, arbitrary: shortNasty.map((v) => v.replace(/[^\x20-\x7e]/g, '')) },
+      ),
+    )
+    .map(([type, cacheControl]) => ({ ...(type ? { 'content-type': type } : {}), ...(cacheControl ? { 'cache-control': cacheControl } : {}) }));
+  return fc.record({ status, headers, body });
+}

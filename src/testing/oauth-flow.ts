@@ -42,14 +42,18 @@ const hiddenField = (html: string, name: string) => new RegExp(`name="${name}" v
 
 /**
  * The merchant at the authorization endpoint: follows the agent's authorization URL in one browser,
- * signs in when asked, and allows on the consent screen with `scopes` ticked (by default every scope
+ * signs in when asked, and allows (or, told so, denies) on the consent screen with `scopes` ticked (by default every scope
  * the agent asked for: elevated scopes are never pre-ticked, so they are ticked here explicitly).
  * Returns the consent page, the URL the browser was sent back to (code, state, iss), and whether
  * the merchant had to sign in first.
  */
 export function merchantAtConsent(base: string, email: string, password: string) {
   const go = cookieBrowser(base);
-  return async (authorizationUrl: string | URL, scopes?: string[]): Promise<{ consentPage: string; callback: URL; signedIn: boolean }> => {
+  return async (
+    authorizationUrl: string | URL,
+    scopes?: string[],
+    decision: 'allow' | 'deny' = 'allow',
+  ): Promise<{ consentPage: string; callback: URL; signedIn: boolean }> => {
     const toConsent = await go(String(authorizationUrl));
     assert.equal(toConsent.status, 303, `the authorization endpoint answered ${toConsent.status}: ${toConsent.html}`);
     let consentPage = await go(toConsent.location);
@@ -68,7 +72,7 @@ export function merchantAtConsent(base: string, email: string, password: string)
     }
     assert.equal(consentPage.status, 200);
     const ticked = scopes ?? (new URL(authorizationUrl).searchParams.get('scope') ?? '').split(' ').filter(Boolean);
-    const answered = await go(toConsent.location, { csrf: hiddenField(consentPage.html, 'csrf'), decision: 'allow', scope: ticked });
+    const answered = await go(toConsent.location, { csrf: hiddenField(consentPage.html, 'csrf'), decision, scope: ticked });
     assert.equal(answered.status, 303);
     return { consentPage: consentPage.html, callback: new URL(answered.location), signedIn };
   };

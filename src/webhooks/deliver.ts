@@ -31,17 +31,26 @@ export function webhookTargetAllowance(settings: Pick<TargetAllowance, 'allowLoo
   };
 }
 
-export type WebhookMessage = { url: string; eventId: string; body: string; webhookKey: string; signingSecret: string };
+export type WebhookMessage = { url: string; eventId: string; body: string; webhookKey: string; signingSecret: string; previousSigningSecret?: string };
 
-/** The headers of one attempt: the spec's key, and Standard Webhooks' id, timestamp and v1 signature. */
-export function webhookHeaders(message: Pick<WebhookMessage, 'eventId' | 'body' | 'webhookKey' | 'signingSecret'>, at: Date): Record<string, string> {
+/**
+ * The headers of one attempt: the spec's key, and Standard Webhooks' id, timestamp and v1 signature;
+ * within the overlap after a rotation, a second signature with the previous secret, space-separated.
+ */
+export function webhookHeaders(
+  message: Pick<WebhookMessage, 'eventId' | 'body' | 'webhookKey' | 'signingSecret' | 'previousSigningSecret'>,
+  at: Date,
+): Record<string, string> {
+  const signatures = [message.signingSecret, ...(message.previousSigningSecret ? [message.previousSigningSecret] : [])].map((secret) =>
+    new Webhook(secret).sign(message.eventId, at, message.body),
+  );
   return {
     'content-type': 'application/json',
     'user-agent': 'Till-Webhooks/1',
     'x-webhook-api-key': message.webhookKey,
     'webhook-id': message.eventId,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': new Webhook(message.signingSecret).sign(message.eventId, at, message.body),
+    'webhook-signature': signatures.join(' '),
   };
 }
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { newId } from '../common/ids.ts';
-import { openSecret } from '../common/secrets.ts';
+import { openSecret, webhookSecretBinding } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import type { AttemptOutcome, WebhookMessage } from './deliver.ts';
@@ -93,11 +93,22 @@ async function loadMessages(
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
     .innerJoin('webhook_endpoints as e', 'e.merchant_id', 'd.merchant_id')
-    .select(['d.id', 'd.merchant_id', 'ev.id as event_id', 'ev.body', 'e.url', 'e.webhook_key_sealed', 'e.signing_secret_sealed'])
+    .select([
+      'd.id',
+      'd.merchant_id',
+      'ev.id as event_id',
+      'ev.body',
+      'e.url',
+      'e.webhook_key_sealed',
+      'e.signing_secret_sealed',
+      'e.previous_signing_secret_sealed',
+      'e.previous_signing_secret_expires_at',
+    ])
     .where('d.id', 'in', [...attemptOf.keys()])
     .execute();
   const ready: ClaimedDelivery[] = [];
   const unreadable: UnreadableDelivery[] = [];
+  const now = Date.now();
   for (const row of rows) {
     const delivery: LeasedDelivery = { id: row.id, attempt: attemptOf.get(row.id)!, merchantId: row.merchant_id, eventId: row.event_id, url: row.url };
     try {
@@ -105,8 +116,18 @@ async function loadMessages(
         url: row.url,
         eventId: row.event_id,
         body: row.body,
-        webhookKey: openSecret(row.webhook_key_sealed, secretKey),
-        signingSecret: openSecret(row.signing_secret_sealed, secretKey),
+        webhookKey: openSecret(row.webhook_key_sealed, secretKey, webhookSecretBinding(row.merchant_id, 'webhook_key_sealed')),
+        signingSecret: openSecret(row.signing_secret_sealed, secretKey, webhookSecretBinding(row.merchant_id, 'signing_secret_sealed')),
+        // Within the overlap after a rotation, the previous secret signs too.
+        ...(row.previous_signing_secret_sealed !== null && Number(row.previous_signing_secret_expires_at) > now
+          ? {
+              previousSigningSecret: openSecret(
+                row.previous_signing_secret_sealed,
+                secretKey,
+                webhookSecretBinding(row.merchant_id, 'previous_signing_secret_sealed'),
+              ),
+            }
+          : {}),
       };
       ready.push({ ...delivery, message });
     } catch (error) {

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { TillError } from '../common/errors.ts';
-import { openSecret, sealSecret } from '../common/secrets.ts';
+import { openSecret, sealSecret, webhookSecretBinding } from '../common/secrets.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES, type WebhookEventType } from './event-types.ts';
 
 /** A refused webhook setting (URL or event list): an `invalid_field` naming the field. */
 export class WebhookSettingsError extends TillError<'invalid_field'> {
-  constructor(field: 'url' | 'events', problem: string) {
+  constructor(field: 'url' | 'events' | 'overlap', problem: string) {
     super('invalid_field', { field, problem });
   }
 }
@@ -18,6 +18,8 @@ export type WebhookEndpoint = {
   events: WebhookEventType[];
   webhookKey: string;
   signingSecret: string;
+  /** Until when the signing secret before the last rotation still signs deliveries, if it does. */
+  previousSecretUntil: number | null;
   disabledAt: number | null;
   disabledReason: string | null;
 };
@@ -50,15 +52,31 @@ const parseEvents = (column: string) => JSON.parse(column) as WebhookEventType[]
 const newWebhookKey = () => `whk_${randomBytes(24).toString('base64url')}`;
 const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
+/** How long the previous signing secret keeps signing after a rotation: 24 hours unless chosen, at most 7 days. */
+export const DEFAULT_OVERLAP_HOURS = 24;
+export const MAX_OVERLAP_HOURS = 7 * 24;
+
+/** An overlap in hours as typed (CLI, form): a whole number from 0 to 168, or the default when empty. */
+export function checkOverlapHours(value: string | number | undefined): number {
+  if (value === undefined || value === '') return DEFAULT_OVERLAP_HOURS;
+  const hours = typeof value === 'number' ? value : /^\d{1,4}$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isInteger(hours) || hours < 0 || hours > MAX_OVERLAP_HOURS)
+    throw new WebhookSettingsError('overlap', `must be a whole number of hours from 0 to ${MAX_OVERLAP_HOURS} (7 days)`);
+  return hours;
+}
+
 /**
  * Sets the merchant's endpoint and re-enables it. The key, the signing secret and the event list are
  * kept across changes unless `rotate` is set or `events` given; the secrets are returned so they can be shown again.
+ * A rotation keeps the previous signing secret signing deliveries beside the new one for
+ * `overlapHours` (default 24, at most 168; 0: not at all), as Standard Webhooks allows several
+ * signatures in `webhook-signature`.
  */
 export async function setWebhook(
   db: Db,
   secretKey: Buffer,
   merchantId: string,
-  input: { url: string; events?: readonly string[]; rotate?: boolean },
+  input: { url: string; events?: readonly string[]; rotate?: boolean; overlapHours?: number },
   mode: Config['mode'],
   now = Date.now(),
 ): Promise<{ webhookKey: string; signingSecret: string }> {
@@ -70,13 +88,31 @@ export async function setWebhook(
     .executeTakeFirst();
   const events = input.events === undefined && existing ? parseEvents(existing.events) : checkEvents(input.events);
   const keep = existing && !input.rotate;
-  const webhookKey = keep ? openSecret(existing.webhook_key_sealed, secretKey) : newWebhookKey();
-  const signingSecret = keep ? openSecret(existing.signing_secret_sealed, secretKey) : newSigningSecret();
+  const webhookKey = keep ? openSecret(existing.webhook_key_sealed, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed')) : newWebhookKey();
+  const signingSecret = keep
+    ? openSecret(existing.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed'))
+    : newSigningSecret();
+  const overlapHours = checkOverlapHours(input.overlapHours);
+  // A rotation of an existing endpoint: its secret until now signs on for the overlap.
+  const previous =
+    existing && input.rotate && overlapHours > 0
+      ? {
+          previous_signing_secret_sealed: sealSecret(
+            openSecret(existing.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed')),
+            secretKey,
+            webhookSecretBinding(merchantId, 'previous_signing_secret_sealed'),
+          ),
+          previous_signing_secret_expires_at: now + overlapHours * 3_600_000,
+        }
+      : existing && input.rotate
+        ? { previous_signing_secret_sealed: null, previous_signing_secret_expires_at: null }
+        : {};
   const values = {
+    ...previous,
     url,
     events: JSON.stringify(events),
-    webhook_key_sealed: sealSecret(webhookKey, secretKey),
-    signing_secret_sealed: sealSecret(signingSecret, secretKey),
+    webhook_key_sealed: sealSecret(webhookKey, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed')),
+    signing_secret_sealed: sealSecret(signingSecret, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed')),
     updated_at: now,
     disabled_at: null,
     disabled_reason: null,
@@ -89,15 +125,19 @@ export async function setWebhook(
   return { webhookKey, signingSecret };
 }
 
-export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string): Promise<WebhookEndpoint | undefined> {
+export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string, now = Date.now()): Promise<WebhookEndpoint | undefined> {
   const row = await db.selectFrom('webhook_endpoints').selectAll().where('merchant_id', '=', merchantId).executeTakeFirst();
   if (!row) return undefined;
   return {
     merchantId,
     url: row.url,
     events: parseEvents(row.events),
-    webhookKey: openSecret(row.webhook_key_sealed, secretKey),
-    signingSecret: openSecret(row.signing_secret_sealed, secretKey),
+    webhookKey: openSecret(row.webhook_key_sealed, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed')),
+    signingSecret: openSecret(row.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed')),
+    previousSecretUntil:
+      row.previous_signing_secret_sealed !== null && row.previous_signing_secret_expires_at !== null && Number(row.previous_signing_secret_expires_at) > now
+        ? Number(row.previous_signing_secret_expires_at)
+        : null,
     disabledAt: row.disabled_at,
     disabledReason: row.disabled_reason,
   };

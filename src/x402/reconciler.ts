@@ -192,6 +192,7 @@ export async function followUpPayments(context: AppContext, options: ReconcilerO
     const due = await findDueFollowUps(db, context.now(), BATCH);
     if (due.length === 0) break;
     const view = await viewChain(options);
+    const checks: Array<{ paymentId: string; check: Parameters<typeof recordCheck>[2] }> = [];
     await eachLimited(due, CONCURRENCY, async (payment) => {
       let finding: string;
       let searchFromBlock: bigint | undefined;
@@ -207,7 +208,11 @@ export async function followUpPayments(context: AppContext, options: ReconcilerO
       const now = context.now();
       const nextCheckAt =
         payment.status === 'FAILED' ? nextFailedCheck(payment.updated_at, options.intervalMs, now) : nextPendingCheck(payment, options.intervalMs, now);
-      await recordCheck(db, payment.id, { finding, nextCheckAt, now, searchFromBlock });
+      checks.push({ paymentId: payment.id, check: { finding, nextCheckAt, now, searchFromBlock } });
+    });
+    // A batch's looks are written in one commit (one sync on SQLite); lost in a crash, they are only looked at again.
+    await db.transaction().execute(async (trx) => {
+      for (const { paymentId, check } of checks) await recordCheck(trx, paymentId, check);
     });
     looked += due.length;
     if (due.length < BATCH) break;

@@ -4,7 +4,11 @@
 // service must log no error and leave no unhandled rejection, and a refused request (4xx) must leave
 // the database as it was.
 //
+// Documents the service fetches (coding agents' Client ID Metadata Documents) are generated too, and
+// served to /oauth/authorize from a site on loopback, with the same checks.
+//
 //   TILL_FUZZ_RUNS   requests per engine (default 600)
+//   TILL_FUZZ_DOCUMENT_RUNS   fetched documents per engine (default 200)
 //   TILL_FUZZ_SEED   fast-check seed (random when absent; printed with any failure)
 //   TILL_FUZZ_PATH   with the seed, replays one failing request (printed with any failure)
 import assert from 'node:assert/strict';
@@ -16,6 +20,7 @@ import { createUser } from '../../src/accounts/users.ts';
 import { createClient } from '../../src/oauth/clients.ts';
 import { SCOPES } from '../../src/oauth/scopes.ts';
 import { authorizedAgent } from '../../src/testing/agent.ts';
+import { startDocumentServer } from '../../src/testing/document-server.ts';
 import {
   contentEncodings,
   contentTypes,
@@ -29,11 +34,13 @@ import {
   jsonValue,
   mutatedDeep,
   nastyString,
+  OWN_URL,
   pathValue,
   queryString,
   type Route,
   routesOf,
   sendRaw,
+  servedDocument,
   shortNasty,
 } from '../../src/testing/fuzz.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../src/testing/harness.ts';
@@ -42,6 +49,7 @@ import { paymentSignatureHeader } from '../../src/testing/payer.ts';
 import { setWebhook } from '../../src/webhooks/endpoints.ts';
 
 const RUNS = Number(process.env.TILL_FUZZ_RUNS ?? 600);
+const DOCUMENT_RUNS = Number(process.env.TILL_FUZZ_DOCUMENT_RUNS ?? 200);
 const PATH = process.env.TILL_FUZZ_PATH;
 const SEED = process.env.TILL_FUZZ_SEED ? Number(process.env.TILL_FUZZ_SEED) : (Date.now() ^ (Math.random() * 2 ** 31)) | 0;
 
@@ -63,6 +71,24 @@ const REFUSAL_WRITES: { route: RegExp; status: RegExp; table: string; why: strin
     why: 'proofs and new quotes count against their limits, refused ones included',
   },
   { route: /^POST \/sign-in$/, status: /^4/, table: 'sign_in_throttle', why: 'failed sign-ins are counted to slow guessing' },
+  {
+    route: /^POST \/dashboard\//,
+    status: /^4/,
+    table: 'sign_in_throttle',
+    why: 'a form that re-checks the password (wallet, password change, keys, webhook secrets) counts each attempt before checking it',
+  },
+  {
+    route: /^POST \/api\/checkout\/v2\/payment_session$/,
+    status: /^4/,
+    table: 'rate_limit_windows',
+    why: 'a session creation counts against its key’s limit (TILL_SESSIONS_PER_MINUTE_PER_KEY) in the statement that checks it, whatever the answer',
+  },
+  {
+    route: /^(GET|HEAD) \/oauth\/authorize$/,
+    status: /^4/,
+    table: 'rate_limit_windows',
+    why: 'fetches of client metadata documents count against the per-IP limit, refused ones included',
+  },
   { route: /^POST \/mcp$/, status: /^40[13]$/, table: 'mcp_tool_calls', why: 'a tool call refused for its grant (revoked, scope not granted) is audited' },
 ];
 /** Columns a request refreshes while reading: the last use of a key or an agent's grant, a browser session's last activity. */
@@ -85,6 +111,11 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
       TILL_X402_PROOFS_PER_MINUTE_PER_IP: '100000000',
       TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '100000000',
       TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '100000000',
+      TILL_OAUTH_CLIENT_FETCHES_PER_MINUTE_PER_IP: '100000000',
+      TILL_SESSIONS_PER_MINUTE_PER_KEY: '100000000',
+      TILL_WEBHOOK_TEST_EVENTS_PER_HOUR: '100000000',
+      // Client metadata documents are fetched from the fuzz's own site on loopback.
+      TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS: 'true',
     },
     { log },
   );
@@ -141,7 +172,9 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
   );
   // What the revoking routes may revoke for real, so the credentials above keep working.
   const revocable = { client: await createClient(db, shop.merchantId), agent: await authorizedAgent(service.context, shop.merchantId, ['settings:read']) };
+  const site = await startDocumentServer();
   return {
+    site,
     revocable,
     shop,
     sessions,
@@ -371,6 +404,8 @@ function specs(f: Fixture): Record<string, Spec> {
     'GET /dashboard/account': {},
     'POST /dashboard/account/password': { ...form({ current_password: oneOf('wrong'), new_password: text, new_password_again: text }), keepsSession: true },
     'POST /dashboard/account/sign-out-everywhere': { ...form({}), keepsSession: true },
+    // Never a real key id: the shop's key must keep working for the other routes.
+    'POST /dashboard/account/api-keys/:keyId/revoke': { params: { keyId: [] }, query: { since: oneOf('0', '1795600000000', 'x') }, ...form({}) },
     'GET /dashboard/get-paid': {},
     'POST /dashboard/get-paid/api-keys': form({ mode: oneOf('test', 'live'), password: oneOf(SIGNED_IN_PASSWORD, 'wrong') }),
     'POST /dashboard/get-paid/api-keys/:id/revoke': { params: { id: [] }, ...form({ confirm: oneOf('1') }) },
@@ -610,7 +645,11 @@ for (const { engine, skip } of engines) {
       process.off('unhandledRejection', onRejection);
       process.off('uncaughtException', onException);
       await f?.shop.stop();
+      await f?.site.close();
     });
+    let writeLog: Awaited<ReturnType<typeof installWriteLog>> | undefined;
+    /** The write log, installed once for the tests that use it. */
+    const writes = async () => (writeLog ??= await installWriteLog(f.shop.service.context.db, engine, READ_TIMES));
 
     test('every route of the app has a generator', () => {
       const table = specs(f);
@@ -625,7 +664,7 @@ for (const { engine, skip } of engines) {
       const table = specs(f);
       const routes = routesOf(f.shop.service.app).filter((r) => table[r.method === 'HEAD' ? '' : `${r.method} ${r.url}`]);
       const port = Number(new URL(f.shop.baseUrl).port);
-      const writes = await installWriteLog(f.shop.service.context.db, engine, READ_TIMES);
+      const written = await writes();
       const counts = new Map<string, { requests: number; ms: number; byStatus: Record<number, number> }>();
       const started = Date.now();
       const arbitrary = fc.oneof(
@@ -637,7 +676,7 @@ for (const { engine, skip } of engines) {
       const outcome = await fc.check(
         fc.asyncProperty(arbitrary, async ({ route, request }) => {
           const key = `${route.method} ${route.url}`;
-          await writes.since();
+          await written.since();
           const errorsBefore = errorLines.length;
           const sent = Date.now();
           const { status, head } = await sendRaw(port, request);
@@ -652,13 +691,13 @@ for (const { engine, skip } of engines) {
           assert.equal(logged.length, 0, `no error logged: ${detail}`);
           assert.deepEqual(rejections, [], `no unhandled rejection: ${detail}`);
           if (status >= 400) {
-            const written = (await writes.since()).filter(
+            const unexpected = (await written.since()).filter(
               (w) =>
                 !REFUSAL_WRITES.some(
                   (allowed) => allowed.route.test(`${request.method} ${route.url}`) && allowed.status.test(String(status)) && w.startsWith(`${allowed.table} `),
                 ),
             );
-            assert.deepEqual(written, [], `a refusal wrote nothing: ${detail}`);
+            assert.deepEqual(unexpected, [], `a refusal wrote nothing: ${detail}`);
           }
         }),
         { numRuns: RUNS, seed: SEED, endOnFailure: true, ...(PATH ? { path: PATH } : {}) },
@@ -675,6 +714,74 @@ for (const { engine, skip } of engines) {
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([key, c]) => `${key}\t${c.requests}\t${Math.round(c.ms / c.requests)} ms\t${JSON.stringify(c.byStatus)}`);
       process.stdout.write(`# fuzz ${engine}: ${RUNS} requests in ${seconds.toFixed(1)} s, seed ${SEED}, 0 answers >= 500\n# ${lines.join('\n# ')}\n`);
+    });
+
+    test(`${DOCUMENT_RUNS} generated client metadata documents at /oauth/authorize: no 5xx, no error logged, refusals write nothing (seed ${SEED})`, {
+      timeout: 3_600_000,
+    }, async () => {
+      const written = await writes();
+      const template = {
+        client_id: OWN_URL,
+        client_name: 'Fuzzed agent',
+        redirect_uris: [`${f.site.origin}/callback`],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      };
+      const query = fc.record({
+        redirect_uri: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constant(`${f.site.origin}/callback`) }),
+        state: fc.oneof(fc.constant('s'), shortNasty),
+        signedIn: fc.boolean(),
+      });
+      let served = 0;
+      const byStatus: Record<number, number> = {};
+      const outcome = await fc.check(
+        fc.asyncProperty(servedDocument(template, 5 * 1024), query, async (document, { redirect_uri, state, signedIn }) => {
+          const path = `/fuzzed/${++served}/client.json`;
+          const clientId = f.site.serve(path, (_request, response) => {
+            response.writeHead(document.status, document.headers).end(document.body(`${f.site.origin}${path}`));
+          });
+          await written.since();
+          const errorsBefore = errorLines.length;
+          const params = new URLSearchParams({
+            response_type: 'code',
+            client_id: clientId,
+            code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+            code_challenge_method: 'S256',
+            scope: 'settings:read orders:read',
+            state: state.toWellFormed(),
+            ...(redirect_uri ? { redirect_uri } : {}),
+          });
+          const headers = signedIn ? { cookie: f.cookie } : undefined;
+          const answer = await fetch(`${f.shop.baseUrl}/oauth/authorize?${params}`, { redirect: 'manual', ...(headers ? { headers } : {}) });
+          const body = await answer.text();
+          byStatus[answer.status] = (byStatus[answer.status] ?? 0) + 1;
+          const refusalWrites = answer.status >= 400 ? (await written.since()).filter((w) => !w.startsWith('rate_limit_windows ')) : [];
+          // On to the consent screen, where the client's name is shown.
+          let consent = { status: 0, body: '' };
+          const location = answer.headers.get('location') ?? '';
+          if (answer.status === 303 && location.startsWith('/oauth/consent/')) {
+            const page = await fetch(new URL(location, f.shop.baseUrl), { redirect: 'manual', ...(headers ? { headers } : {}) });
+            consent = { status: page.status, body: (await page.text()).slice(0, 300) };
+          }
+          const logged = errorLines.slice(errorsBefore).map((line) => line.slice(0, 1500));
+          const sent = document.body(`${f.site.origin}${path}`);
+          const detail = `document (HTTP ${document.status}, ${JSON.stringify(document.headers)}): ${JSON.stringify(sent.toString('utf8').slice(0, 600))}\nauthorize ?${params}\nanswered ${answer.status} ${location} ${body.slice(0, 300)}\nconsent ${consent.status} ${consent.body}\nlogged ${logged.join('\n')}`;
+          assert.ok(answer.status < 500 && consent.status < 500, `no 5xx: ${detail}`);
+          assert.equal(logged.length, 0, `no error logged: ${detail}`);
+          assert.deepEqual(rejections, [], `no unhandled rejection: ${detail}`);
+          assert.deepEqual(refusalWrites, [], `a refusal wrote nothing: ${detail}`);
+        }),
+        { numRuns: DOCUMENT_RUNS, seed: SEED, endOnFailure: true, ...(PATH ? { path: PATH } : {}) },
+      );
+      if (outcome.failed) {
+        const reason = outcome.errorInstance instanceof Error ? outcome.errorInstance.message : String(outcome.errorInstance);
+        assert.fail(
+          `document fuzzing failed after ${outcome.numRuns} documents; replay with TILL_FUZZ_SEED=${outcome.seed} TILL_FUZZ_PATH=${outcome.counterexamplePath}\n${reason}`,
+        );
+      }
+      assert.ok((byStatus[303] ?? 0) > 0, `some documents were good enough to reach consent: ${JSON.stringify(byStatus)}`);
+      process.stdout.write(`# fuzz ${engine}: ${DOCUMENT_RUNS} client metadata documents, seed ${SEED}, answers ${JSON.stringify(byStatus)}\n`);
     });
   });
 }

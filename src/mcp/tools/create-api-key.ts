@@ -1,4 +1,6 @@
+import { PostgresAdapter } from 'kysely';
 import { z } from 'zod';
+import type { Tx } from '../../db/index.ts';
 import { countActiveApiKeys, createApiKey } from '../../merchants/api-keys.ts';
 import { successfulCallsSince } from '../audit.ts';
 import { defineTool, ToolRefusal } from '../tool.ts';
@@ -8,6 +10,21 @@ export const KEYS_PER_DAY_PER_AUTHORIZATION = 5;
 export const KEYS_PER_ACCOUNT = 25;
 const DAY_MS = 86_400_000;
 
+/**
+ * Makes the calls of one merchant's agents take turns until their transaction ends, so each counts
+ * what the others made: on PostgreSQL a row lock on the merchant (FOR NO KEY UPDATE: rows that only
+ * refer to the merchant are not held up); SQLite runs one writing transaction at a time already.
+ */
+async function takeMerchantsTurn(trx: Tx, merchantId: string): Promise<void> {
+  const postgres = trx.getExecutor().adapter instanceof PostgresAdapter;
+  await trx
+    .selectFrom('merchants')
+    .select('id')
+    .where('id', '=', merchantId)
+    .$if(postgres, (qb) => qb.forNoKeyUpdate())
+    .execute();
+}
+
 export const createApiKeyTool = defineTool({
   name: 'create_api_key',
   title: 'Create an API key',
@@ -15,17 +32,24 @@ export const createApiKeyTool = defineTool({
   scope: 'keys:write',
   input: z.strictObject({}),
   output: z.object({ keyId: z.string(), apiKey: z.string(), mode: z.enum(['test', 'live']), masked: z.string(), note: z.string() }),
-  async run(context, access) {
+  async run(context, access, _args, call) {
     const now = context.now();
     const merchantId = access.grant.merchantId;
-    if ((await successfulCallsSince(context.db, access.grant.id, 'create_api_key', now - DAY_MS)) >= KEYS_PER_DAY_PER_AUTHORIZATION)
-      throw new ToolRefusal(
-        'key_limit_per_authorization',
-        `create_api_key refused: this authorization already created ${KEYS_PER_DAY_PER_AUTHORIZATION} API keys in the last 24 hours.`,
-      );
-    if ((await countActiveApiKeys(context.db, merchantId)) >= KEYS_PER_ACCOUNT)
-      throw new ToolRefusal('key_limit_per_account', `create_api_key refused: the account already has ${KEYS_PER_ACCOUNT} API keys; revoke one first.`);
-    const key = await createApiKey(context.db, merchantId, context.config.mode === 'live' ? 'live' : 'test', now);
+    // Both caps are checked and the key made and audited in one transaction, in turn with the
+    // merchant's other calls: racing calls cannot all see room for one more.
+    const key = await context.db.transaction().execute(async (trx) => {
+      await takeMerchantsTurn(trx, merchantId);
+      if ((await successfulCallsSince(trx, access.grant.id, 'create_api_key', now - DAY_MS)) >= KEYS_PER_DAY_PER_AUTHORIZATION)
+        throw new ToolRefusal(
+          'key_limit_per_authorization',
+          `create_api_key refused: this authorization already created ${KEYS_PER_DAY_PER_AUTHORIZATION} API keys in the last 24 hours.`,
+        );
+      if ((await countActiveApiKeys(trx, merchantId)) >= KEYS_PER_ACCOUNT)
+        throw new ToolRefusal('key_limit_per_account', `create_api_key refused: the account already has ${KEYS_PER_ACCOUNT} API keys; revoke one first.`);
+      const made = await createApiKey(trx, merchantId, context.config.mode === 'live' ? 'live' : 'test', now);
+      await call.recordSuccess(trx);
+      return made;
+    });
     return {
       keyId: key.keyId,
       apiKey: key.apiKey,

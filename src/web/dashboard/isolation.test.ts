@@ -193,6 +193,7 @@ for (const { engine, skip } of engines) {
           await tryAs('POST', '/dashboard/get-paid/clients', { merchantId: shop.merchantId });
         },
         'POST /dashboard/get-paid/api-keys/{id}/revoke': () => notFound('POST', `/dashboard/get-paid/api-keys/${a.keyId}/revoke`, {}),
+        'POST /dashboard/account/api-keys/{keyId}/revoke': () => notFound('POST', `/dashboard/account/api-keys/${a.keyId}/revoke`, {}),
         'POST /dashboard/get-paid/clients/{id}/revoke': () => notFound('POST', `/dashboard/get-paid/clients/${a.clientId}/revoke`, {}),
         'GET /dashboard/links': async () => {
           await tryAs('GET', '/dashboard/links');

@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkPassword } from '../../accounts/users.ts';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
 import { refusalOf } from '../../common/ssrf.ts';
@@ -10,11 +9,21 @@ import { formatMoney } from '../../money/iso4217.ts';
 import { listSessionsCreatedVia, parseSessionsCursor, type SessionsCursor, sessionsCursorText } from '../../sessions/sessions.ts';
 import { webhookTargetAllowance } from '../../webhooks/deliver.ts';
 import { type DeliveryView, listDeliveries, redeliverEvent, sendTestEvent } from '../../webhooks/deliveries.ts';
-import { getWebhook, setWebhook, type WebhookEndpoint, WebhookSettingsError } from '../../webhooks/endpoints.ts';
+import {
+  checkOverlapHours,
+  DEFAULT_OVERLAP_HOURS,
+  getWebhook,
+  MAX_OVERLAP_HOURS,
+  setWebhook,
+  type WebhookEndpoint,
+  WebhookSettingsError,
+} from '../../webhooks/endpoints.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
+import { limitTestEvents } from '../../webhooks/test-event-limit.ts';
 import { dashboardPage } from './layout.ts';
 import { statusText } from './links.route.ts';
 import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
+import { passwordRefusal } from './reauth.ts';
 import { csrfInput, cursorPager, moment } from './views.ts';
 
 const PATH = '/dashboard/notifications';
@@ -26,7 +35,7 @@ const API_ORDERS_PAGE_SIZE = 25;
 type PageState = {
   notice?: string;
   problem?: string;
-  invalid?: 'url' | 'events' | 'password';
+  invalid?: 'url' | 'events' | 'password' | 'overlap';
   form?: { url: string; events: string[] };
   revealed?: { webhookKey: string; signingSecret: string };
   /** The page of the API orders list: after this session (`?after=`), the newest otherwise. */
@@ -67,7 +76,9 @@ function secretsSection(endpoint: WebhookEndpoint | undefined, state: PageState,
   return `<h2 id="secrets">Key and signing secret</h2>${shown}
 <form method="post" action="${PATH}/reveal">${csrfInput(csrf)}
 <p><label for="wh-password">Your password</label><input id="wh-password" name="password" type="password" autocomplete="current-password" required${state.invalid === 'password' ? ' aria-invalid="true"' : ''}></p>
-<p class="note">Rotating makes a new key and secret at once: deliveries are signed with the new ones from then on.</p>
+<p><label for="wh-overlap">Old secret signs too for (hours)</label><input id="wh-overlap" name="overlap" type="number" inputmode="numeric" min="0" max="${MAX_OVERLAP_HOURS}" step="1" value="${DEFAULT_OVERLAP_HOURS}" class="short" aria-describedby="wh-overlap-hint"${state.invalid === 'overlap' ? ' aria-invalid="true"' : ''}></p>
+<p class="note" id="wh-overlap-hint">Rotating makes a new key and signing secret at once; deliveries carry the new key and a signature with each secret (<code>webhook-signature</code> lists both) for the hours chosen here (0 to ${MAX_OVERLAP_HOURS}), so your receiver keeps verifying while you switch it to the new secret.</p>
+${endpoint.previousSecretUntil ? `<p>The previous signing secret signs deliveries too until ${moment(endpoint.previousSecretUntil)}.</p>` : ''}
 <p class="actions"><button type="submit" class="secondary">Reveal</button> <button type="submit" class="danger" formaction="${PATH}/rotate">Rotate key and secret</button></p></form>`;
 }
 
@@ -123,7 +134,7 @@ ${list}${pager}`;
 
 async function renderPage(context: AppContext, signedIn: SignedIn, state: PageState): Promise<string> {
   const merchantId = signedIn.user.merchantId;
-  const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId);
+  const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId, context.now());
   const deliveries = await listDeliveries(context.db, { merchantId, limit: DELIVERIES_SHOWN });
   const csrf = signedIn.csrfToken;
   const log = `<h2 id="deliveries">Delivery log</h2>
@@ -209,10 +220,15 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     reply: FastifyReply,
     then: (endpoint: WebhookEndpoint) => Promise<PageState>,
   ) => {
-    const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId);
+    const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, context.now());
     if (!endpoint) return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
-    if (!(await checkPassword(context.db, signedIn.user.email, fields.password ?? '')))
-      return answerPage(context, reply, signedIn, 400, { invalid: 'password', problem: 'Password: that is not your password. Nothing was shown or changed.' });
+    // The password re-check is throttled as the sign-in's (per user): a stolen session cannot guess here.
+    const wrong = await passwordRefusal(context, signedIn, fields.password);
+    if (wrong)
+      return answerPage(context, reply, signedIn, 400, {
+        invalid: 'password',
+        problem: `Password: ${wrong === 'is not right' ? 'that is not your password' : `your password ${wrong}`}. Nothing was shown or changed.`,
+      });
     return answerPage(context, reply, signedIn, 200, await then(endpoint));
   };
 
@@ -228,30 +244,51 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     `${PATH}/rotate`,
     'Replaces the webhook key and signing secret after the user’s password, and shows the new ones (form post)',
     { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 409: HTML_RESPONSE },
-    (signedIn, fields, reply) =>
-      withPassword(signedIn, fields, reply, async (endpoint) => ({
-        notice: 'New key and signing secret made: update your receiver.',
+    async (signedIn, fields, reply) => {
+      let overlapHours: number;
+      try {
+        overlapHours = checkOverlapHours(fields.overlap);
+      } catch (error) {
+        if (!(error instanceof WebhookSettingsError)) throw error;
+        return answerPage(context, reply, signedIn, 400, {
+          invalid: 'overlap',
+          problem: `Old secret signs too for: give a whole number of hours from 0 to ${MAX_OVERLAP_HOURS} (7 days). Nothing was changed.`,
+        });
+      }
+      return withPassword(signedIn, fields, reply, async (endpoint) => ({
+        notice: overlapHours
+          ? `New key and signing secret made: update your receiver. Deliveries carry signatures with the new and the old secret for ${overlapHours} hour${overlapHours === 1 ? '' : 's'}.`
+          : 'New key and signing secret made: update your receiver. The old secret no longer signs.',
         revealed: await setWebhook(
           context.db,
           context.config.secretKey,
           signedIn.user.merchantId,
-          { url: endpoint.url, rotate: true },
+          { url: endpoint.url, rotate: true, overlapHours },
           context.config.mode,
           context.now(),
         ),
-      })),
+      }));
+    },
   );
 
   post(
     `${PATH}/test`,
     'Queues a webhook.test event to the merchant’s endpoint (form post)',
-    { 303: { description: 'Queued: back to the page' }, 409: HTML_RESPONSE },
+    { 303: { description: 'Queued: back to the page' }, 409: HTML_RESPONSE, 429: HTML_RESPONSE },
     async (signedIn, _fields, reply) => {
       try {
+        await limitTestEvents(context.db, context.config, signedIn.user.merchantId, context.now());
         await sendTestEvent(context.db, signedIn.user.merchantId, context.now());
       } catch (error) {
         if (error instanceof TillError && error.code === 'no_webhook_endpoint')
           return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
+        if (error instanceof TillError && error.code === 'rate_limited') {
+          const wait = error.retryAfterSeconds ?? 60;
+          reply.header('retry-after', String(wait));
+          return answerPage(context, reply, signedIn, 429, {
+            problem: `Test events are limited to ${context.config.webhookTestEventsPerHour} an hour: try again in ${Math.ceil(wait / 60)} minute${Math.ceil(wait / 60) === 1 ? '' : 's'}.`,
+          });
+        }
         throw error;
       }
       context.webhookWake.notify();

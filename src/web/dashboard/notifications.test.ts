@@ -205,7 +205,12 @@ for (const { engine, skip } of engines) {
         concept: 'Made on the dashboard',
       });
       const linkId = /\/dashboard\/links\/(ps_[\w-]+)\?/.exec(String(link.headers.location))![1]!;
-      const mcp = await createPaymentSessionTool.run(service.context, { grant: { merchantId: owner.merchantId } } as never, { amount: 3, currency: 'USD' });
+      const mcp = await createPaymentSessionTool.run(
+        service.context,
+        { grant: { merchantId: owner.merchantId } } as never,
+        { amount: 3, currency: 'USD' },
+        {} as never,
+      );
       const other = await signedInMerchant(service);
       const otherKey = (await createApiKey(service.context.db, other.merchantId, 'test')).apiKey;
       const othersId = await e1(otherKey, { amount: 1, currency: 'USD', orderId: 'someone-elses' });

@@ -194,7 +194,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       const refuse = (problem: FieldProblem) => sendSettings(context, reply, signedIn, 400, { merchant, form: 'wallet', values, problem });
       const checked = checkWalletForm(fields);
       if ('field' in checked) return refuse(checked);
-      const wrongPassword = await passwordRefusal(context, request, signedIn, fields.password);
+      const wrongPassword = await passwordRefusal(context, signedIn, fields.password);
       if (wrongPassword) return refuse({ field: 'password', message: wrongPassword });
       if (merchant.walletAddress === checked.address) return reply.redirect(`${SETTINGS_PATH}?saved=wallet-unchanged`, 303);
       await changeWallet(context.db, { merchantId: merchant.id, userId: signedIn.user.id, walletAddress: checked.address }, context.now());
