@@ -20,8 +20,11 @@ import { newAccount } from '../src/testing/payer.ts';
 import { createMerchant, createSession, sessionRequest, x402Url } from '../src/testing/shop.ts';
 import { SQLITE_CHECK_MS } from '../src/x402/challenge-cache.ts';
 
+/** Live mode (a facilitator URL) serves /metrics only with its token. */
+const METRICS_TOKEN = 'metrics-token-for-the-challenge-cache-tests';
 const X402_ENV = {
   TILL_FACILITATOR_URL: 'http://127.0.0.1:9/facilitator',
+  TILL_METRICS_TOKEN: METRICS_TOKEN,
   TILL_USDC_ADDRESS: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
   TILL_SESSION_TTL_SECONDS: '20',
 };
@@ -48,7 +51,7 @@ function entriesOf(headers: Headers): [string, string][] {
 
 /** Challenges answered from the cache so far, from /metrics. */
 async function cachedCount(baseUrl: string): Promise<number> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const text = await (await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
   const line = text.split('\n').find((l) => l.startsWith('till_x402_challenges_cached_total '));
   return Number(line?.split(' ')[1] ?? 0);
 }
@@ -127,7 +130,7 @@ for (const { engine, skip } of engines) {
       const sessionId = await open();
       const route = '/checkout/v2/x402/session/:sessionId';
       const metric = async () => {
-        const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+        const text = await (await fetch(`${service.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
         const line = text
           .split('\n')
           .find((l) => l.startsWith('till_http_request_duration_seconds_count{') && l.includes(`route="${route}"`) && l.includes('status="402"'));

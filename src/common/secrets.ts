@@ -52,3 +52,6 @@ export type SealedWebhookColumn = 'webhook_key_sealed' | 'signing_secret_sealed'
 
 /** What a webhook secret is bound to (AES-GCM associated data): its merchant's row and its column. */
 export const webhookSecretBinding = (merchantId: string, column: SealedWebhookColumn) => `webhook_endpoints.${column}:${merchantId}`;
+
+/** What a token-signing private key is bound to (AES-GCM associated data): its row. */
+export const signingKeyBinding = (kid: string) => `signing_keys.private_jwk_sealed:${kid}`;

@@ -19,6 +19,7 @@ import * as changeNotifications from './migrations/0016_change_notifications.ts'
 import * as paymentFollowUp from './migrations/0017_payment_follow_up.ts';
 import { boundWebhookSecrets } from './migrations/0018_bound_webhook_secrets.ts';
 import * as webhookSecretOverlap from './migrations/0019_webhook_secret_overlap.ts';
+import { boundSigningKeys } from './migrations/0020_bound_signing_keys.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
@@ -41,6 +42,7 @@ const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration
   '0017_payment_follow_up': paymentFollowUp,
   '0018_bound_webhook_secrets': boundWebhookSecrets(secretKey),
   '0019_webhook_secret_overlap': webhookSecretOverlap,
+  '0020_bound_signing_keys': boundSigningKeys(secretKey),
 });
 
 /** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
-import { openSecret } from '../common/secrets.ts';
+import { openSecret, signingKeyBinding } from '../common/secrets.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createClient, revokeClient } from './clients.ts';
 import { rotateSigningKey, signingKeys } from './signing-keys.ts';
@@ -79,7 +79,8 @@ for (const { engine, skip } of engines) {
       assert.ok(rows.length >= 1);
       for (const row of rows) {
         assert.ok(!row.private_jwk_sealed.includes('"d"'));
-        assert.equal(JSON.parse(openSecret(row.private_jwk_sealed, service.config.secretKey)).kty, 'EC');
+        assert.equal(JSON.parse(openSecret(row.private_jwk_sealed, service.config.secretKey, signingKeyBinding(row.kid))).kty, 'EC');
+        assert.throws(() => openSecret(row.private_jwk_sealed, service.config.secretKey, signingKeyBinding('another-kid')), 'bound to its own row');
       }
     });
 

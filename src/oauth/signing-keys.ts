@@ -1,6 +1,6 @@
 import { createLocalJWKSet, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import { newId } from '../common/ids.ts';
-import { openSecret, sealSecret } from '../common/secrets.ts';
+import { openSecret, sealSecret, signingKeyBinding } from '../common/secrets.ts';
 import type { Db } from '../db/index.ts';
 
 export const SIGNING_ALG = 'ES256';
@@ -27,7 +27,7 @@ async function newKey(db: Db, secretKey: Buffer, now: number): Promise<void> {
     .values({
       kid,
       alg: SIGNING_ALG,
-      private_jwk_sealed: sealSecret(JSON.stringify(await exportJWK(privateKey)), secretKey),
+      private_jwk_sealed: sealSecret(JSON.stringify(await exportJWK(privateKey)), secretKey, signingKeyBinding(kid)),
       public_jwk: JSON.stringify(publicJwk),
       created_at: now,
       retired_at: null,
@@ -43,7 +43,7 @@ async function load(db: Db, secretKey: Buffer, now: number): Promise<KeySet> {
   }
   // Two instances starting at once may both make a key: the newest signs, both are published.
   const current = rows.find((row) => row.retired_at === null)!;
-  const key = (await importJWK(JSON.parse(openSecret(current.private_jwk_sealed, secretKey)), SIGNING_ALG)) as CryptoKey;
+  const key = (await importJWK(JSON.parse(openSecret(current.private_jwk_sealed, secretKey, signingKeyBinding(current.kid))), SIGNING_ALG)) as CryptoKey;
   const published = rows.map((row) => JSON.parse(row.public_jwk));
   return { signing: { kid: current.kid, key }, published, verifier: createLocalJWKSet({ keys: published }), loadedAt: now };
 }

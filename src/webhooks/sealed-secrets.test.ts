@@ -4,9 +4,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { openSecret, sealSecret, webhookSecretBinding } from '../common/secrets.ts';
+import { openSecret, sealSecret, signingKeyBinding, webhookSecretBinding } from '../common/secrets.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import * as overlapMigration from '../db/migrations/0019_webhook_secret_overlap.ts';
+import { signingKeys } from '../oauth/signing-keys.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { getWebhook, setWebhook } from './endpoints.ts';
 
@@ -48,7 +49,7 @@ for (const { engine, skip } of engines) {
       assert.equal((await getWebhook(db, service.config.secretKey, intruder.merchantId))?.signingSecret, intruder.signingSecret);
     });
 
-    test('migration 0018 re-seals secrets stored unbound, and refuses to run on them without the secret key', async () => {
+    test('migrations 0018 and 0020 re-seal secrets and signing keys stored unbound, and refuses to run on them without the secret key', async () => {
       const merchant = await endpointFor();
       const { db } = service.context;
       const key = service.config.secretKey;
@@ -58,11 +59,24 @@ for (const { engine, skip } of engines) {
         .set({ webhook_key_sealed: sealSecret(merchant.webhookKey, key), signing_secret_sealed: sealSecret(merchant.signingSecret, key) })
         .where('merchant_id', '=', merchant.merchantId)
         .execute();
-      // Back to the schema before 0018: 0019 undone, both forgotten.
+      // A token-signing key as stored before 0020, too.
+      const { signing } = await signingKeys(db, key, Date.now(), true);
+      const [signingRow] = await db.selectFrom('signing_keys').selectAll().where('kid', '=', signing.kid).execute();
+      const privateJwk = openSecret(signingRow!.private_jwk_sealed, key, signingKeyBinding(signing.kid));
+      await db
+        .updateTable('signing_keys')
+        .set({ private_jwk_sealed: sealSecret(privateJwk, key) })
+        .where('kid', '=', signing.kid)
+        .execute();
+      // Back to the schema before 0018: 0019 undone, all three forgotten.
       await overlapMigration.down(db);
-      await sql`DELETE FROM kysely_migration WHERE name IN ('0018_bound_webhook_secrets', '0019_webhook_secret_overlap')`.execute(db);
+      await sql`DELETE FROM kysely_migration WHERE name IN ('0018_bound_webhook_secrets', '0019_webhook_secret_overlap', '0020_bound_signing_keys')`.execute(
+        db,
+      );
       await assert.rejects(migrateToLatest(db), /needs TILL_SECRET_KEY/);
-      assert.deepEqual(await migrateToLatest(db, { secretKey: key }), ['0018_bound_webhook_secrets', '0019_webhook_secret_overlap']);
+      assert.deepEqual(await migrateToLatest(db, { secretKey: key }), ['0018_bound_webhook_secrets', '0019_webhook_secret_overlap', '0020_bound_signing_keys']);
+      const resealedKey = await db.selectFrom('signing_keys').select('private_jwk_sealed').where('kid', '=', signing.kid).executeTakeFirstOrThrow();
+      assert.equal(openSecret(resealedKey.private_jwk_sealed, key, signingKeyBinding(signing.kid)), privateJwk, 'the signing key is bound to its row');
       const stored = await row(merchant.merchantId);
       assert.match(stored.signing_secret_sealed, /^k1b\./);
       assert.equal(openSecret(stored.signing_secret_sealed, key, webhookSecretBinding(merchant.merchantId, 'signing_secret_sealed')), merchant.signingSecret);
