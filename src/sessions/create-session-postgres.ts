@@ -5,7 +5,7 @@ import { type Db, isUniqueViolation } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
 import { type ApiKeyUse, apiKeyUse, authenticateApiKey, usableApiKeyCtes } from '../merchants/api-keys.ts';
 import { createdBody, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
-import { CREATION_LIMIT_NAME, CREATION_WINDOW_MS, creationLimit, keySubject } from './creation-limit.ts';
+import { CREATION_LIMIT_NAME, CREATION_WINDOW_MS, creationLimit, creationShards, keySubject } from './creation-limit.ts';
 import { claimIdempotencyKeyFrom, IDEMPOTENCY_TTL_MS, isLockTimeout, replayOf, requestHashOf } from './idempotency.ts';
 import { insertSessionFrom, orderIdInUse, sessionValues } from './sessions.ts';
 
@@ -35,6 +35,8 @@ type Params = ApiKeyUse & {
   requestHash: string;
   expiresAt: number;
   limitSubject: string;
+  /** The other rows the key's count is spread over (creation-limit.ts CREATION_SHARDS). */
+  otherSubjects: string[];
   windowStart: number;
   windowEnd: number;
   points: number;
@@ -65,10 +67,14 @@ const statement = (idempotent: boolean) =>
         ON CONFLICT (limit_name, subject, window_start) DO UPDATE SET hits = rate_limit_windows.hits + 1
         RETURNING hits
       ),
-      allowed AS (SELECT usable.* FROM usable WHERE (SELECT hits FROM counted) <= ${p.points}::integer),
+      total AS (
+        SELECT (SELECT hits FROM counted) + coalesce((SELECT sum(hits) FROM rate_limit_windows
+          WHERE limit_name = ${CREATION_LIMIT_NAME} AND subject = ANY(${p.otherSubjects}::text[]) AND window_start = ${p.windowStart}::bigint), 0) AS hits
+      ),
+      allowed AS (SELECT usable.* FROM usable WHERE (SELECT hits FROM total) <= ${p.points}::integer),
       ${claim ? sql`claim AS (${claim}),` : sql``}
       created AS (${insert})
-      SELECT key.merchant_id, key.wallet_address, (SELECT count(*) FROM usable)::integer AS usable, (SELECT hits FROM counted)::integer AS hits,
+      SELECT key.merchant_id, key.wallet_address, (SELECT count(*) FROM usable)::integer AS usable, (SELECT hits FROM total)::integer AS hits,
         (SELECT count(*) FROM created)::integer AS created,
         ${claim ? sql`claim.request_hash, claim.status_code, claim.response_body FROM key LEFT JOIN claim ON true` : sql`NULL AS request_hash, NULL::integer AS status_code, NULL AS response_body FROM key`}`;
     return { compile: () => query.compile(db) };
@@ -85,6 +91,11 @@ const idempotentStatement = statement(true);
  * failures take a second round trip to stay the same (a taken orderId still records the key's
  * use). On SQLite, where a query costs no round trip, E1 keeps that two-step path.
  */
+function shardsOf(subject: string): Pick<Params, 'limitSubject' | 'otherSubjects'> {
+  const { mine, others } = creationShards(subject);
+  return { limitSubject: mine, otherSubjects: others };
+}
+
 export async function createSessionWithApiKey(
   context: Context,
   presentedKey: string,
@@ -107,7 +118,7 @@ export async function createSessionWithApiKey(
     idempotencyKey: options.idempotencyKey ?? '',
     requestHash,
     expiresAt: now + IDEMPOTENCY_TTL_MS,
-    limitSubject: keySubject(use.keyHash),
+    ...shardsOf(keySubject(use.keyHash)),
     windowStart: now - (now % CREATION_WINDOW_MS),
     windowEnd: now - (now % CREATION_WINDOW_MS) + CREATION_WINDOW_MS,
     points: limit.points,

@@ -63,7 +63,7 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
     } else {
       const { merchantId, walletConfigured } = await requireMerchant(context, request);
       const presented = presentedApiKey(request);
-      await limitCreation(context.db, context.config, presented !== undefined ? { apiKey: presented } : { merchantId }, context.now());
+      await limitCreation(context, presented !== undefined ? { apiKey: presented } : { merchantId }, context.now());
       const { idempotencyKey, input } = readRequest(request);
       created = await createPaymentSession(context, merchantId, input, {
         createdVia: 'api',
