@@ -36,6 +36,18 @@ describe('a coding agent authorized in Chromium', { skip: browserSkip }, () => {
           token_endpoint_auth_method: 'none',
         }),
       );
+    // A hostile agent's document: a control character in its name.
+    if (url.pathname === '/hostile.json')
+      return void response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          client_id: `${agentUrl}/hostile.json`,
+          client_name: 'Evil\u0000Agent',
+          redirect_uris: [`${agentUrl}/callback`],
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+          token_endpoint_auth_method: 'none',
+        }),
+      );
     if (url.pathname === '/callback')
       return void response
         .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
@@ -163,6 +175,29 @@ describe('a coding agent authorized in Chromium', { skip: browserSkip }, () => {
         body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: `${agentUrl}/client.json` }),
       });
       assert.equal(refreshed.status, 400);
+    } finally {
+      await context.close();
+    }
+  });
+  test('a client document with a control character in its name: a page that says what was refused, never a 5xx', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      const authorize = new URL('/oauth/authorize', baseUrl);
+      for (const [name, value] of Object.entries({
+        response_type: 'code',
+        client_id: `${agentUrl}/hostile.json`,
+        redirect_uri: `${agentUrl}/callback`,
+        code_challenge: createHash('sha256').update('verifier').digest('base64url'),
+        code_challenge_method: 'S256',
+        scope: 'settings:read',
+      }))
+        authorize.searchParams.set(name, value);
+      const response = await page.goto(authorize.toString());
+      assert.equal(response?.status(), 400);
+      assert.match((await page.locator('body').textContent()) ?? '', /client_name/);
+      await assertAccessible(page);
+      await screenshots(page, 'oauth', 'client-document-refused');
     } finally {
       await context.close();
     }
