@@ -84,6 +84,12 @@ const REFUSAL_WRITES: { route: RegExp; status: RegExp; table: string; why: strin
     why: 'a session creation counts against its key’s limit (TILL_SESSIONS_PER_MINUTE_PER_KEY) in the statement that checks it, whatever the answer',
   },
   {
+    route: /^POST \/(api\/checkout\/v2\/webhooks\/test|dashboard\/notifications\/test)$/,
+    status: /^4/,
+    table: 'rate_limit_windows',
+    why: 'a test event counts against the merchant’s hourly limit (TILL_WEBHOOK_TEST_EVENTS_PER_HOUR) before it is queued, refused ones included',
+  },
+  {
     route: /^(GET|HEAD) \/oauth\/authorize$/,
     status: /^4/,
     table: 'rate_limit_windows',
