@@ -7,7 +7,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import type { LocalAccount } from 'viem';
 
 export const CHROMIUM = process.env.TILL_TEST_CHROMIUM ?? '/usr/bin/chromium';
-export const ARTIFACTS = resolve(import.meta.dirname, '../../artifacts');
+export const ARTIFACTS = resolve(process.env.TILL_TEST_ARTIFACTS ?? resolve(import.meta.dirname, '../../artifacts'));
 
 /** Why browser tests cannot run here, or false when they can. */
 export const browserSkip: string | false = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install -y chromium)`;
@@ -121,15 +121,17 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   return results.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
 
-/** A phone and a desktop screenshot of the page, under artifacts/<folder>/<name>-<width>x<height>.png. */
-export async function screenshots(page: Page, folder: string, name: string): Promise<string[]> {
+const PHONE_AND_DESKTOP: ReadonlyArray<readonly [number, number]> = [
+  [360, 740],
+  [1280, 900],
+];
+
+/** A phone and a desktop screenshot of the page (or the sizes given), under artifacts/<folder>/<name>-<width>x<height>.png. */
+export async function screenshots(page: Page, folder: string, name: string, sizes = PHONE_AND_DESKTOP): Promise<string[]> {
   const dir = join(ARTIFACTS, folder);
   mkdirSync(dir, { recursive: true });
   const paths: string[] = [];
-  for (const [width, height] of [
-    [360, 740],
-    [1280, 900],
-  ] as const) {
+  for (const [width, height] of sizes) {
     await page.setViewportSize({ width, height });
     const path = join(dir, `${name}-${width}x${height}.png`);
     await page.screenshot({ path, fullPage: true });
