@@ -26,7 +26,10 @@ for (const { engine, skip } of engines) {
     test('a key creates its sessions a minute up to the limit, then 429 with Retry-After; another key is not held back; the next minute opens again', async () => {
       const { apiKey, merchantId } = await service.merchant({ walletAddress: `0x${'ab'.repeat(20)}` });
       clock += 10_000;
-      const answers = await Promise.all(Array.from({ length: PER_MINUTE + 2 }, (_, i) => e1(apiKey, i % 2 ? `order-${i}` : undefined)));
+      // One after another: the count is exact. (Racing requests on PostgreSQL may pass it by the few in
+      // flight: the key's count is spread over rows summed as committed, docs/decisions.md.)
+      const answers: Response[] = [];
+      for (let i = 0; i < PER_MINUTE + 2; i++) answers.push(await e1(apiKey, i % 2 ? `order-${i}` : undefined));
       const statuses = answers.map((answer) => answer.status).sort();
       assert.deepEqual(statuses, [...Array(PER_MINUTE).fill(201), 429, 429]);
       const refused = answers.find((answer) => answer.status === 429)!;
