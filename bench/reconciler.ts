@@ -188,6 +188,7 @@ async function fill(
         version: 1,
         payments_in_progress: 1,
         created_via: 'api',
+        mode: 'sandbox',
       },
       quote,
       payment: {
@@ -211,6 +212,7 @@ async function fill(
         created_at: signed.claimedAt,
         updated_at: signed.claimedAt,
         next_check_at: claimedAt + graceMs,
+        mode: 'sandbox',
       },
     });
   }

@@ -44,6 +44,7 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
       success_url: null,
       fail_url: null,
       cancel_url: null,
+      mode: 'sandbox',
     };
     const enqueue = (trx: typeof db) =>
       enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: config.explorerTxUrl });

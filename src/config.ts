@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { BASE_USDC_ADDRESS } from './common/network.ts';
 
 export type WebhookSettings = {
   /** Delay before each retry, in milliseconds; the number of entries is the number of retries. */
@@ -29,7 +30,14 @@ export type Config = {
   /** Sandbox when no real facilitator is configured: fake money, test keys only. */
   mode: 'sandbox' | 'live';
   facilitatorUrl: string | undefined;
+  /**
+   * How Till authenticates to the facilitator: static headers (`url`, any facilitator), or a JWT signed
+   * per request with a CDP API key (`coinbase`, Coinbase's hosted facilitator, through `@coinbase/x402`).
+   */
+  facilitator: { kind: 'url' } | { kind: 'coinbase'; apiKeyId: string; apiKeySecret: string };
   facilitatorHeaders: Record<string, string>;
+  /** Live mode accepts plain http to this machine (facilitator, RPC, public URLs) for rehearsals and development only. */
+  devAllowHttpLoopback: boolean;
   baseRpcUrl: string | undefined;
   usdcAddress: string | undefined;
   explorerTxUrl: string;
@@ -85,7 +93,8 @@ export class ConfigError extends Error {
   }
 }
 
-const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+/** Coinbase's hosted facilitator (what `createFacilitatorConfig().url` of `@coinbase/x402` names; a test keeps the two equal). */
+export const COINBASE_FACILITATOR_URL = 'https://api.cdp.coinbase.com/platform/v2/x402';
 
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
 const port = z.coerce.number().int().min(0).max(65535);
@@ -257,13 +266,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   } else {
     throw new ConfigError('TILL_DATABASE_URL', 'must start with sqlite: (a file path) or postgres://');
   }
-  const facilitatorUrl = read(env, 'TILL_FACILITATOR_URL', httpUrl, undefined);
-  const mode = facilitatorUrl && env.TILL_SANDBOX !== 'true' ? 'live' : 'sandbox';
+  const facilitator = loadFacilitator(env);
+  const facilitatorUrl = read(env, 'TILL_FACILITATOR_URL', httpUrl, facilitator.kind === 'coinbase' ? COINBASE_FACILITATOR_URL : undefined);
+  const sandboxFlag = flag(env, 'TILL_SANDBOX', false);
+  const mode = facilitatorUrl && !sandboxFlag ? 'live' : 'sandbox';
   const role = required(read(env, 'TILL_ROLE', z.enum(['all', 'api', 'worker']), 'all'));
   if (databaseKind === 'sqlite' && role !== 'all') {
     throw new ConfigError('TILL_ROLE', 'roles can be split across processes only on PostgreSQL; SQLite runs as one process with role "all"');
   }
-  return {
+  const config: Config = {
     port: listenPort,
     host,
     baseUrl,
@@ -277,7 +288,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: loadSecretKey(env, databaseKind, dataDir),
     mode,
     facilitatorUrl,
+    facilitator,
     facilitatorHeaders: parseHeaders(env.TILL_FACILITATOR_HEADERS),
+    devAllowHttpLoopback: flag(env, 'TILL_DEV_ALLOW_HTTP_LOOPBACK', false),
     baseRpcUrl: read(env, 'TILL_BASE_RPC_URL', httpUrl, undefined),
     usdcAddress: read(
       env,
@@ -318,4 +331,79 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthDevAllowLoopbackClients: loadDevAllowLoopbackClients(env, mode),
     oauthClientFetchesPerMinutePerIp: required(read(env, 'TILL_OAUTH_CLIENT_FETCHES_PER_MINUTE_PER_IP', positiveInt, '30')),
   };
+  if (sandboxFlag && config.usdcAddress?.toLowerCase() === BASE_USDC_ADDRESS.toLowerCase())
+    throw new ConfigError(
+      'TILL_SANDBOX',
+      `is true while TILL_USDC_ADDRESS is Base's real USDC (${BASE_USDC_ADDRESS}): test keys would take real money. Remove TILL_SANDBOX for live mode, or point TILL_USDC_ADDRESS at a test token`,
+    );
+  if (mode === 'live') checkLiveSettings(config);
+  return config;
+}
+
+/** The facilitator's kind and credentials; `coinbase` needs a CDP API key. */
+function loadFacilitator(env: NodeJS.ProcessEnv): Config['facilitator'] {
+  const kind = required(read(env, 'TILL_FACILITATOR', z.enum(['url', 'coinbase']), 'url'));
+  if (kind === 'url') return { kind };
+  const apiKeyId = env.CDP_API_KEY_ID?.trim();
+  const apiKeySecret = env.CDP_API_KEY_SECRET?.trim();
+  for (const [name, value] of [
+    ['CDP_API_KEY_ID', apiKeyId],
+    ['CDP_API_KEY_SECRET', apiKeySecret],
+  ] as const)
+    if (!value)
+      throw new ConfigError(
+        name,
+        'is required with TILL_FACILITATOR=coinbase: create a Secret API key at portal.cdp.coinbase.com and set CDP_API_KEY_ID and CDP_API_KEY_SECRET',
+      );
+  return { kind, apiKeyId: apiKeyId!, apiKeySecret: cdpKeySecret(apiKeySecret!) };
+}
+
+/**
+ * A CDP API key secret as `@coinbase/x402` signs with it: an Ed25519 key (base64 of 64 bytes) as
+ * given; an ECDSA key in PEM as PKCS#8, whatever PEM the portal handed out (SEC1 included), with
+ * `\n` written as two characters in an env file read as line breaks.
+ */
+function cdpKeySecret(secret: string): string {
+  if (!secret.includes('-----BEGIN')) {
+    if (Buffer.from(secret, 'base64').length !== 64)
+      throw new ConfigError(
+        'CDP_API_KEY_SECRET',
+        'is neither an Ed25519 key (base64 of 64 bytes) nor an EC private key in PEM: paste the secret of a CDP Secret API key',
+      );
+    return secret;
+  }
+  try {
+    return createPrivateKey(secret.replaceAll('\\n', '\n')).export({ type: 'pkcs8', format: 'pem' }).toString();
+  } catch {
+    throw new ConfigError('CDP_API_KEY_SECRET', 'holds a PEM block that is not a private key: paste the secret of a CDP Secret API key');
+  }
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * What live mode refuses at start, before any network check: money must never move through a plain
+ * http hop or without a reconciler to find a lost settle answer.
+ */
+function checkLiveSettings(config: Config): void {
+  if (!config.baseRpcUrl && config.role !== 'api')
+    throw new ConfigError(
+      'TILL_BASE_RPC_URL',
+      `is required in live mode on role "${config.role}": the reconciler reads Base through it, so a payment whose settle answer is lost is never left PENDING (give an https JSON-RPC URL of a Base mainnet node)`,
+    );
+  const urls: [string, string | undefined][] = [
+    ['TILL_FACILITATOR_URL', config.facilitatorUrl],
+    ['TILL_BASE_RPC_URL', config.baseRpcUrl],
+    ['TILL_BASE_URL', config.baseUrl],
+    ['TILL_AUTH_URL', config.authUrl],
+    ['TILL_MCP_URL', config.mcpUrl],
+  ];
+  for (const [name, url] of urls) {
+    if (!url || url.startsWith('https://')) continue;
+    if (config.devAllowHttpLoopback && LOOPBACK_HOSTS.has(new URL(url).hostname)) continue;
+    throw new ConfigError(
+      name,
+      `${url} is plain http, refused in live mode: use an https URL${name === 'TILL_BASE_URL' ? ' (the address buyers and merchants reach, behind your TLS proxy)' : ''} (TILL_DEV_ALLOW_HTTP_LOOPBACK=true allows http to this machine, for development only)`,
+    );
+  }
 }

@@ -85,7 +85,7 @@ export async function createService(config: Config, options: CreateServiceOption
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
   context.metrics.sources.oldestPendingSeconds = async () => {
-    const since = await oldestPendingSince(context.db);
+    const since = await oldestPendingSince(context.db, config.mode);
     return since === undefined ? 0 : Math.max(0, (context.now() - since) / 1000);
   };
   const x402 = createX402Services(context);

@@ -97,7 +97,12 @@ describe('till merchant set-webhook', () => {
     const privateTarget = JSON.parse(till(['merchant', 'set-webhook', merchantId, '--url', 'http://10.0.0.8/hook', '--json'], env).stdout);
     assert.match(privateTarget.warning, /10\.0\.0\.8 is 10\.0\.0\.8, a private, link-local or otherwise non-public address/);
     // Live mode: https only, and loopback refused unless the operator allows it.
-    const live = { TILL_DATA_DIR: freshDataDir(), TILL_FACILITATOR_URL: 'http://127.0.0.1:9' };
+    const live = {
+      TILL_DATA_DIR: freshDataDir(),
+      TILL_FACILITATOR_URL: 'http://127.0.0.1:9',
+      TILL_BASE_RPC_URL: 'http://127.0.0.1:9',
+      TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true',
+    };
     const shop = JSON.parse(till(['merchant', 'create', '--name', 'Live shop', '--json'], live).stdout);
     const refused = JSON.parse(till(['merchant', 'set-webhook', shop.merchantId, '--url', 'https://127.0.0.1/hook', '--json'], live).stdout);
     assert.match(refused.warning, /a loopback address/);

@@ -57,7 +57,7 @@ for (const { engine, skip } of engines) {
 
       const receipt = await (await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${body.paymentId}`)).json();
       assert.equal(receipt.payTo, destination);
-      const { orders } = await listPaidOrders(env.service.context.db, env.merchantId);
+      const { orders } = await listPaidOrders(env.service.context.db, 'sandbox', env.merchantId);
       assert.equal(orders[0]?.publicOrderId, body.paymentId);
 
       // Nothing else changed: the merchant's wallet and its other sessions are as before.

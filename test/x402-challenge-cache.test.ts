@@ -15,7 +15,7 @@ import { claimPayment, recordFailure, recordReversal, recordSettlement } from '.
 import { archiveSession, findSession } from '../src/sessions/sessions.ts';
 import { runNodeScript } from '../src/testing/child-process.ts';
 import { createServiceStorage } from '../src/testing/environment.ts';
-import { describeOnEngine, engines, startListeningTestService, type TestService } from '../src/testing/harness.ts';
+import { describeOnEngine, engines, LIVE_STAND_INS, startListeningTestService, type TestService } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { createMerchant, createSession, sessionRequest, x402Url } from '../src/testing/shop.ts';
 import { SQLITE_CHECK_MS } from '../src/x402/challenge-cache.ts';
@@ -179,7 +179,7 @@ for (const { engine, skip } of engines) {
     test('archived from the dashboard: 404 at once', async () => {
       const sessionId = await open();
       await cached(service.baseUrl, sessionId);
-      assert.ok(await archiveSession(db(), merchantId, sessionId, clock));
+      assert.ok(await archiveSession(db(), 'live', merchantId, sessionId, clock));
       assert.equal((await ask(service.baseUrl, sessionId)).status, 404);
     });
 
@@ -372,7 +372,7 @@ test('with info logging, an answer of the fast lane is logged as the framework l
   const lines: Record<string, unknown>[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const storage = await createServiceStorage('sqlite');
-  const config = loadConfig({ ...storage.settings, ...X402_ENV, TILL_LOG_LEVEL: 'info', PORT: '0', TILL_BASE_URL: 'http://till.test' });
+  const config = loadConfig({ ...storage.settings, ...LIVE_STAND_INS, ...X402_ENV, TILL_LOG_LEVEL: 'info', PORT: '0' });
   const service = await createService(config, { log, workers: false });
   try {
     const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });

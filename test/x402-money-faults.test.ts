@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { after, afterEach, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.ts';
 import { setMerchantWallet } from '../src/merchants/merchants.ts';
 import { cancelAuthorization, offeredPayment, persistentBuyer, resend, submitAuthorization, transfersOnChain } from '../src/testing/buyer.ts';
+import { runNodeScript } from '../src/testing/child-process.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { readSession } from '../src/testing/shop.ts';
@@ -242,17 +242,17 @@ for (const { engine, skip } of engines) {
       await env.sandbox.faults.set({ settleFault: 'refuse' });
       const { signed } = await persistentBuyer(target(), sessionId, payer, { attempts: 1, validForSeconds: 400n });
       await env.sandbox.faults.set({ settleFault: 'none' });
-      const listed = await waitFor(() => {
-        const { status, stdout, stderr } = spawnSync(process.execPath, [CLI, 'payments', 'pending', '--json'], {
+      // The CLI runs beside the service without blocking it (the reconciler under test runs in this process).
+      const listed = await waitFor(async () => {
+        const { code, stdout, stderr } = await runNodeScript(CLI, ['payments', 'pending', '--json'], {
           env: {
             ...process.env,
             TILL_LOG_LEVEL: 'silent',
             TILL_DATABASE_URL: env.service.config.databaseUrl,
             TILL_SECRET_KEY: env.service.config.secretKey.toString('hex'),
           },
-          encoding: 'utf8',
         });
-        assert.equal(status, 0, stderr);
+        assert.equal(code, 0, stderr);
         const mine = (
           JSON.parse(stdout) as { payments: { sessionId: string; checks: number; lastFinding: string | null; ageSeconds: number }[] }
         ).payments.find((p) => p.sessionId === sessionId);
@@ -279,6 +279,7 @@ for (const { engine, skip } of engines) {
         .insertInto('payments')
         .values({
           id: 'pay_damaged',
+          mode: env.service.config.mode,
           session_id: broken,
           merchant_id: env.merchantId,
           quote_id: quote.id,

@@ -44,6 +44,7 @@ const server = createServer(async (request, response) => {
       created_at: now,
       updated_at: now,
       version: 1,
+      mode: config.mode,
     })
     .execute();
   response.writeHead(201, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(sessionCreatedBody(config.baseUrl, sessionId)));

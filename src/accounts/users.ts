@@ -1,6 +1,7 @@
 import { hash, verify } from '@node-rs/argon2';
 import { newId } from '../common/ids.ts';
 import type { Db } from '../db/index.ts';
+import { endAllUserSessions } from './user-sessions.ts';
 
 export type User = { id: string; merchantId: string; email: string; createdAt: number };
 
@@ -82,6 +83,17 @@ const toUser = (row: { id: string; merchant_id: string; email: string; created_a
 export async function findUserByEmail(db: Db, email: string): Promise<User | undefined> {
   const row = await db.selectFrom('users').selectAll().where('email', '=', normalizeEmail(email)).executeTakeFirst();
   return row && toUser(row);
+}
+
+/**
+ * Removes a user for good, with its signed-in browser sessions: it can no longer sign in, and its
+ * email is free. What else refers to the user (coding-agent grants) is removed first by its owner.
+ * False when there was no such user.
+ */
+export async function removeUser(db: Db, userId: string): Promise<boolean> {
+  await endAllUserSessions(db, userId);
+  const result = await db.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
+  return result.numDeletedRows > 0n;
 }
 
 export async function findUser(db: Db, id: string): Promise<User | undefined> {

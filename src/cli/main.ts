@@ -12,6 +12,7 @@ const USAGE = `till — self-hostable payment sessions
 Commands:
   till serve                                   start the service (what npm start runs)
   till migrate [--json]                        apply database migrations
+  till doctor [--json]                         check the configuration as a live start does, and more (exit 1 on any ✗)
   till merchant create --name NAME [--wallet 0x…] [--json]
   till merchant list [--json]                  merchants, wallets, API key ids (never the keys)
   till merchant set-wallet MERCHANT_ID 0x… [--json]
@@ -35,6 +36,8 @@ Commands:
   till webhooks redeliver EVENT_ID [--json]
   till webhooks test --merchant MERCHANT_ID [--json]
   till payments pending [--limit N] [--json]   PENDING payments, oldest first: age, validBefore, the reconciler's last finding
+  till live prepare [--json]                   before the first live start on a database used in the sandbox: archive open
+                                               sandbox sessions, remove the demo user and revoke its merchant's test keys
   till sandbox [--port N] [--data-dir DIR]     run the sandbox chain + facilitator (fake money), kept in TILL_DATA_DIR
   till sandbox reset [--json]                  forget the sandbox chain: the next start begins empty
   till sandbox fund --address 0x… --usdc 100 [--json]
@@ -46,6 +49,7 @@ type Command = (args: string[]) => Promise<void>;
 const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve.ts')).serveCommand,
   migrate: async () => (await import('./operator.ts')).migrateCommand,
+  doctor: async () => (await import('./doctor.ts')).doctorCommand,
   merchant: async () => (await import('./operator.ts')).merchantCommand,
   keys: async () => (await import('./operator.ts')).keysCommand,
   sandbox: async () => (await import('./sandbox.ts')).sandboxCommand,
@@ -57,6 +61,7 @@ const commands: Record<string, () => Promise<Command>> = {
   audit: async () => (await import('./audit.ts')).auditCommand,
   mcp: async () => (await import('./mcp.ts')).mcpCommand,
   payments: async () => (await import('./payments.ts')).paymentsCommand,
+  live: async () => (await import('./live.ts')).liveCommand,
 };
 
 /**

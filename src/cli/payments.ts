@@ -15,8 +15,8 @@ export async function paymentsCommand(args: string[]): Promise<void> {
   const limit = limitText === undefined ? DEFAULT_LIMIT : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError('--limit must be a whole number from 1 to 10000');
   const now = Date.now();
-  const payments = await withDatabase(async ({ db }) =>
-    (await listPending(db, limit)).map((p) => ({
+  const payments = await withDatabase(async ({ db }, config) =>
+    (await listPending(db, config.mode, limit)).map((p) => ({
       paymentId: p.id,
       sessionId: p.session_id,
       merchantId: p.merchant_id,

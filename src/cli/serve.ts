@@ -5,6 +5,9 @@ import type { Db } from '../db/index.ts';
 import type { Service } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { countMerchants, createMerchant } from '../merchants/merchants.ts';
+import { DEMO_USER_EMAIL } from './demo.ts';
+import { liveReadiness } from './live.ts';
+import { liveStartChecks, sandboxDataRefusal, startRefusal } from './live-checks.ts';
 import { noneLeft } from './output.ts';
 import { ensureSandbox, type SandboxEndpoints } from './sandbox.ts';
 import { generatePassword } from './users.ts';
@@ -24,9 +27,6 @@ async function withSandbox(config: Config): Promise<{ config: Config; sandbox: S
     sandbox,
   };
 }
-
-/** The sandbox demo merchant's user; `till users reset-password --email demo@till.localhost` if its password is lost. */
-export const DEMO_USER_EMAIL = 'demo@till.localhost';
 
 /**
  * The demo merchant, its key and its user, in one transaction. Instances started at once on an
@@ -49,6 +49,19 @@ async function createDemoMerchant(db: Db) {
   }
 }
 
+/**
+ * A live start asks the facilitator and the chain what a first payment would, and refuses with the
+ * setting to fix rather than serving and failing at the first real buyer.
+ */
+async function refuseUnreadyLive(config: Config): Promise<void> {
+  const refusal = startRefusal(await liveStartChecks(config));
+  if (refusal) throw refusal;
+  if (!config.ratesUrl)
+    process.stderr.write(
+      'till: live mode without TILL_RATES_URL accepts USD sessions only: a session in another currency cannot be paid until TILL_RATES_URL names an exchange-rates document\n',
+    );
+}
+
 export async function serveCommand(args: string[]): Promise<void> {
   noneLeft(args);
   // The sandbox boots in a process of its own: start it first and load the service's modules while it does.
@@ -63,8 +76,16 @@ export async function serveCommand(args: string[]): Promise<void> {
     throw error;
   }
   const { config, sandbox } = await sandboxReady;
+  if (config.mode === 'live') await refuseUnreadyLive(config);
   const service = await createService(config);
   const { log, db } = service.context;
+  if (config.mode === 'live') {
+    const refusal = sandboxDataRefusal(await liveReadiness(db));
+    if (refusal) {
+      await service.close();
+      throw refusal;
+    }
+  }
 
   // First start of a sandbox with an empty database: a demo merchant, so the README walkthrough works at once.
   if (config.mode === 'sandbox' && (await countMerchants(db)) === 0) {

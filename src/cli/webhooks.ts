@@ -81,7 +81,7 @@ export async function webhooksCommand(args: string[]): Promise<void> {
 async function listCommand(args: string[], json: boolean): Promise<void> {
   const merchantId = takeOption(args, '--merchant');
   noneLeft(args);
-  const deliveries = await withDatabase(({ db }) => listDeliveries(db, merchantId ? { merchantId } : {}));
+  const deliveries = await withDatabase(({ db }, config) => listDeliveries(db, config.mode, merchantId ? { merchantId } : {}));
   const lines = deliveries.map((d) => {
     const last = d.attempts.at(-1);
     return `${d.createdAt}  ${d.eventId}  ${d.event.padEnd(17)}  ${d.status.padEnd(9)}  attempts ${d.attempts.length}${last ? `, last ${last.statusCode ?? last.error}` : ''}`;
@@ -93,7 +93,7 @@ async function redeliverCommand(args: string[], json: boolean): Promise<void> {
   const [eventId] = args.splice(0, 1);
   noneLeft(args);
   if (!eventId) throw new UsageError('webhooks redeliver needs EVENT_ID');
-  const { deliveryId } = await withDatabase(({ db }) => redeliverEvent(db, eventId)).catch((error: unknown) => {
+  const { deliveryId } = await withDatabase(({ db }, config) => redeliverEvent(db, config.mode, eventId)).catch((error: unknown) => {
     throw usageErrorOf(error, eventId);
   });
   printResult(json, { eventId, deliveryId }, `Event ${eventId} queued again as delivery ${deliveryId}.`);
@@ -103,9 +103,9 @@ async function testCommand(args: string[], json: boolean): Promise<void> {
   const merchantId = takeOption(args, '--merchant');
   noneLeft(args);
   if (!merchantId) throw new UsageError('webhooks test needs --merchant MERCHANT_ID');
-  const queued = await withDatabase(async ({ db }) => {
+  const queued = await withDatabase(async ({ db }, config) => {
     await requireMerchant(db, merchantId);
-    return sendTestEvent(db, merchantId);
+    return sendTestEvent(db, config.mode, merchantId);
   }).catch((error: unknown) => {
     throw usageErrorOf(error);
   });

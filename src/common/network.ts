@@ -5,6 +5,9 @@ export const NETWORK_V1 = 'base';
 /** The same network in x402 v2 (CAIP-2). */
 export const NETWORK_V2 = 'eip155:8453';
 export const TOKEN_SYMBOL = 'USDC';
+/** Circle's USDC on Base mainnet: the token live mode takes by default. */
+export const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+
 /** EIP-712 domain of USDC on Base (and of the sandbox token, which copies it). */
 export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;
 

@@ -20,6 +20,7 @@ import * as paymentFollowUp from './migrations/0017_payment_follow_up.ts';
 import { boundWebhookSecrets } from './migrations/0018_bound_webhook_secrets.ts';
 import * as webhookSecretOverlap from './migrations/0019_webhook_secret_overlap.ts';
 import { boundSigningKeys } from './migrations/0020_bound_signing_keys.ts';
+import * as modes from './migrations/0021_modes.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
@@ -43,6 +44,7 @@ const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration
   '0018_bound_webhook_secrets': boundWebhookSecrets(secretKey),
   '0019_webhook_secret_overlap': webhookSecretOverlap,
   '0020_bound_signing_keys': boundSigningKeys(secretKey),
+  '0021_modes': modes,
 });
 
 /** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */
@@ -51,4 +53,10 @@ export async function migrateToLatest(db: Db, options: { secretKey?: Buffer } = 
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Names of the migrations this database has not run yet (`till doctor`); reads only. */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrationsWith(undefined) } });
+  return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
 }

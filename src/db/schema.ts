@@ -28,6 +28,12 @@ export interface ApiKeysTable {
   last_used_at: number | null;
 }
 
+/**
+ * The mode a row was made in: the mode of the service that made it (config.mode). A service reads
+ * and acts on the rows of its own mode only; rows made before modes were recorded are `sandbox`.
+ */
+export type Mode = 'sandbox' | 'live';
+
 export type OrderType = 'STATIC' | 'TRANSIENT';
 export type SessionStatus = 'OPEN' | 'SUCCESS' | 'EXPIRED';
 /** Where a session was created: E1, a dashboard payment link, or the MCP tool create_payment_session. */
@@ -59,6 +65,7 @@ export interface PaymentSessionsTable {
   archived_at: number | null;
   /** Where it was created; null on sessions made before this was recorded. */
   created_via: SessionOrigin | null;
+  mode: Mode;
 }
 
 export interface PaymentQuotesTable {
@@ -116,6 +123,8 @@ export interface PaymentsTable {
   reported_tx_hash: string | null;
   /** The first block searched for this authorization's events: the chain's block when the payment was claimed. */
   search_from_block: bigint | null;
+  /** Its session's mode. */
+  mode: Mode;
 }
 
 export interface IdempotencyKeysTable {
@@ -168,6 +177,8 @@ export interface WebhookEndpointsTable {
   updated_at: number;
   disabled_at: number | null;
   disabled_reason: string | null;
+  /** One endpoint per merchant: saved in the other mode, it is replaced (new key and secret). */
+  mode: Mode;
 }
 
 /** The outbox: `body` is the JSON sent, frozen when the status changed. */
@@ -180,6 +191,8 @@ export interface WebhookEventsTable {
   body: string;
   occurred_at: number;
   created_at: number;
+  /** The mode of the session it is about (of the service, for a test event); delivered only to an endpoint of that mode. */
+  mode: Mode;
 }
 
 export type WebhookDeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED';

@@ -43,6 +43,19 @@ export async function revokeApiKey(db: Db, keyId: string, now = Date.now(), merc
   return result.numUpdatedRows > 0n;
 }
 
+/** Revokes every active key of a merchant in one mode; the ids revoked. */
+export async function revokeMerchantKeys(db: Db, merchantId: string, mode: KeyMode, now = Date.now()): Promise<string[]> {
+  const rows = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
 /** How stale `last_used_at` may get: a key in constant use is written once a minute, not on every request. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 

@@ -14,6 +14,14 @@ const PREFIX: Record<Kind, string> = { code: 'ac_', refresh_token: 'rt_' };
 
 export type GrantSecret = { grantId: string; clientId: string; redirectUri: string | null; codeChallenge: string | null };
 
+/** Removes the codes and refresh tokens of every grant a user gave, before those grants are removed. */
+export async function removeSecretsOfUserGrants(db: Db | Tx, userId: string): Promise<void> {
+  await db
+    .deleteFrom('oauth_grant_secrets')
+    .where('grant_id', 'in', (eb) => eb.selectFrom('oauth_grants').select('id').where('user_id', '=', userId))
+    .execute();
+}
+
 /** A new code or refresh token under a grant. Only its SHA-256 is stored: the value is shown this once. */
 export async function issueGrantSecret(
   trx: Db | Tx,

@@ -125,6 +125,16 @@ export async function revokeGrant(db: Db | Tx, grantId: string, reason: Revocati
   return result.numUpdatedRows > 0n;
 }
 
+/**
+ * Removes every grant a user gave, revoked or not, before the user is removed (`till live prepare`
+ * removes the sandbox's demo user); their codes and refresh tokens go first (grant-secrets.ts).
+ * The number removed.
+ */
+export async function removeGrantsOfUser(db: Db | Tx, userId: string): Promise<number> {
+  const result = await db.deleteFrom('oauth_grants').where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 /** Notes that a grant's token was used (for the merchant's list), at most once a minute. */
 export async function touchGrant(db: Db, grant: Grant, now: number): Promise<void> {
   if (grant.lastUsedAt !== null && now - grant.lastUsedAt < TOUCH_EVERY_MS) return;

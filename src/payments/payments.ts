@@ -3,7 +3,7 @@ import { type Selectable, sql } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
-import type { PaymentsTable } from '../db/schema.ts';
+import type { Mode, PaymentsTable } from '../db/schema.ts';
 import { findSession, finishPayment, markPaidLate, reopenAfterReversal, type SessionRow, startPayment } from '../sessions/sessions.ts';
 import { recordPaymentEvent } from './events.ts';
 
@@ -98,6 +98,8 @@ export async function claimPayment(store: Store, terms: ClaimTerms, change: Chan
     last_finding: null,
     reported_tx_hash: null,
     search_from_block: null,
+    // The session's mode, which is the service's: the session was found by a lookup of that mode.
+    mode: session.mode,
   };
   try {
     const queued = await store.db.transaction().execute(async (trx) => {
@@ -224,13 +226,14 @@ export async function recordSettleAttempt(db: Db, paymentId: string, txHash: str
     .execute();
 }
 
-/** Payments the reconciler should look at now: the ones whose turn came longest ago first. */
-export async function findDueFollowUps(db: Db, now: number, limit: number): Promise<PaymentRow[]> {
+/** Payments of `mode` the reconciler should look at now: the ones whose turn came longest ago first. */
+export async function findDueFollowUps(db: Db, mode: Mode, now: number, limit: number): Promise<PaymentRow[]> {
   return db
     .selectFrom('payments')
     .selectAll()
     .where('next_check_at', 'is not', null)
     .where('next_check_at', '<=', now)
+    .where('mode', '=', mode)
     .orderBy('next_check_at')
     .limit(limit)
     .execute();
@@ -260,17 +263,18 @@ export async function recordCheck(
     .execute();
 }
 
-/** PENDING payments, oldest first, for operators (`till payments pending`). */
-export async function listPending(db: Db, limit: number): Promise<PaymentRow[]> {
-  return db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').orderBy('created_at').limit(limit).execute();
+/** PENDING payments of `mode`, oldest first, for operators (`till payments pending`). */
+export async function listPending(db: Db, mode: Mode, limit: number): Promise<PaymentRow[]> {
+  return db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').where('mode', '=', mode).orderBy('created_at').limit(limit).execute();
 }
 
-/** When the oldest PENDING payment was claimed, if any. */
-export async function oldestPendingSince(db: Db): Promise<number | undefined> {
+/** When the oldest PENDING payment of `mode` was claimed, if any. */
+export async function oldestPendingSince(db: Db, mode: Mode): Promise<number | undefined> {
   const row = await db
     .selectFrom('payments')
     .select((eb) => eb.fn.min('created_at').as('oldest'))
     .where('status', '=', 'PENDING')
+    .where('mode', '=', mode)
     .executeTakeFirst();
   return row?.oldest === null || row?.oldest === undefined ? undefined : Number(row.oldest);
 }
@@ -300,10 +304,10 @@ async function changeStatus<T>(store: Store, change: (trx: Tx) => Promise<{ row:
 }
 
 /**
- * Settled payments not yet final, settled before `settledBefore`: the least looked at first (then
- * the oldest), so a payment whose look keeps failing holds back no other.
+ * Settled payments of `mode` not yet final, settled before `settledBefore`: the least looked at
+ * first (then the oldest), so a payment whose look keeps failing holds back no other.
  */
-export async function findUnfinalized(db: Db, settledBefore: number, limit: number): Promise<PaymentRow[]> {
+export async function findUnfinalized(db: Db, mode: Mode, settledBefore: number, limit: number): Promise<PaymentRow[]> {
   return (
     db
       .selectFrom('payments')
@@ -312,6 +316,7 @@ export async function findUnfinalized(db: Db, settledBefore: number, limit: numb
       .where('status', '=', sql.lit('SUCCESS'))
       .where('finalized_at', 'is', null)
       .where('settled_at', '<=', settledBefore)
+      .where('mode', '=', mode)
       .orderBy('checks')
       .orderBy('settled_at')
       .limit(limit)

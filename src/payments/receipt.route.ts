@@ -49,7 +49,7 @@ function renderReceipt(receipt: ReceiptView, view: { amountText: string; sandbox
 export function registerReceiptRoutes(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request, reply) => {
     const { publicOrderId } = validate(Params, request.params);
-    const found = await findReceiptWithAmountText(context.db, publicOrderId, { explorerTxUrl: context.config.explorerTxUrl });
+    const found = await findReceiptWithAmountText(context.db, publicOrderId, { mode: context.config.mode, explorerTxUrl: context.config.explorerTxUrl });
     reply.header('vary', 'Accept');
     const html = prefersHtml(request.headers.accept);
     const sandbox = context.config.mode === 'sandbox';

@@ -41,7 +41,7 @@ for (const { engine, skip } of engines) {
     const explorerTxUrl = () => env.service.config.explorerTxUrl;
 
     test('paid orders come newest first, with their order id, amounts, transaction and paid time', async () => {
-      const page = await listPaidOrders(db(), env.merchantId, { page: 1, size: 10 });
+      const page = await listPaidOrders(db(), 'sandbox', env.merchantId, { page: 1, size: 10 });
       assert.equal(page.hasMore, false);
       assert.equal(page.page, 1);
       assert.equal(page.size, 10);
@@ -63,9 +63,9 @@ for (const { engine, skip } of engines) {
     });
 
     test('pages split the list; a page past the end is empty; bad bounds are refused by field', async () => {
-      const first = await listPaidOrders(db(), env.merchantId, { page: 1, size: 2 });
-      const second = await listPaidOrders(db(), env.merchantId, { page: 2, size: 2 });
-      const beyond = await listPaidOrders(db(), env.merchantId, { page: 3, size: 2 });
+      const first = await listPaidOrders(db(), 'sandbox', env.merchantId, { page: 1, size: 2 });
+      const second = await listPaidOrders(db(), 'sandbox', env.merchantId, { page: 2, size: 2 });
+      const beyond = await listPaidOrders(db(), 'sandbox', env.merchantId, { page: 3, size: 2 });
       assert.deepEqual(
         [...first.orders, ...second.orders].map((order) => order.publicOrderId),
         [...paid].reverse().map((order) => order.paymentId),
@@ -73,32 +73,32 @@ for (const { engine, skip } of engines) {
       assert.equal(first.hasMore, true);
       assert.equal(second.hasMore, false);
       assert.deepEqual(beyond.orders, []);
-      assert.equal((await listPaidOrders(db(), env.merchantId)).size, 20);
+      assert.equal((await listPaidOrders(db(), 'sandbox', env.merchantId)).size, 20);
       for (const [paging, field] of [
         [{ page: 0 }, 'page'],
         [{ page: 1.5 }, 'page'],
         [{ size: 0 }, 'size'],
         [{ size: 101 }, 'size'],
       ] as const) {
-        await assert.rejects(listPaidOrders(db(), env.merchantId, paging), refusedWith('invalid_field', field));
+        await assert.rejects(listPaidOrders(db(), 'sandbox', env.merchantId, paging), refusedWith('invalid_field', field));
       }
     });
 
     test("another merchant's list is its own", async () => {
-      assert.deepEqual(await listPaidOrders(db(), other.merchantId), { orders: [], page: 1, size: 20, hasMore: false });
+      assert.deepEqual(await listPaidOrders(db(), 'sandbox', other.merchantId), { orders: [], page: 1, size: 20, hasMore: false });
     });
 
     test('a receipt is found with or without TX-, only among the merchant’s orders when scoped; the same one E4 shows', async () => {
       const order = paid[0]!;
-      const receipt = await findReceipt(db(), order.paymentId, { explorerTxUrl: explorerTxUrl() });
+      const receipt = await findReceipt(db(), order.paymentId, { mode: 'sandbox', explorerTxUrl: explorerTxUrl() });
       assert.equal(receipt?.publicOrderId, order.paymentId);
       assert.equal(receipt?.paymentSessionId, order.sessionId);
       assert.equal(receipt?.merchantName, 'Coffee Shop');
       assert.equal(receipt?.payTo, env.merchantWallet);
-      assert.deepEqual(await findReceipt(db(), order.paymentId.slice(3).toLowerCase(), { explorerTxUrl: explorerTxUrl() }), receipt);
-      assert.deepEqual(await findReceipt(db(), order.paymentId, { explorerTxUrl: explorerTxUrl(), merchantId: env.merchantId }), receipt);
-      assert.equal(await findReceipt(db(), order.paymentId, { explorerTxUrl: explorerTxUrl(), merchantId: other.merchantId }), undefined);
-      assert.equal(await findReceipt(db(), `TX-${'0'.repeat(32)}`, { explorerTxUrl: explorerTxUrl() }), undefined);
+      assert.deepEqual(await findReceipt(db(), order.paymentId.slice(3).toLowerCase(), { mode: 'sandbox', explorerTxUrl: explorerTxUrl() }), receipt);
+      assert.deepEqual(await findReceipt(db(), order.paymentId, { mode: 'sandbox', explorerTxUrl: explorerTxUrl(), merchantId: env.merchantId }), receipt);
+      assert.equal(await findReceipt(db(), order.paymentId, { mode: 'sandbox', explorerTxUrl: explorerTxUrl(), merchantId: other.merchantId }), undefined);
+      assert.equal(await findReceipt(db(), `TX-${'0'.repeat(32)}`, { mode: 'sandbox', explorerTxUrl: explorerTxUrl() }), undefined);
       const e4 = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${order.paymentId}`);
       assert.deepEqual(await e4.json(), receipt);
     });

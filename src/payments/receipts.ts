@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { TillError } from '../common/errors.ts';
 import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
+import type { Mode } from '../db/schema.ts';
 import { decimalNumber, formatMoney } from '../money/iso4217.ts';
 import { formatUsdc } from '../money/usdc.ts';
 import { explorerUrl, type PaymentRow } from './payments.ts';
@@ -41,7 +42,7 @@ export function normalizePublicOrderId(publicOrderId: string): string {
 export async function findReceiptWithAmountText(
   db: Db,
   publicOrderId: string,
-  options: { explorerTxUrl: string; merchantId?: string },
+  options: { mode: Mode; explorerTxUrl: string; merchantId?: string },
 ): Promise<{ receipt: ReceiptView; amountText: string } | undefined> {
   const row = await db
     .selectFrom('payments')
@@ -64,6 +65,7 @@ export async function findReceiptWithAmountText(
     ])
     .where('payments.public_order_id', '=', normalizePublicOrderId(publicOrderId))
     .where('payments.status', 'in', ['SUCCESS', 'REVERSED'])
+    .where('payments.mode', '=', options.mode)
     .$if(options.merchantId !== undefined, (qb) => qb.where('payments.merchant_id', '=', options.merchantId!))
     .executeTakeFirst();
   if (!row?.tx_hash || row.settled_at === null || row.public_order_id === null) return undefined;
@@ -90,10 +92,15 @@ export async function findReceiptWithAmountText(
 }
 
 /**
- * The receipt of a settled (or since reversed) order by its public id, with or without `TX-`;
- * only among the merchant's own orders when `merchantId` is given. Undefined when there is none.
+ * The receipt of a settled (or since reversed) order of `mode` (the service's) by its public id,
+ * with or without `TX-`; only among the merchant's own orders when `merchantId` is given. Undefined
+ * when there is none.
  */
-export async function findReceipt(db: Db, publicOrderId: string, options: { explorerTxUrl: string; merchantId?: string }): Promise<ReceiptView | undefined> {
+export async function findReceipt(
+  db: Db,
+  publicOrderId: string,
+  options: { mode: Mode; explorerTxUrl: string; merchantId?: string },
+): Promise<ReceiptView | undefined> {
   return (await findReceiptWithAmountText(db, publicOrderId, options))?.receipt;
 }
 
@@ -151,17 +158,21 @@ function paidOrderOf(row: OrderRow): PaidOrder {
 export type PaidOrdersPage = { orders: PaidOrder[]; page: number; size: number; hasMore: boolean };
 
 /**
- * A merchant's paid orders (payments that settled and were not reversed), newest first, one page at a
+ * A merchant's paid orders of `mode` (payments that settled and were not reversed), newest first, one page at a
  * time: `page` from 1, `size` 1 to 100 (20 unless given); `hasMore` says whether a next page has
  * orders. No total: counting every paid order would cost a walk of them all on every call.
  */
-export async function listPaidOrders(db: Db, merchantId: string, paging: { page?: number; size?: number } = {}): Promise<PaidOrdersPage> {
+export async function listPaidOrders(db: Db, mode: Mode, merchantId: string, paging: { page?: number; size?: number } = {}): Promise<PaidOrdersPage> {
   const page = paging.page ?? 1;
   const size = paging.size ?? DEFAULT_ORDERS_PAGE_SIZE;
   if (!Number.isSafeInteger(page) || page < 1) throw new TillError('invalid_field', { field: 'page', problem: 'must be an integer of at least 1' });
   if (!Number.isSafeInteger(size) || size < 1 || size > MAX_ORDERS_PAGE_SIZE)
     throw new TillError('invalid_field', { field: 'size', problem: `must be an integer from 1 to ${MAX_ORDERS_PAGE_SIZE}` });
-  const paid = db.selectFrom('payments').where('payments.merchant_id', '=', merchantId).where('payments.status', '=', 'SUCCESS');
+  const paid = db
+    .selectFrom('payments')
+    .where('payments.merchant_id', '=', merchantId)
+    .where('payments.status', '=', 'SUCCESS')
+    .where('payments.mode', '=', mode);
   const rows = await paid
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
     .select(ORDER_COLUMNS)
@@ -210,11 +221,17 @@ export function parseCursor(text: string): OrdersCursor | undefined {
 }
 
 /**
- * The merchant's settled orders, newest first, filtered, one slice at a time after `after` (keyset
+ * The merchant's settled orders of `mode`, newest first, filtered, one slice at a time after `after` (keyset
  * paging: no count and no offset, so a page costs the same at any depth and any table size). `next`
  * is the cursor of the following slice, absent on the last one.
  */
-export async function searchOrders(db: Db, merchantId: string, filter: OrderFilter, paging: { after?: OrdersCursor; size: number }): Promise<OrdersSlice> {
+export async function searchOrders(
+  db: Db,
+  mode: Mode,
+  merchantId: string,
+  filter: OrderFilter,
+  paging: { after?: OrdersCursor; size: number },
+): Promise<OrdersSlice> {
   const { size } = paging;
   if (!Number.isSafeInteger(size) || size < 1 || size > 1000)
     throw new TillError('invalid_field', { field: 'size', problem: 'must be an integer from 1 to 1000' });
@@ -228,7 +245,8 @@ export async function searchOrders(db: Db, merchantId: string, filter: OrderFilt
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
     .select([...ORDER_COLUMNS, 'payments.status'])
     .$if(!oneSession, (qb) => qb.where('payments.merchant_id', '=', merchantId))
-    .$if(oneSession, (qb) => qb.where('payment_sessions.merchant_id', '=', merchantId))
+    .$if(oneSession, (qb) => qb.where('payment_sessions.merchant_id', '=', merchantId).where('payment_sessions.mode', '=', mode))
+    .where('payments.mode', '=', mode)
     .$if(filter.status !== undefined, (qb) => qb.where('payments.status', '=', filter.status!))
     .$if(filter.status === undefined, (qb) => qb.where('payments.status', 'in', ['SUCCESS', 'REVERSED']))
     .where('payments.settled_at', 'is not', null)

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
+import type { Mode } from '../db/schema.ts';
 
 /** The dashboard's days: UTC calendar days. */
 export const DAY_MS = 86_400_000;
@@ -20,12 +21,12 @@ export type PaidVolume = {
 };
 
 /**
- * A merchant's paid volume (payments that settled and were not reversed, in USDC) today and over the
+ * A merchant's paid volume in `mode` (payments that settled and were not reversed, in USDC) today and over the
  * last `days` UTC days including today, with the daily series. One grouped query over the
  * `payments_merchant_settled` index (merchant, status, settled_at): its cost follows the window's
  * payments, not the merchant's history.
  */
-export async function paidVolume(db: Db, merchantId: string, now: number, days = 30): Promise<PaidVolume> {
+export async function paidVolume(db: Db, mode: Mode, merchantId: string, now: number, days = 30): Promise<PaidVolume> {
   const today = Math.floor(now / DAY_MS) * DAY_MS;
   const since = today - (days - 1) * DAY_MS;
   const bucket = sql<number | bigint | string>`(settled_at / ${sql.lit(DAY_MS)})`;
@@ -39,6 +40,7 @@ export async function paidVolume(db: Db, merchantId: string, now: number, days =
     .where('merchant_id', '=', merchantId)
     .where('status', '=', 'SUCCESS')
     .where('settled_at', '>=', since)
+    .where('mode', '=', mode)
     .groupBy(bucket)
     .execute();
   const byDay = new Map(rows.map((row) => [Number(row.bucket) * DAY_MS, { count: Number(row.count), usdc: BigInt(String(row.usdc ?? 0)) }]));
@@ -53,16 +55,17 @@ export async function paidVolume(db: Db, merchantId: string, now: number, days =
 export type RecentOrder = { publicOrderId: string; orderId: string | null; amountMinor: bigint; currency: string; usdc: bigint; paidAt: number };
 
 /**
- * A merchant's latest paid orders, newest first: `limit` rows read off the end of the
+ * A merchant's latest paid orders of `mode`, newest first: `limit` rows read off the end of the
  * `payments_merchant_settled` index, with no count of the rest (so it costs the same at any history).
  */
-export async function latestPaidOrders(db: Db, merchantId: string, limit: number): Promise<RecentOrder[]> {
+export async function latestPaidOrders(db: Db, mode: Mode, merchantId: string, limit: number): Promise<RecentOrder[]> {
   const rows = await db
     .selectFrom('payments')
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
     .select(['payments.public_order_id', 'payments.amount_minor', 'payments.currency', 'payments.value', 'payments.settled_at', 'payment_sessions.order_id'])
     .where('payments.merchant_id', '=', merchantId)
     .where('payments.status', '=', 'SUCCESS')
+    .where('payments.mode', '=', mode)
     .orderBy('payments.settled_at', 'desc')
     .orderBy('payments.id', 'desc')
     .limit(limit)

@@ -1,5 +1,16 @@
 import { createRequire } from 'node:module';
-import { type Address, createWalletClient, custom, defineChain, type EIP1193RequestFn, type Hex, type PrivateKeyAccount, publicActions } from 'viem';
+import {
+  type Address,
+  createWalletClient,
+  custom,
+  defineChain,
+  type EIP1193RequestFn,
+  getAddress,
+  type Hex,
+  isAddressEqual,
+  type PrivateKeyAccount,
+  publicActions,
+} from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { MULTICALL3_ADDRESS, SANDBOX_CHAIN_ID, SANDBOX_FACILITATOR_PRIVATE_KEY, SANDBOX_MINTER_PRIVATE_KEY, SANDBOX_USDC_ADDRESS } from './constants.ts';
 import { multicall3DeployedBytecode, sandboxUsdcAbi, sandboxUsdcBytecode } from './contracts/artifacts.ts';
@@ -82,6 +93,8 @@ export type SandboxWallet = ReturnType<typeof walletFor>;
 
 export type SandboxChain = {
   provider: ChainProvider;
+  /** Where the token is: SANDBOX_USDC_ADDRESS unless the chain was started with another `tokenAddress`. */
+  usdcAddress: Address;
   publicClient: SandboxWallet;
   /** The facilitator's wallet; every transaction it sends goes through `sendFromFacilitator`. */
   facilitatorWallet: SandboxWallet;
@@ -104,12 +117,23 @@ export type SandboxChain = {
 };
 
 /**
- * Starts a chain with Multicall3 at its usual address and the sandbox USDC at its fixed address.
+ * Starts a chain with Multicall3 at its usual address and the sandbox USDC at its fixed address
+ * (or at `tokenAddress`, e.g. Base's real USDC address for a rehearsal of live mode).
  * With a journal path the chain outlives the process: what the journal holds is replayed first,
  * and every transaction from then on is added to it.
  */
-export async function startSandboxChain(options: { journalPath?: string } = {}): Promise<SandboxChain> {
+export async function startSandboxChain(options: { journalPath?: string; tokenAddress?: Address } = {}): Promise<SandboxChain> {
+  const usdcAddress = getAddress(options.tokenAddress ?? SANDBOX_USDC_ADDRESS);
+  const moved = !isAddressEqual(usdcAddress, SANDBOX_USDC_ADDRESS);
+  if (isAddressEqual(usdcAddress, MULTICALL3_ADDRESS)) throw new Error(`the sandbox token cannot be placed at Multicall3's address ${MULTICALL3_ADDRESS}`);
   const existing = options.journalPath ? readJournal(options.journalPath) : undefined;
+  const journaledToken = getAddress(existing?.header.token ?? SANDBOX_USDC_ADDRESS);
+  if (existing && !isAddressEqual(journaledToken, usdcAddress)) {
+    // Its transactions were signed for the token at the other address: replayed here they would call an empty account.
+    throw new Error(
+      `the sandbox chain in ${options.journalPath} has its token at ${journaledToken}, not ${usdcAddress}; start it with that token address or use another data folder`,
+    );
+  }
   const base = await createEdrProvider(existing ? new Date(existing.header.genesisTime * 1000) : undefined);
   await base.request({ method: 'hardhat_setCode', params: [MULTICALL3_ADDRESS, multicall3DeployedBytecode] });
   const deployer = walletFor(base, privateKeyToAccount(SANDBOX_MINTER_PRIVATE_KEY));
@@ -117,6 +141,15 @@ export async function startSandboxChain(options: { journalPath?: string } = {}):
   const deployed = await deployer.waitForTransactionReceipt({ hash: deployHash });
   if (deployed.status !== 'success' || deployed.contractAddress?.toLowerCase() !== SANDBOX_USDC_ADDRESS.toLowerCase()) {
     throw new Error(`sandbox USDC deployed at ${deployed.contractAddress}, expected ${SANDBOX_USDC_ADDRESS}`);
+  }
+  if (moved) {
+    // The runtime code moves as is: the minter is an immutable inside it, name and version are
+    // constants, and DOMAIN_SEPARATOR reads address(this) at call time, so signatures bind to the
+    // new address. The constructor wrote no storage, so nothing else has to move. The code at the
+    // default address is removed, so the chain has one USDC only.
+    const runtime = (await base.request({ method: 'eth_getCode', params: [SANDBOX_USDC_ADDRESS, 'latest'] })) as Hex;
+    await base.request({ method: 'hardhat_setCode', params: [usdcAddress, runtime] });
+    await base.request({ method: 'hardhat_setCode', params: [SANDBOX_USDC_ADDRESS, '0x'] });
   }
 
   let restored: SandboxChain['restored'];
@@ -127,25 +160,25 @@ export async function startSandboxChain(options: { journalPath?: string } = {}):
   const genesisTime =
     existing?.header.genesisTime ??
     Number(((await base.request({ method: 'eth_getBlockByNumber', params: ['0x0', false] })) as { timestamp: string }).timestamp);
-  const journal = options.journalPath ? openJournal(options.journalPath, { v: 1, genesisTime }, existing) : undefined;
+  const journal = options.journalPath ? openJournal(options.journalPath, { v: 1, genesisTime, ...(moved ? { token: usdcAddress } : {}) }, existing) : undefined;
   const provider = journal ? journaledProvider(base, journal) : base;
 
   const minterWallet = walletFor(provider, privateKeyToAccount(SANDBOX_MINTER_PRIVATE_KEY));
   const facilitatorWallet = walletFor(provider, privateKeyToAccount(SANDBOX_FACILITATOR_PRIVATE_KEY));
   const sendFromMinter = serialized();
 
-  const balanceOf = (address: Address) =>
-    minterWallet.readContract({ address: SANDBOX_USDC_ADDRESS, abi: sandboxUsdcAbi, functionName: 'balanceOf', args: [address] });
+  const balanceOf = (address: Address) => minterWallet.readContract({ address: usdcAddress, abi: sandboxUsdcAbi, functionName: 'balanceOf', args: [address] });
 
   return {
     provider,
+    usdcAddress,
     publicClient: minterWallet,
     facilitatorWallet,
     sendFromFacilitator: serialized(),
     mintUsdc: (to, amount) =>
       sendFromMinter(async () => {
         const hash = await minterWallet.writeContract({
-          address: SANDBOX_USDC_ADDRESS,
+          address: usdcAddress,
           abi: sandboxUsdcAbi,
           functionName: 'mint',
           args: [to, amount],
@@ -157,7 +190,7 @@ export async function startSandboxChain(options: { journalPath?: string } = {}):
     balanceOf,
     relayToToken: (data) =>
       sendFromMinter(async () => {
-        const hash = await minterWallet.sendTransaction({ to: SANDBOX_USDC_ADDRESS, data, gas: 500_000n });
+        const hash = await minterWallet.sendTransaction({ to: usdcAddress, data, gas: 500_000n });
         const receipt = await minterWallet.waitForTransactionReceipt({ hash });
         return { txHash: hash, status: receipt.status, blockNumber: receipt.blockNumber.toString() };
       }),

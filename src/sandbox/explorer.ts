@@ -1,7 +1,17 @@
 import { createHash } from 'node:crypto';
-import { decodeFunctionData, formatUnits, getAddress, type Hex, isAddressEqual, parseEventLogs, type Transaction, type TransactionReceipt } from 'viem';
+import {
+  type Address,
+  decodeFunctionData,
+  formatUnits,
+  getAddress,
+  type Hex,
+  isAddressEqual,
+  parseEventLogs,
+  type Transaction,
+  type TransactionReceipt,
+} from 'viem';
 import type { SandboxChain } from './chain.ts';
-import { SANDBOX_CHAIN_ID, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from './constants.ts';
+import { SANDBOX_CHAIN_ID, SANDBOX_USDC_DECIMALS } from './constants.ts';
 import { sandboxUsdcAbi } from './contracts/artifacts.ts';
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1f24}
@@ -29,7 +39,7 @@ export function escapeHtml(value: unknown): string {
 
 const code = (value: unknown) => `<code>${escapeHtml(value)}</code>`;
 const usdc = (value: bigint) => `${escapeHtml(formatUnits(value, SANDBOX_USDC_DECIMALS))} USDC`;
-const isToken = (address: string | null | undefined) => !!address && isAddressEqual(address as Hex, SANDBOX_USDC_ADDRESS);
+const isTokenAt = (token: Address) => (address: string | null | undefined) => !!address && isAddressEqual(address as Hex, token);
 
 function page(title: string, body: string): string {
   return `<!doctype html>
@@ -43,7 +53,7 @@ function rows(entries: [string, string][]): string {
   return `<table>${entries.map(([label, html]) => `<tr><th>${escapeHtml(label)}</th><td>${html}</td></tr>`).join('')}</table>`;
 }
 
-function describeCall(tx: Transaction): string {
+function describeCall(tx: Transaction, isToken: (address: string | null | undefined) => boolean): string {
   if (!isToken(tx.to)) return tx.input === '0x' ? 'ETH transfer' : 'contract call';
   try {
     return `USDC.${decodeFunctionData({ abi: sandboxUsdcAbi, data: tx.input }).functionName}`;
@@ -52,7 +62,7 @@ function describeCall(tx: Transaction): string {
   }
 }
 
-function describeEvents(receipt: TransactionReceipt): { transfers: string; authorizations: string } {
+function describeEvents(receipt: TransactionReceipt, isToken: (address: string | null | undefined) => boolean): { transfers: string; authorizations: string } {
   const events = parseEventLogs({ abi: sandboxUsdcAbi, logs: receipt.logs.filter((log) => isToken(log.address)) });
   const transfers = events.flatMap((e) =>
     e.eventName === 'Transfer' ? [`${code(e.args.from)} → ${code(e.args.to)}: <strong>${usdc(e.args.value)}</strong>`] : [],
@@ -71,6 +81,7 @@ function describeEvents(receipt: TransactionReceipt): { transfers: string; autho
 /** A readable page for one sandbox transaction; every value shown is HTML-escaped. */
 export async function renderTransactionPage(chain: SandboxChain, hash: Hex): Promise<{ status: number; html: string }> {
   const client = chain.publicClient;
+  const isToken = isTokenAt(chain.usdcAddress);
   const tx = await client.getTransaction({ hash }).catch(() => null);
   if (!tx) {
     return { status: 404, html: page('Transaction not found', `<h1>Transaction not found</h1><p>${code(hash)}</p>`) };
@@ -78,7 +89,7 @@ export async function renderTransactionPage(chain: SandboxChain, hash: Hex): Pro
   const receipt = await client.getTransactionReceipt({ hash }).catch(() => null);
   const block = receipt ? await client.getBlock({ blockNumber: receipt.blockNumber }) : null;
   const status = !receipt ? 'pending' : receipt.status === 'success' ? `<span class="ok">success</span>` : `<span class="bad">reverted</span>`;
-  const events = receipt ? describeEvents(receipt) : { transfers: 'pending', authorizations: 'pending' };
+  const events = receipt ? describeEvents(receipt, isToken) : { transfers: 'pending', authorizations: 'pending' };
   const entries: [string, string][] = [
     ['Transaction hash', code(tx.hash)],
     ['Status', status],
@@ -86,7 +97,7 @@ export async function renderTransactionPage(chain: SandboxChain, hash: Hex): Pro
     ['Time', block ? escapeHtml(new Date(Number(block.timestamp) * 1000).toISOString()) : 'pending'],
     ['From', code(getAddress(tx.from))],
     ['To', tx.to ? `${code(getAddress(tx.to))}${isToken(tx.to) ? ' (sandbox USDC)' : ''}` : 'contract creation'],
-    ['Call', escapeHtml(describeCall(tx))],
+    ['Call', escapeHtml(describeCall(tx, isToken))],
     ['Token transfers', events.transfers],
     ['Authorizations', events.authorizations],
     ['Gas used', receipt ? escapeHtml(receipt.gasUsed) : 'pending'],

@@ -2,9 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { type Address, getAddress, type Hex } from 'viem';
+import { type Address, getAddress, type Hex, isAddress } from 'viem';
 import { startSandboxChain } from './chain.ts';
-import { SANDBOX_CHAIN_ID, SANDBOX_NETWORK, SANDBOX_USDC_ADDRESS } from './constants.ts';
+import { SANDBOX_CHAIN_ID, SANDBOX_NETWORK } from './constants.ts';
 import { createSandboxFacilitator } from './facilitator.ts';
 import { createFaultState, type SandboxFacilitatorStats, type SandboxFaults, type SandboxFaultsUpdate } from './faults.ts';
 import { createSandboxRequestHandler, type FaucetResult, fundFromFaucet } from './server.ts';
@@ -23,6 +23,12 @@ export type SandboxOptions = {
   blockIntervalMs?: number;
   /** Keep the chain in this folder across restarts (its journal, `sandbox-chain.jsonl`); memory only when absent. */
   dataDir?: string;
+  /**
+   * Put the token at this address instead of SANDBOX_USDC_ADDRESS, e.g. Base's USDC
+   * (0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913) to rehearse live mode. A data folder keeps the
+   * address its chain was started with; starting it with another one is refused.
+   */
+  tokenAddress?: string;
 };
 
 export const SANDBOX_JOURNAL_FILE = 'sandbox-chain.jsonl';
@@ -67,7 +73,13 @@ export type Sandbox = {
 /** Starts the sandbox chain, token, facilitator and its HTTP server (127.0.0.1 by default). */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const chain = await startSandboxChain(options.dataDir ? { journalPath: join(options.dataDir, SANDBOX_JOURNAL_FILE) } : {});
+  if (options.tokenAddress !== undefined && !isAddress(options.tokenAddress, { strict: false })) {
+    throw new Error(`invalid sandbox token address: ${options.tokenAddress}`);
+  }
+  const chain = await startSandboxChain({
+    ...(options.dataDir ? { journalPath: join(options.dataDir, SANDBOX_JOURNAL_FILE) } : {}),
+    ...(options.tokenAddress ? { tokenAddress: getAddress(options.tokenAddress) } : {}),
+  });
   const faultState = createFaultState();
   const facilitator = createSandboxFacilitator(chain);
   const server = createServer(createSandboxRequestHandler({ chain, facilitator, faults: faultState, faultControls: options.faultControls ?? false }));
@@ -87,7 +99,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     url,
     rpcUrl: `${url}/rpc`,
     facilitatorUrl: `${url}/facilitator`,
-    usdcAddress: SANDBOX_USDC_ADDRESS,
+    usdcAddress: chain.usdcAddress,
     chainId: SANDBOX_CHAIN_ID,
     network: SANDBOX_NETWORK,
     facilitatorAddress: chain.facilitatorWallet.account.address,

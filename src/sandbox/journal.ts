@@ -11,7 +11,12 @@ export type ChainProvider = { request(args: { method: string; params?: unknown[]
  * and synced before the transaction's answer leaves the sandbox, and a torn last line (a crash
  * while writing it) is ignored when loading.
  */
-export type JournalHeader = { v: 1; genesisTime: number };
+export type JournalHeader = {
+  v: 1;
+  genesisTime: number;
+  /** The token's address when it is not SANDBOX_USDC_ADDRESS (absent: the default address). */
+  token?: `0x${string}`;
+};
 export type JournalEntry = { raw: `0x${string}`; block: number; time: number };
 /** The chain head when the sandbox stopped cleanly: empty blocks are restored up to it. */
 export type JournalHead = { head: number; time: number };

@@ -99,6 +99,33 @@ describe('the sandbox chain kept in a data folder', () => {
     }
   });
 
+  test('a token placed at another address (--token-address) is served there, and its data folder keeps that address', async () => {
+    const dir = dataDir();
+    const baseUsdc = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
+    const buyer = privateKeyToAddress(generatePrivateKey());
+    const running = await spawnSandbox({ dataDir: dir, tokenAddress: baseUsdc.toLowerCase() });
+    try {
+      assert.equal(running.usdcAddress, baseUsdc);
+      const health = (await (await fetch(`${running.url}/healthz`)).json()) as { usdcAddress: string };
+      assert.equal(health.usdcAddress, baseUsdc);
+      const minted = (await fundViaHttp(running.url, buyer, '4')).txHash;
+      const client = createPublicClient({ transport: http(running.rpcUrl) });
+      assert.equal(await client.readContract({ address: baseUsdc, abi: sandboxUsdcAbi, functionName: 'balanceOf', args: [buyer] }), 4_000_000n);
+      assert.equal(await client.getCode({ address: SANDBOX_USDC_ADDRESS }), undefined, 'one token only');
+      assert.match(await (await fetch(`${running.url}/tx/${minted}`)).text(), /USDC\.mint/);
+    } finally {
+      await running.stop();
+    }
+    const again = await startSandbox({ dataDir: dir, tokenAddress: baseUsdc });
+    try {
+      assert.deepEqual(again.restored, { transactions: 1, failed: 0 });
+      assert.equal(await again.balanceOf(buyer), 4_000_000n);
+    } finally {
+      await again.stop();
+    }
+    await assert.rejects(startSandbox({ dataDir: dir }), /has its token at 0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913/);
+  });
+
   test('till sandbox reset refuses while the sandbox runs, then makes the next start empty', async () => {
     const dir = dataDir();
     const port = await freePort();

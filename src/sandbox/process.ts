@@ -1,6 +1,7 @@
-// The sandbox as its own process: `node src/sandbox/process.ts [--port N] [--host H] [--fault-controls] [--data-dir DIR]`.
+// The sandbox as its own process: `node src/sandbox/process.ts [--port N] [--host H] [--fault-controls] [--data-dir DIR] [--token-address 0x…]`.
 // Prints one JSON line `{"event":"sandbox.ready",...}` on stdout once it serves, and stops on SIGTERM/SIGINT.
 import { parseArgs } from 'node:util';
+import { getAddress, isAddress } from 'viem';
 import { startSandbox } from './index.ts';
 
 export type SandboxReadyEvent = {
@@ -19,6 +20,7 @@ export type SandboxReadyEvent = {
 /**
  * Options from argv, falling back to TILL_SANDBOX_PORT, TILL_SANDBOX_HOST and TILL_SANDBOX_FAULT_CONTROLS=1.
  * `--data-dir DIR` keeps the chain across restarts; without it the chain lives in memory.
+ * `--token-address 0x…` puts the token there instead of SANDBOX_USDC_ADDRESS (e.g. Base's USDC address).
  */
 export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = process.env) {
   const { values } = parseArgs({
@@ -28,18 +30,22 @@ export function sandboxProcessOptions(args: string[], env: NodeJS.ProcessEnv = p
       host: { type: 'string' },
       'fault-controls': { type: 'boolean' },
       'data-dir': { type: 'string' },
+      'token-address': { type: 'string' },
     },
     strict: true,
   });
   const portText = values.port ?? env.TILL_SANDBOX_PORT ?? '0';
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`invalid sandbox port: ${portText}`);
+  const tokenAddress = values['token-address'];
+  if (tokenAddress !== undefined && !isAddress(tokenAddress, { strict: false })) throw new Error(`invalid sandbox token address: ${tokenAddress}`);
   return {
     port,
     host: values.host ?? env.TILL_SANDBOX_HOST ?? '127.0.0.1',
     faultControls: values['fault-controls'] ?? env.TILL_SANDBOX_FAULT_CONTROLS === '1',
     blockIntervalMs: BASE_BLOCK_INTERVAL_MS,
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
+    ...(tokenAddress ? { tokenAddress: getAddress(tokenAddress) } : {}),
   };
 }
 

@@ -14,7 +14,7 @@ import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { type Address, formatUnits, getAddress, type Hex, isAddress, parseUnits } from 'viem';
 import { z } from 'zod';
 import type { SandboxChain } from './chain.ts';
-import { SANDBOX_CHAIN_ID, SANDBOX_FAUCET_MAX_USDC, SANDBOX_USDC_ADDRESS, SANDBOX_USDC_DECIMALS } from './constants.ts';
+import { SANDBOX_CHAIN_ID, SANDBOX_FAUCET_MAX_USDC, SANDBOX_USDC_DECIMALS } from './constants.ts';
 import { EXPLORER_CSP, renderTransactionPage, TX_HASH_PATTERN } from './explorer.ts';
 import { type FaultState, sandboxFaultsUpdateSchema } from './faults.ts';
 
@@ -342,7 +342,7 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
     const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
     const method = req.method ?? 'GET';
     if (path === '/healthz' && method === 'GET') {
-      return sendJson(res, 200, { status: 'ok', chainId: SANDBOX_CHAIN_ID, usdcAddress: SANDBOX_USDC_ADDRESS, ...(await chainHead(chain)) });
+      return sendJson(res, 200, { status: 'ok', chainId: SANDBOX_CHAIN_ID, usdcAddress: chain.usdcAddress, ...(await chainHead(chain)) });
     }
     if (path === '/rpc' && method === 'POST') return handleRpc(chain, faults, req, res);
     if (path === '/facilitator/supported' && method === 'GET') return sendJson(res, 200, facilitator.getSupported());

@@ -13,12 +13,21 @@ const PROCESS_ENTRY = fileURLToPath(new URL('process.ts', import.meta.url));
 
 /** Starts the sandbox as a separate process and resolves once it prints its ready line. */
 export function spawnSandbox(
-  options: { port?: number; host?: string; faultControls?: boolean; dataDir?: string; readyTimeoutMs?: number } = {},
+  options: {
+    port?: number;
+    host?: string;
+    faultControls?: boolean;
+    dataDir?: string;
+    /** Where the token is placed (default SANDBOX_USDC_ADDRESS), e.g. Base's USDC address. */
+    tokenAddress?: string;
+    readyTimeoutMs?: number;
+  } = {},
 ): Promise<SpawnedSandbox> {
   const args = [PROCESS_ENTRY, '--port', String(options.port ?? 0)];
   if (options.host) args.push('--host', options.host);
   if (options.faultControls) args.push('--fault-controls');
   if (options.dataDir) args.push('--data-dir', options.dataDir);
+  if (options.tokenAddress) args.push('--token-address', options.tokenAddress);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let stderr = '';

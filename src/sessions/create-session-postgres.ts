@@ -6,7 +6,7 @@ import { prepareQuery } from '../db/prepared.ts';
 import { type ApiKeyUse, apiKeyUse, authenticateApiKey, usableApiKeyCtes } from '../merchants/api-keys.ts';
 import { createdBody, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
 import { CREATION_LIMIT_NAME, CREATION_WINDOW_MS, creationLimit, creationShards, keySubject } from './creation-limit.ts';
-import { claimIdempotencyKeyFrom, IDEMPOTENCY_TTL_MS, isLockTimeout, replayOf, requestHashOf } from './idempotency.ts';
+import { claimIdempotencyKeyFrom, IDEMPOTENCY_TTL_MS, isLockTimeout, replayOf, requestHashOf, storedIdempotencyKey } from './idempotency.ts';
 import { insertSessionFrom, orderIdInUse, sessionValues } from './sessions.ts';
 
 type Context = Pick<AppContext, 'config' | 'db' | 'metrics'>;
@@ -115,7 +115,7 @@ export async function createSessionWithApiKey(
     plainBody: JSON.stringify(createdBody(baseUrl, draft, MERCHANT, true)),
     warnedBody: JSON.stringify(createdBody(baseUrl, draft, MERCHANT, false)),
     merchant: JSON.stringify(MERCHANT).slice(1, -1),
-    idempotencyKey: options.idempotencyKey ?? '',
+    idempotencyKey: options.idempotencyKey === undefined ? '' : storedIdempotencyKey(options.idempotencyKey, context.config.mode),
     requestHash,
     expiresAt: now + IDEMPOTENCY_TTL_MS,
     ...shardsOf(keySubject(use.keyHash)),

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import type { OrderType, PaymentSessionsTable, SessionOrigin } from '../db/schema.ts';
 import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
-import { runIdempotently } from './idempotency.ts';
+import { runIdempotently, storedIdempotencyKey } from './idempotency.ts';
 import { insertSession } from './sessions.ts';
 import { checkTerms, parseMoney, parseQuotableCurrency } from './terms.ts';
 import { payabilityWarnings, type SessionWarning, sessionCreatedBody } from './views.ts';
@@ -113,7 +113,12 @@ export async function createPaymentSession(
     ? await runIdempotently(
         context.db,
         context.dbKind,
-        { merchantId, key: options.idempotencyKey, requestBody: options.requestBody === undefined ? input : options.requestBody, now: draft.created_at },
+        {
+          merchantId,
+          key: storedIdempotencyKey(options.idempotencyKey, context.config.mode),
+          requestBody: options.requestBody === undefined ? input : options.requestBody,
+          now: draft.created_at,
+        },
         insert,
       )
     : await insert(context.db);
@@ -159,6 +164,8 @@ export async function draftSession(
     updated_at: now,
     version: 1,
     created_via: createdVia,
+    // Made in the service's mode: a service of the other mode never sees it.
+    mode: context.config.mode,
   };
 }
 

@@ -7,10 +7,10 @@ import { type DueSession, expireSession, findDueForExpiry } from './sessions.ts'
 
 const BATCH = 500;
 
-type SweepContext = Pick<AppContext, 'db' | 'webhookWake' | 'log' | 'metrics'>;
+type SweepContext = Pick<AppContext, 'db' | 'webhookWake' | 'log' | 'metrics'> & { config: Pick<AppContext['config'], 'mode'> };
 
 /**
- * Turns open TRANSIENT sessions past their deadline into EXPIRED, each with one conditional update
+ * Turns open TRANSIENT sessions of the service's mode past their deadline into EXPIRED, each with one conditional update
  * in its own transaction together with its `session.expired` event. A session with a payment in
  * progress is left alone until that payment is resolved; any number of sweepers may run at once,
  * since only the one whose update matched the row writes the event. A session that cannot be
@@ -22,7 +22,7 @@ export async function expireDueSessions(context: SweepContext, now: number, expl
   const expired: string[] = [];
   let after: DueSession | undefined;
   for (;;) {
-    const due = await findDueForExpiry(context.db, now, batchSize, after);
+    const due = await findDueForExpiry(context.db, context.config.mode, now, batchSize, after);
     let changed = 0;
     let failed = 0;
     for (const session of due) {

@@ -31,7 +31,7 @@ export function registerGetSession(app: FastifyInstance, context: AppContext): v
   addRoute(app, doc, {}, async (request) => {
     const { merchantId } = await requireMerchant(context, request);
     const { sessionId } = validate(SessionParams, request.params);
-    const session = await findMerchantSession(context.db, merchantId, sessionId);
+    const session = await findMerchantSession(context.db, context.config.mode, merchantId, sessionId);
     if (!session) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
     const payments = await context.db.selectFrom('payments').selectAll().where('session_id', '=', session.id).orderBy('created_at').orderBy('id').execute();
     return {

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { invalidField, TillError } from '../common/errors.ts';
 import { sha256Hex } from '../common/secrets.ts';
 import type { Db, Tx } from '../db/index.ts';
+import type { Mode } from '../db/schema.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -17,6 +18,15 @@ export function checkIdempotencyKey(value: string | string[] | undefined): strin
 }
 
 const inUse = () => new TillError('idempotency_key_in_use');
+
+/**
+ * The key as stored. A live service keeps its keys apart from the sandbox's (a space, which no key a
+ * client sends holds, sets the mode off), so a key used in the sandbox is a new key in live and never
+ * replays a sandbox session. A sandbox key is stored as sent, as before modes were recorded.
+ */
+export function storedIdempotencyKey(key: string, mode: Mode): string {
+  return mode === 'live' ? `live ${key}` : key;
+}
 
 /**
  * Runs `work` at most once per (merchant, key) within 24 h. The key row is inserted first in

@@ -1,7 +1,7 @@
 import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
 import { TillError } from '../common/errors.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
-import type { PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
+import type { Mode, PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
 
 /**
  * The owner of `payment_sessions`: every write to the table, with the state rules it keeps.
@@ -19,15 +19,27 @@ export function isExpired(session: Pick<SessionRow, 'status' | 'expires_at'> & {
   return (session.expires_at !== null && session.expires_at <= now) || (session.archived_at ?? null) !== null;
 }
 
+/**
+ * A session by id, whatever its mode: for a row already found through a lookup of the service's
+ * mode (and for tests). Anything answering a request uses {@link findMerchantSession} or another
+ * lookup that takes the mode.
+ */
 export async function findSession(db: Db, sessionId: string): Promise<SessionRow | undefined> {
   return db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirst();
 }
 
-export async function findMerchantSession(db: Db, merchantId: string, sessionId: string): Promise<SessionRow | undefined> {
-  return db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).where('merchant_id', '=', merchantId).executeTakeFirst();
+/** A merchant's session made in `mode` (the service's): a session of the other mode is not found, as an unknown one. */
+export async function findMerchantSession(db: Db, mode: Mode, merchantId: string, sessionId: string): Promise<SessionRow | undefined> {
+  return db
+    .selectFrom('payment_sessions')
+    .selectAll()
+    .where('id', '=', sessionId)
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    .executeTakeFirst();
 }
 
-/** An orderId is unique per merchant: a second session with it is refused by name. */
+/** An orderId is unique per merchant and mode: a second session with it is refused by name. */
 export function orderIdInUse(error: unknown, orderId: string | null | undefined): never {
   if (isUniqueViolation(error)) throw new TillError('order_id_in_use', { orderId: String(orderId), field: 'orderId' });
   throw error;
@@ -79,6 +91,7 @@ const NEW_SESSION_COLUMNS = [
   'updated_at',
   'version',
   'created_via',
+  'mode',
 ] as const satisfies readonly (keyof PaymentSessionsTable)[];
 
 /** A new session's row as the JSON text {@link insertSessionFrom} takes (money as digits, never through a float). */
@@ -131,15 +144,16 @@ export async function updateSession(db: Db, session: SessionRow, changes: Sessio
 export type DueSession = { id: string; merchant_id: string; expires_at: number };
 
 /**
- * Open TRANSIENT sessions past their deadline with no payment in progress, in deadline order (ties
- * by id), after `after` when given: a sweep walks past rows it could not expire instead of reading
- * them again.
+ * Open TRANSIENT sessions of `mode` past their deadline with no payment in progress, in deadline
+ * order (ties by id), after `after` when given: a sweep walks past rows it could not expire instead
+ * of reading them again.
  */
-export async function findDueForExpiry(db: Db, now: number, limit: number, after?: Pick<DueSession, 'id' | 'expires_at'>): Promise<DueSession[]> {
+export async function findDueForExpiry(db: Db, mode: Mode, now: number, limit: number, after?: Pick<DueSession, 'id' | 'expires_at'>): Promise<DueSession[]> {
   let query = db
     .selectFrom('payment_sessions')
     .select(['id', 'merchant_id', 'expires_at'])
     .where('status', '=', 'OPEN')
+    .where('mode', '=', mode)
     .where('order_type', '=', 'TRANSIENT')
     .where('expires_at', '<=', now)
     .where('payments_in_progress', '=', 0);
@@ -249,6 +263,7 @@ export type SessionsPage = { sessions: SessionRow[]; page: number; size: number;
  */
 export async function listMerchantSessions(
   db: Db,
+  mode: Mode,
   merchantId: string,
   options: { page?: number; size?: number; archived?: boolean } = {},
 ): Promise<SessionsPage> {
@@ -258,6 +273,7 @@ export async function listMerchantSessions(
     .selectFrom('payment_sessions')
     .selectAll()
     .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
     .where('archived_at', options.archived ? 'is not' : 'is', null)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
@@ -285,6 +301,7 @@ export function parseSessionsCursor(text: string): SessionsCursor | undefined {
  */
 export async function listSessionsCreatedVia(
   db: Db,
+  mode: Mode,
   merchantId: string,
   origin: SessionOrigin,
   paging: { after?: SessionsCursor | undefined; size: number },
@@ -295,6 +312,7 @@ export async function listSessionsCreatedVia(
     .selectAll()
     .where('merchant_id', '=', merchantId)
     .where('created_via', '=', origin)
+    .where('mode', '=', mode)
     .$if(paging.after !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(paging.after!.createdAt, paging.after!.id))))
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
@@ -306,17 +324,52 @@ export async function listSessionsCreatedVia(
 }
 
 /**
- * Archives a merchant's session: from now on it is hidden from the dashboard's list and can no
- * longer be paid or changed. False when it is not this merchant's or is archived already.
+ * Archives a merchant's session of `mode`: from now on it is hidden from the dashboard's list and
+ * can no longer be paid or changed. False when it is not this merchant's, of the other mode, or
+ * archived already.
  */
-export async function archiveSession(db: Db, merchantId: string, sessionId: string, now: number): Promise<boolean> {
+export async function archiveSession(db: Db, mode: Mode, merchantId: string, sessionId: string, now: number): Promise<boolean> {
   const result = await db
     .updateTable('payment_sessions')
     .set({ archived_at: now, updated_at: now })
     .where('id', '=', sessionId)
     .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
     .where('archived_at', 'is', null)
     .returning('id')
     .executeTakeFirst();
   return result !== undefined;
+}
+
+/**
+ * Sandbox sessions that are still open (not paid, expired or archived): what a live start refuses
+ * to begin with, until `till live prepare` has archived them. Read on the partial index
+ * payment_sessions_open_mode, so it costs the open sessions only.
+ */
+export async function countPayableSandboxSessions(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('payment_sessions')
+    .select((eb) => eb.fn.countAll<number | bigint | string>().as('count'))
+    .where('mode', '=', 'sandbox')
+    // A literal, so both planners can match the partial index (a bound parameter would hide the match).
+    .where('status', '=', sql.lit('OPEN'))
+    .where('archived_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/**
+ * Archives every open sandbox session at once, as the dashboard archives one: no longer payable or
+ * changeable, no webhook event (an archive sends none). The ids archived, for `till live prepare`.
+ */
+export async function archiveSandboxSessions(db: Db, now: number): Promise<string[]> {
+  const rows = await db
+    .updateTable('payment_sessions')
+    .set({ archived_at: now, updated_at: now })
+    .where('mode', '=', 'sandbox')
+    .where('status', '=', sql.lit('OPEN'))
+    .where('archived_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
 }

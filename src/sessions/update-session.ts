@@ -34,7 +34,7 @@ export async function updatePaymentSession(
   input: SessionUpdateInput,
   options: { walletConfigured: boolean },
 ): Promise<{ sessionId: string; redirectUrl: string; warnings?: SessionWarning[] }> {
-  const session = await findMerchantSession(context.db, merchantId, input.sessionId);
+  const session = await findMerchantSession(context.db, context.config.mode, merchantId, input.sessionId);
   if (!session) throw new TillError('not_found', { what: `Payment session ${input.sessionId}` });
 
   const now = context.now();

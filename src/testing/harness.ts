@@ -33,6 +33,12 @@ export type TestService = Service & {
   stop(): Promise<void>;
 };
 
+/**
+ * Live mode refuses plain http and a missing RPC; a live service under test reaches stand-ins on this
+ * machine, so it is given the development flag, an https public URL and an RPC address.
+ */
+export const LIVE_STAND_INS = { TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true', TILL_BASE_URL: 'https://till.test', TILL_BASE_RPC_URL: 'http://127.0.0.1:9' };
+
 /** Background workers stay off unless a test asks for them, so it controls every delivery itself. */
 export async function startTestService(
   engine: Engine,
@@ -45,6 +51,7 @@ export async function startTestService(
     TILL_LOG_LEVEL: 'silent',
     PORT: '0',
     TILL_BASE_URL: 'http://till.test',
+    ...(env.TILL_FACILITATOR_URL && env.TILL_SANDBOX !== 'true' ? LIVE_STAND_INS : {}),
     ...env,
   });
   const service = await createService(config, {

@@ -41,6 +41,7 @@ for (const { engine, skip } of engines) {
         success_url: null,
         fail_url: null,
         cancel_url: null,
+        mode: 'sandbox',
       };
       const eventIds: string[] = [];
       for (let batch = 0; batch < EVENTS / 100; batch++) {

@@ -17,6 +17,8 @@ export type AttemptOutcome = {
   retryAfterMs: number | null;
   /** The SSRF guard refused the target: nothing was sent. */
   refused: boolean;
+  /** Nothing can be sent to this URL as it stands (an http URL in live mode): failed at once, never retried. */
+  unsendable?: true;
 };
 
 /** The operator's webhook settings as the SSRF guard's allowance, its refusals naming the setting that would allow the target. */

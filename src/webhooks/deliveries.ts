@@ -1,6 +1,7 @@
 import { TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import type { Db } from '../db/index.ts';
+import type { Mode } from '../db/schema.ts';
 import { subscribedEvents } from './endpoints.ts';
 import { TEST_EVENT_TYPE } from './event-types.ts';
 import { buildTestBody } from './events.ts';
@@ -22,8 +23,12 @@ export type DeliveryView = {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Deliveries, newest first, each with every attempt recorded. */
-export async function listDeliveries(db: Db, filter: { merchantId?: string; eventId?: string; limit?: number; before?: number } = {}): Promise<DeliveryView[]> {
+/** Deliveries of events of `mode` (the service's), newest first, each with every attempt recorded. */
+export async function listDeliveries(
+  db: Db,
+  mode: Mode,
+  filter: { merchantId?: string; eventId?: string; limit?: number; before?: number } = {},
+): Promise<DeliveryView[]> {
   let query = db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
@@ -39,6 +44,7 @@ export async function listDeliveries(db: Db, filter: { merchantId?: string; even
       'ev.type',
       'ev.session_id',
     ])
+    .where('ev.mode', '=', mode)
     .orderBy('d.created_at', 'desc')
     .orderBy('d.id', 'desc')
     .limit(filter.limit ?? 50);
@@ -82,25 +88,31 @@ export async function listDeliveries(db: Db, filter: { merchantId?: string; even
   }));
 }
 
-/** Sends an event again, with the same id and frozen body, as a new delivery; `merchantId` scopes the lookup. */
-export async function redeliverEvent(db: Db, eventId: string, merchantId?: string): Promise<{ deliveryId: string }> {
-  let query = db.selectFrom('webhook_events').select(['id', 'merchant_id']).where('id', '=', eventId);
+/**
+ * Sends an event of `mode` again, with the same id and frozen body, as a new delivery; `merchantId`
+ * scopes the lookup. An event of the other mode is not found.
+ */
+export async function redeliverEvent(db: Db, mode: Mode, eventId: string, merchantId?: string): Promise<{ deliveryId: string }> {
+  let query = db.selectFrom('webhook_events').select(['id', 'merchant_id']).where('id', '=', eventId).where('mode', '=', mode);
   if (merchantId) query = query.where('merchant_id', '=', merchantId);
   const event = await query.executeTakeFirst();
   if (!event) throw new TillError('not_found', { what: `Webhook event ${eventId}` });
-  await requireEndpoint(db, event.merchant_id);
+  await requireEndpoint(db, mode, event.merchant_id);
   return { deliveryId: await queueDelivery(db, event.id, event.merchant_id, Date.now()) };
 }
 
-/** A `webhook.test` event with sample values in the shape of every other event, delivered whatever the subscription. */
-export async function sendTestEvent(db: Db, merchantId: string, now = Date.now()): Promise<{ eventId: string; deliveryId: string }> {
-  await requireEndpoint(db, merchantId);
+/**
+ * A `webhook.test` event of `mode` (the service's) with sample values in the shape of every other
+ * event, delivered to the endpoint of that mode whatever the subscription.
+ */
+export async function sendTestEvent(db: Db, mode: Mode, merchantId: string, now = Date.now()): Promise<{ eventId: string; deliveryId: string }> {
+  await requireEndpoint(db, mode, merchantId);
   const eventId = newId('evt_');
-  const event = { eventId, merchantId, type: TEST_EVENT_TYPE, sessionId: null, paymentId: null, body: buildTestBody(eventId, now), occurredAt: now };
+  const event = { eventId, merchantId, type: TEST_EVENT_TYPE, sessionId: null, paymentId: null, body: buildTestBody(eventId, now), occurredAt: now, mode };
   const written = await db.transaction().execute((trx) => writeEvent(trx, event, true));
   return { eventId, deliveryId: written.deliveryId! };
 }
 
-async function requireEndpoint(db: Db, merchantId: string): Promise<void> {
-  if (!(await subscribedEvents(db, merchantId))) throw new TillError('no_webhook_endpoint');
+async function requireEndpoint(db: Db, mode: Mode, merchantId: string): Promise<void> {
+  if (!(await subscribedEvents(db, mode, merchantId))) throw new TillError('no_webhook_endpoint');
 }

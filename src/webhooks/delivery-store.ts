@@ -3,6 +3,7 @@ import { newId } from '../common/ids.ts';
 import { openSecret, webhookSecretBinding } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
+import type { Mode } from '../db/schema.ts';
 import type { AttemptOutcome, WebhookMessage } from './deliver.ts';
 import { disableWebhook } from './endpoints.ts';
 import type { AttemptDecision } from './retry.ts';
@@ -17,7 +18,7 @@ export type FinishedAttempt = { claimed: LeasedDelivery; outcome: AttemptOutcome
 export type UnrecordedAttempt = { finished: FinishedAttempt; error: unknown };
 
 export type DeliveryStore = {
-  /** Leases up to `limit` due deliveries of enabled endpoints, each under its next attempt number. */
+  /** Leases up to `limit` due deliveries of the service's mode to enabled endpoints of that mode, each under its next attempt number. */
   claimDue(limit: number): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }>;
   /**
    * Records finished attempts, in one transaction when it can; returns those whose lease still held,
@@ -32,8 +33,8 @@ export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 
   const { secretKey } = context.config;
   return {
     async claimDue(limit) {
-      const leased = await leaseDue(db, dbKind === 'postgres', limit, leaseMs, Date.now());
-      return leased.size === 0 ? { ready: [], unreadable: [] } : loadMessages(db, secretKey, leased);
+      const leased = await leaseDue(db, dbKind === 'postgres', context.config.mode, limit, leaseMs, Date.now());
+      return leased.size === 0 ? { ready: [], unreadable: [] } : loadMessages(db, secretKey, context.config.mode, leased);
     },
     async record(finished) {
       const now = Date.now();
@@ -64,16 +65,19 @@ export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 
 /**
  * One short statement that takes the next attempt number and a lease, so the POST happens after it
  * has committed. The outer conditions repeat the inner ones: on SQLite they make the update a
- * compare-and-set, on PostgreSQL SKIP LOCKED keeps concurrent workers off the same rows.
+ * compare-and-set, on PostgreSQL SKIP LOCKED keeps concurrent workers off the same rows. Only
+ * deliveries of events of `mode` to an endpoint of `mode` are leased: a service never sends what
+ * the other mode made, nor to an endpoint saved in the other mode (those stay as they are).
  */
-async function leaseDue(db: Db, skipLocked: boolean, limit: number, leaseMs: number, now: number): Promise<Map<string, number>> {
+async function leaseDue(db: Db, skipLocked: boolean, mode: Mode, limit: number, leaseMs: number, now: number): Promise<Map<string, number>> {
   const lock = skipLocked ? sql`FOR UPDATE OF d SKIP LOCKED` : sql``;
   const leased = await sql<{ id: string; attempts: number }>`
     UPDATE webhook_deliveries SET attempts = attempts + 1, lease_until = ${now + leaseMs}, updated_at = ${now}
     WHERE id IN (
       SELECT d.id FROM webhook_deliveries d
       WHERE d.status = 'PENDING' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
-        AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.merchant_id = d.merchant_id AND e.disabled_at IS NULL)
+        AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.merchant_id = d.merchant_id AND e.disabled_at IS NULL AND e.mode = ${mode})
+        AND EXISTS (SELECT 1 FROM webhook_events ev WHERE ev.id = d.event_id AND ev.mode = ${mode})
       ORDER BY d.next_attempt_at LIMIT ${limit} ${lock})
     AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < ${now})
     RETURNING id, attempts`.execute(db);
@@ -87,6 +91,7 @@ async function leaseDue(db: Db, skipLocked: boolean, limit: number, leaseMs: num
 async function loadMessages(
   db: Db,
   secretKey: Buffer,
+  mode: Mode,
   attemptOf: Map<string, number>,
 ): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }> {
   const rows = await db
@@ -105,6 +110,9 @@ async function loadMessages(
       'e.previous_signing_secret_expires_at',
     ])
     .where('d.id', 'in', [...attemptOf.keys()])
+    // Replaced by an endpoint of the other mode since the lease: not sent (the lease runs out, and it is not leased again).
+    .where('e.mode', '=', mode)
+    .where('ev.mode', '=', mode)
     .execute();
   const ready: ClaimedDelivery[] = [];
   const unreadable: UnreadableDelivery[] = [];

@@ -3,6 +3,7 @@ import { TillError } from '../common/errors.ts';
 import { openSecret, sealSecret, webhookSecretBinding } from '../common/secrets.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
+import type { Mode } from '../db/schema.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES, type WebhookEventType } from './event-types.ts';
 
 /** A refused webhook setting (URL or event list): an `invalid_field` naming the field. */
@@ -38,6 +39,24 @@ export function checkWebhookUrl(url: string, mode: Config['mode']): string {
   return parsed.toString();
 }
 
+/**
+ * Why nothing may be sent to `url` by a service in `mode`, checked at every delivery and not only
+ * when the URL was saved: in live mode an http URL saved before (in the sandbox, or before https was
+ * required) is never sent to, so neither the event nor the webhook key travel in clear text.
+ * Undefined when it may be sent to (the SSRF guard still checks where it leads).
+ */
+export function deliveryRefusal(url: string, mode: Config['mode']): string | undefined {
+  try {
+    checkWebhookUrl(url, mode);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof WebhookSettingsError)) throw error;
+    return mode === 'live' && /^http:/i.test(url)
+      ? 'not sent: in live mode webhooks go to https URLs only, and this endpoint has an http URL'
+      : `not sent: the webhook URL is refused (${error.message})`;
+  }
+}
+
 export function checkEvents(events: readonly string[] | undefined): WebhookEventType[] {
   if (events === undefined) return [...DEFAULT_EVENTS];
   const unknown = events.find((e) => !(EVENT_TYPES as readonly string[]).includes(e));
@@ -66,8 +85,10 @@ export function checkOverlapHours(value: string | number | undefined): number {
 }
 
 /**
- * Sets the merchant's endpoint and re-enables it. The key, the signing secret and the event list are
- * kept across changes unless `rotate` is set or `events` given; the secrets are returned so they can be shown again.
+ * Sets the merchant's endpoint, in `mode` (the service's), and re-enables it. The key, the signing
+ * secret and the event list are kept across changes unless `rotate` is set or `events` given; the
+ * secrets are returned so they can be shown again. A merchant has one endpoint: one saved in the
+ * other mode is replaced whole (new key and secret, no previous secret), never reused.
  * A rotation keeps the previous signing secret signing deliveries beside the new one for
  * `overlapHours` (default 24, at most 168; 0: not at all), as Standard Webhooks allows several
  * signatures in `webhook-signature`.
@@ -85,6 +106,7 @@ export async function setWebhook(
     .selectFrom('webhook_endpoints')
     .select(['events', 'webhook_key_sealed', 'signing_secret_sealed'])
     .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
     .executeTakeFirst();
   const events = input.events === undefined && existing ? parseEvents(existing.events) : checkEvents(input.events);
   const keep = existing && !input.rotate;
@@ -104,11 +126,13 @@ export async function setWebhook(
           ),
           previous_signing_secret_expires_at: now + overlapHours * 3_600_000,
         }
-      : existing && input.rotate
+      : !existing || input.rotate
         ? { previous_signing_secret_sealed: null, previous_signing_secret_expires_at: null }
         : {};
   const values = {
     ...previous,
+    // An endpoint of the other mode is replaced: made now, in this mode.
+    ...(existing ? {} : { created_at: now, mode }),
     url,
     events: JSON.stringify(events),
     webhook_key_sealed: sealSecret(webhookKey, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed')),
@@ -119,14 +143,15 @@ export async function setWebhook(
   };
   await db
     .insertInto('webhook_endpoints')
-    .values({ merchant_id: merchantId, created_at: now, ...values })
+    .values({ merchant_id: merchantId, created_at: now, mode, ...values })
     .onConflict((oc) => oc.column('merchant_id').doUpdateSet(values))
     .execute();
   return { webhookKey, signingSecret };
 }
 
-export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string, now = Date.now()): Promise<WebhookEndpoint | undefined> {
-  const row = await db.selectFrom('webhook_endpoints').selectAll().where('merchant_id', '=', merchantId).executeTakeFirst();
+/** The merchant's endpoint of `mode` (the service's); one of the other mode is none. */
+export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string, mode: Mode, now = Date.now()): Promise<WebhookEndpoint | undefined> {
+  const row = await db.selectFrom('webhook_endpoints').selectAll().where('merchant_id', '=', merchantId).where('mode', '=', mode).executeTakeFirst();
   if (!row) return undefined;
   return {
     merchantId,
@@ -152,8 +177,20 @@ export async function disableWebhook(db: Db, merchantId: string, reason: string,
     .execute();
 }
 
-/** The event types the merchant's endpoint is subscribed to, disabled or not; undefined without an endpoint. */
-export async function subscribedEvents(db: Db, merchantId: string): Promise<WebhookEventType[] | undefined> {
-  const row = await db.selectFrom('webhook_endpoints').select('events').where('merchant_id', '=', merchantId).executeTakeFirst();
+/** The event types the merchant's endpoint of `mode` is subscribed to, disabled or not; undefined without one. */
+export async function subscribedEvents(db: Db, mode: Mode, merchantId: string): Promise<WebhookEventType[] | undefined> {
+  const row = await db.selectFrom('webhook_endpoints').select('events').where('merchant_id', '=', merchantId).where('mode', '=', mode).executeTakeFirst();
   return row && parseEvents(row.events);
+}
+
+/** Endpoints of `mode` whose URL is not https (`till doctor`: in live mode nothing is sent to them). */
+export async function plainHttpEndpoints(db: Db, mode: Mode): Promise<{ merchantId: string; url: string }[]> {
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['merchant_id', 'url'])
+    .where('mode', '=', mode)
+    .where('url', 'not like', 'https://%')
+    .orderBy('merchant_id')
+    .execute();
+  return rows.map((row) => ({ merchantId: row.merchant_id, url: row.url }));
 }

@@ -18,7 +18,7 @@ const STATUS_OF: Record<WebhookEventType, 'PENDING' | 'SUCCESS' | 'FAILED' | 'EX
 
 export type WebhookSession = Pick<
   Selectable<PaymentSessionsTable>,
-  'id' | 'merchant_id' | 'order_id' | 'amount_minor' | 'currency' | 'success_url' | 'fail_url' | 'cancel_url'
+  'id' | 'merchant_id' | 'order_id' | 'amount_minor' | 'currency' | 'success_url' | 'fail_url' | 'cancel_url' | 'mode'
 >;
 export type WebhookPayment = Pick<Selectable<PaymentsTable>, 'id' | 'amount_minor' | 'currency' | 'public_order_id' | 'tx_hash'>;
 
@@ -97,7 +97,7 @@ export function buildTestBody(id: string, now: number): WebhookBody {
 }
 
 /**
- * Writes the event, with its frozen body, and a delivery if the merchant's endpoint is subscribed.
+ * Writes the event, with its frozen body, and a delivery if the merchant's endpoint of the session's mode is subscribed.
  * Call it inside the transaction that changes the status, and `context.webhookWake.notify()` after the commit.
  */
 export async function enqueueWebhookEvent(trx: Db, input: WebhookEventInput): Promise<{ eventId: string; deliveryId: string | null }> {
@@ -113,6 +113,7 @@ export async function enqueueWebhookEvent(trx: Db, input: WebhookEventInput): Pr
       paymentId: input.payment?.id ?? null,
       body,
       occurredAt: input.occurredAt,
+      mode: input.session.mode,
     },
     false,
   );

@@ -56,7 +56,7 @@ export function registerListDeliveries(app: FastifyInstance, context: AppContext
   addRoute(app, doc, {}, async (request) => {
     const { merchantId } = await requireMerchant(context, request);
     const query = validate(Query, request.query);
-    const deliveries = await listDeliveries(context.db, {
+    const deliveries = await listDeliveries(context.db, context.config.mode, {
       merchantId,
       ...(query.eventId ? { eventId: query.eventId } : {}),
       ...(query.limit ? { limit: query.limit } : {}),

@@ -1,5 +1,6 @@
 import { newId } from '../common/ids.ts';
 import type { Db } from '../db/index.ts';
+import type { Mode } from '../db/schema.ts';
 import { subscribedEvents } from './endpoints.ts';
 
 export type OutboxEvent = {
@@ -10,11 +11,14 @@ export type OutboxEvent = {
   paymentId: string | null;
   body: object;
   occurredAt: number;
+  /** The mode of the session it is about (of the service, for a test event). */
+  mode: Mode;
 };
 
 /**
- * Writes the event with its body frozen, and a delivery when the merchant has an endpoint subscribed
- * to the type (or any endpoint, with `deliverAlways`). Call it inside the transaction of the change.
+ * Writes the event with its body frozen, and a delivery when the merchant has an endpoint of the
+ * event's mode subscribed to the type (or any endpoint of that mode, with `deliverAlways`): an
+ * endpoint of the other mode is never queued anything. Call it inside the transaction of the change.
  */
 export async function writeEvent(trx: Db, event: OutboxEvent, deliverAlways: boolean): Promise<{ eventId: string; deliveryId: string | null }> {
   const now = Date.now();
@@ -29,9 +33,10 @@ export async function writeEvent(trx: Db, event: OutboxEvent, deliverAlways: boo
       body: JSON.stringify(event.body),
       occurred_at: event.occurredAt,
       created_at: now,
+      mode: event.mode,
     })
     .execute();
-  const events = await subscribedEvents(trx, event.merchantId);
+  const events = await subscribedEvents(trx, event.mode, event.merchantId);
   if (!events || !(deliverAlways || events.some((type) => type === event.type))) return { eventId: event.eventId, deliveryId: null };
   return { eventId: event.eventId, deliveryId: await queueDelivery(trx, event.eventId, event.merchantId, now) };
 }

@@ -31,7 +31,7 @@ export function registerRedeliver(app: FastifyInstance, context: AppContext): vo
   addRoute(app, doc, {}, async (request, reply) => {
     const { merchantId } = await requireMerchant(context, request);
     const { eventId } = validate(Params, request.params);
-    const { deliveryId } = await redeliverEvent(context.db, eventId, merchantId);
+    const { deliveryId } = await redeliverEvent(context.db, context.config.mode, eventId, merchantId);
     context.webhookWake.notify();
     return reply.code(202).send({ eventId, deliveryId });
   });

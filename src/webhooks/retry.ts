@@ -10,12 +10,14 @@ export type AttemptDecision =
   | { status: 'FAILED'; reason: string; disableEndpoint: boolean };
 
 /**
- * What follows attempt number `attempt` (1-based): only HTTP 200 is success; 410 Gone disables the
- * endpoint; anything else waits for the schedule's next step (±10 % jitter, so a recovering receiver
- * is not hit by every retry at once), or at least Retry-After on 429/503, until the schedule runs out.
+ * What follows attempt number `attempt` (1-based): only HTTP 200 is success; a URL nothing may be
+ * sent to (an http URL in live mode) fails at once; 410 Gone disables the endpoint; anything else
+ * waits for the schedule's next step (±10 % jitter, so a recovering receiver is not hit by every
+ * retry at once), or at least Retry-After on 429/503, until the schedule runs out.
  */
 export function decideAfterAttempt(outcome: AttemptOutcome, attempt: number, schedule: readonly number[], random: () => number = Math.random): AttemptDecision {
   if (outcome.statusCode === 200) return { status: 'SUCCEEDED' };
+  if (outcome.unsendable) return { status: 'FAILED', reason: 'not retried: set a URL deliveries may go to, then redeliver the event', disableEndpoint: false };
   if (outcome.statusCode === 410)
     return { status: 'FAILED', reason: 'The receiver answered 410 Gone: the endpoint is disabled until its URL is set again', disableEndpoint: true };
   const step = schedule[attempt - 1];

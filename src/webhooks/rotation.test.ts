@@ -69,7 +69,7 @@ for (const { engine, skip } of engines) {
     });
 
     const delivered = async (merchantId: string, received: { headers: Record<string, unknown>; body: string }[]) => {
-      const { eventId } = await sendTestEvent(service.context.db, merchantId);
+      const { eventId } = await sendTestEvent(service.context.db, 'sandbox', merchantId);
       service.context.webhookWake.notify();
       return waitFor(() => received.find((r) => r.headers['webhook-id'] === eventId), 'the test event');
     };
@@ -90,7 +90,11 @@ for (const { engine, skip } of engines) {
         assert.equal(refused.statusCode, 400, overlap);
         assert.match(refused.body, /Old secret signs too for: give a whole number of hours from 0 to 168 \(7 days\)\. Nothing was changed\./);
       }
-      assert.equal((await getWebhook(service.context.db, service.config.secretKey, owner.merchantId))?.signingSecret, before.signingSecret, 'nothing changed');
+      assert.equal(
+        (await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox'))?.signingSecret,
+        before.signingSecret,
+        'nothing changed',
+      );
 
       const rotated = await owner.browser.request('POST', '/dashboard/notifications/rotate', {
         csrf: csrfField(page.body),
@@ -99,7 +103,7 @@ for (const { engine, skip } of engines) {
       });
       assert.equal(rotated.statusCode, 200);
       assert.match(rotated.body, /signatures with the new and the old secret for 48 hours/);
-      const now = await getWebhook(service.context.db, service.config.secretKey, owner.merchantId);
+      const now = await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox');
       assert.notEqual(now!.signingSecret, before.signingSecret);
       assert.ok(rotated.body.includes(now!.signingSecret), 'the new secret is shown');
       assert.ok(Math.abs(now!.previousSecretUntil! - (Date.now() + 48 * 3_600_000)) < 60_000);
@@ -133,7 +137,7 @@ for (const { engine, skip } of engines) {
         const example = await exampleReceiver({ WEBHOOK_KEY: `${rotated.webhookKey},${placeholder.webhookKey}`, WEBHOOK_SECRET: secrets });
         stops.push(example.stop);
         await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: example.url }, 'sandbox');
-        const { eventId } = await sendTestEvent(service.context.db, merchantId);
+        const { eventId } = await sendTestEvent(service.context.db, 'sandbox', merchantId);
         service.context.webhookWake.notify();
         await waitFor(() => example.lines.some((line) => line.includes('signature verified')), `a delivery verified with ${label}`);
         const status = async () =>
@@ -152,7 +156,7 @@ for (const { engine, skip } of engines) {
       const old = await exampleReceiver({ WEBHOOK_KEY: rotated.webhookKey, WEBHOOK_SECRET: placeholder.signingSecret });
       stops.push(old.stop);
       await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: old.url }, 'sandbox');
-      await sendTestEvent(service.context.db, merchantId);
+      await sendTestEvent(service.context.db, 'sandbox', merchantId);
       service.context.webhookWake.notify();
       await waitFor(() => old.lines.some((line) => line.includes('refused a delivery')), 'the old secret refused after the overlap');
     });

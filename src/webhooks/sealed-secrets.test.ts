@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { openSecret, sealSecret, signingKeyBinding, webhookSecretBinding } from '../common/secrets.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import * as overlapMigration from '../db/migrations/0019_webhook_secret_overlap.ts';
+import * as modesMigration from '../db/migrations/0021_modes.ts';
 import { signingKeys } from '../oauth/signing-keys.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { getWebhook, setWebhook } from './endpoints.ts';
@@ -37,16 +38,16 @@ for (const { engine, skip } of engines) {
         .set({ signing_secret_sealed: intrudersRow.signing_secret_sealed })
         .where('merchant_id', '=', victim.merchantId)
         .execute();
-      await assert.rejects(getWebhook(db, service.config.secretKey, victim.merchantId), /Unsupported state or unable to authenticate data/);
+      await assert.rejects(getWebhook(db, service.config.secretKey, victim.merchantId, 'sandbox'), /Unsupported state or unable to authenticate data/);
       const victimsRow = await row(victim.merchantId);
       await db
         .updateTable('webhook_endpoints')
         .set({ signing_secret_sealed: victimsRow.webhook_key_sealed })
         .where('merchant_id', '=', victim.merchantId)
         .execute();
-      await assert.rejects(getWebhook(db, service.config.secretKey, victim.merchantId), /Unsupported state or unable to authenticate data/);
+      await assert.rejects(getWebhook(db, service.config.secretKey, victim.merchantId, 'sandbox'), /Unsupported state or unable to authenticate data/);
       // The untouched endpoint reads as it was written.
-      assert.equal((await getWebhook(db, service.config.secretKey, intruder.merchantId))?.signingSecret, intruder.signingSecret);
+      assert.equal((await getWebhook(db, service.config.secretKey, intruder.merchantId, 'sandbox'))?.signingSecret, intruder.signingSecret);
     });
 
     test('migrations 0018 and 0020 re-seal secrets and signing keys stored unbound, and refuses to run on them without the secret key', async () => {
@@ -68,19 +69,25 @@ for (const { engine, skip } of engines) {
         .set({ private_jwk_sealed: sealSecret(privateJwk, key) })
         .where('kid', '=', signing.kid)
         .execute();
-      // Back to the schema before 0018: 0019 undone, all three forgotten.
+      // Back to the schema before 0018: 0021 and 0019 undone, all four forgotten.
+      await modesMigration.down(db);
       await overlapMigration.down(db);
-      await sql`DELETE FROM kysely_migration WHERE name IN ('0018_bound_webhook_secrets', '0019_webhook_secret_overlap', '0020_bound_signing_keys')`.execute(
+      await sql`DELETE FROM kysely_migration WHERE name IN ('0018_bound_webhook_secrets', '0019_webhook_secret_overlap', '0020_bound_signing_keys', '0021_modes')`.execute(
         db,
       );
       await assert.rejects(migrateToLatest(db), /needs TILL_SECRET_KEY/);
-      assert.deepEqual(await migrateToLatest(db, { secretKey: key }), ['0018_bound_webhook_secrets', '0019_webhook_secret_overlap', '0020_bound_signing_keys']);
+      assert.deepEqual(await migrateToLatest(db, { secretKey: key }), [
+        '0018_bound_webhook_secrets',
+        '0019_webhook_secret_overlap',
+        '0020_bound_signing_keys',
+        '0021_modes',
+      ]);
       const resealedKey = await db.selectFrom('signing_keys').select('private_jwk_sealed').where('kid', '=', signing.kid).executeTakeFirstOrThrow();
       assert.equal(openSecret(resealedKey.private_jwk_sealed, key, signingKeyBinding(signing.kid)), privateJwk, 'the signing key is bound to its row');
       const stored = await row(merchant.merchantId);
       assert.match(stored.signing_secret_sealed, /^k1b\./);
       assert.equal(openSecret(stored.signing_secret_sealed, key, webhookSecretBinding(merchant.merchantId, 'signing_secret_sealed')), merchant.signingSecret);
-      const read = await getWebhook(db, key, merchant.merchantId);
+      const read = await getWebhook(db, key, merchant.merchantId, 'sandbox');
       assert.deepEqual([read?.webhookKey, read?.signingSecret], [merchant.webhookKey, merchant.signingSecret]);
     });
   });

@@ -27,7 +27,7 @@ export function registerSendTestEvent(app: FastifyInstance, context: AppContext)
   addRoute(app, doc, {}, async (request, reply) => {
     const { merchantId } = await requireMerchant(context, request);
     await limitTestEvents(context.db, context.config, merchantId, context.now());
-    const queued = await sendTestEvent(context.db, merchantId, context.now());
+    const queued = await sendTestEvent(context.db, context.config.mode, merchantId, context.now());
     context.webhookWake.notify();
     return reply.code(202).send(queued);
   });

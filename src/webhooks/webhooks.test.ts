@@ -91,7 +91,7 @@ for (const { engine, skip } of engines) {
       assert.match(first.signingSecret, /^whsec_/);
       const row = await service.context.db.selectFrom('webhook_endpoints').selectAll().where('merchant_id', '=', merchantId).executeTakeFirstOrThrow();
       assert.ok(!row.webhook_key_sealed.includes(first.webhookKey.slice(4)) && !row.signing_secret_sealed.includes(first.signingSecret.slice(6)));
-      const shown = await getWebhook(service.context.db, service.config.secretKey, merchantId);
+      const shown = await getWebhook(service.context.db, service.config.secretKey, merchantId, 'sandbox');
       assert.equal(shown?.webhookKey, first.webhookKey);
       assert.deepEqual(shown?.events, ['payment.succeeded', 'session.expired']);
       const kept = await setWebhook(
@@ -111,7 +111,10 @@ for (const { engine, skip } of engines) {
       );
       assert.notEqual(rotated.webhookKey, first.webhookKey);
       assert.notEqual(rotated.signingSecret, first.signingSecret);
-      assert.deepEqual((await getWebhook(service.context.db, service.config.secretKey, merchantId))?.events, ['payment.pending', 'payment.succeeded']);
+      assert.deepEqual((await getWebhook(service.context.db, service.config.secretKey, merchantId, 'sandbox'))?.events, [
+        'payment.pending',
+        'payment.succeeded',
+      ]);
       assert.throws(
         () => checkWebhookUrl('http://shop.example/hook', 'live'),
         (e: unknown) => e instanceof WebhookSettingsError && /https/.test(e.message),
@@ -242,7 +245,7 @@ for (const { engine, skip } of engines) {
       worker();
       const first = await enqueue(session);
       assert.equal((await settled(first.eventId)).status, 'FAILED');
-      const endpoint = await getWebhook(service.context.db, service.config.secretKey, merchantId);
+      const endpoint = await getWebhook(service.context.db, service.config.secretKey, merchantId, 'sandbox');
       assert.ok(endpoint?.disabledAt);
       assert.match(endpoint?.disabledReason ?? '', /410 Gone/);
       const held = await enqueue(session);

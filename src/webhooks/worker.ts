@@ -14,6 +14,7 @@ import {
   type LeasedDelivery,
   type UnrecordedAttempt,
 } from './delivery-store.ts';
+import { deliveryRefusal } from './endpoints.ts';
 import { type AttemptDecision, decideAfterAttempt } from './retry.ts';
 
 export type FaultPoint = 'after-claim' | 'after-post' | 'before-record';
@@ -47,6 +48,14 @@ const PASS = 'webhook_delivery';
 export const NOT_SENT = 'not sent: the webhook key or signing secret could not be read on our side; the operator sees it in the logs';
 
 const rowOf = (delivery: LeasedDelivery) => ({ deliveryId: delivery.id, merchantId: delivery.merchantId, eventId: delivery.eventId });
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host;
+  } catch {
+    return undefined;
+  }
+}
 
 function tuningOf(context: WorkerContext, options: WebhookWorkerOptions): Tuning {
   const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
@@ -109,7 +118,31 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
     // A full claim may have left due deliveries behind.
     if (claimed === room) claimAgain = true;
     for (const { delivery, error } of unreadable) recordNotSent(delivery, error);
-    for (const delivery of ready) startPosting(delivery);
+    for (const delivery of ready) {
+      const refusal = deliveryRefusal(delivery.url, context.config.mode);
+      if (refusal) recordUnsendable(delivery, refusal);
+      else startPosting(delivery);
+    }
+  }
+
+  /**
+   * A delivery to a URL nothing may be sent to (an http URL in live mode, saved before that was
+   * checked) is not sent, not signed on the wire, and fails at once with the reason in the log the
+   * merchant sees; it goes once the URL is fixed and the event redelivered.
+   */
+  function recordUnsendable(delivery: LeasedDelivery, reason: string): void {
+    log.warn({ ...rowOf(delivery), host: hostOf(delivery.url), attempt: delivery.attempt, reason }, 'webhook delivery refused');
+    const outcome: AttemptOutcome = {
+      startedAt: Date.now(),
+      latencyMs: 0,
+      statusCode: null,
+      error: reason,
+      responseExcerpt: null,
+      retryAfterMs: null,
+      refused: true,
+      unsendable: true,
+    };
+    recorder.add({ claimed: delivery, outcome });
   }
 
   /**

@@ -62,6 +62,7 @@ async function rows() {
     created_at: now,
     updated_at: now,
     version: 1,
+    mode: 'sandbox' as const,
   });
   const ids = [newId('ps_'), newId('ps_')] as const;
   for (const id of ids) await insertSession(database.db, session(id));
@@ -83,7 +84,7 @@ test('a write that changes no row drops nothing; a session change drops every am
   put(ids[1], '', undefined, merchantId);
   await database.db.updateTable('payment_sessions').set({ concept: 'x' }).where('id', '=', 'ps_none').returning('id').execute();
   assert.ok(cache.get(ids[0], '1', 0));
-  assert.ok(await archiveSession(database.db, merchantId, ids[0], Date.now()));
+  assert.ok(await archiveSession(database.db, 'sandbox', merchantId, ids[0], Date.now()));
   assert.equal(cache.get(ids[0], '1', 0), undefined);
   assert.equal(cache.get(ids[0], '2', 0), undefined);
   assert.ok(cache.get(ids[1], '', 0));

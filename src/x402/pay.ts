@@ -58,9 +58,9 @@ function reusableUntil(session: SessionRow, quote: Quote): number {
   return session.expires_at === null ? lastReuse : Math.min(lastReuse, session.expires_at);
 }
 
-/** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown or expired. */
+/** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown, of the other mode, or expired. */
 async function findPayableSession(flow: PayFlow, sessionId: string, now: number) {
-  const found = await findSessionToQuote(flow.context.db, sessionId, { asset: flow.services.usdcAddress, now });
+  const found = await findSessionToQuote(flow.context.db, sessionId, { mode: flow.context.config.mode, asset: flow.services.usdcAddress, now });
   if (!found || isExpired(found.session, now)) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
   return found;
 }

@@ -59,6 +59,7 @@ for (const { engine, skip } of engines) {
         .insertInto('payments')
         .values({
           id: 'pay_quote_test',
+          mode: service.config.mode,
           session_id: sessionId,
           merchant_id: merchantId,
           quote_id: kept.id,

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
-import type { PaymentQuotesTable } from '../db/schema.ts';
+import type { Mode, PaymentQuotesTable } from '../db/schema.ts';
 import { currencyExponent } from '../money/iso4217.ts';
 import type { RatesProvider } from '../money/rates.ts';
 import { fiatMinorToUsdcBaseUnits } from '../money/usdc.ts';
@@ -40,7 +40,7 @@ export type SessionToQuote = SessionRow & { merchant_name: string; merchant_wall
  * is quoted at), so an unpaid request costs one round trip. Nothing here is cached: every call
  * reads the database.
  */
-const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; asset: string; payableAfter: number }) =>
+const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: Mode; asset: string; payableAfter: number }) =>
   db
     .selectFrom('payment_sessions as s')
     .innerJoin('merchants as m', 'm.id', 's.merchant_id')
@@ -79,16 +79,26 @@ const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; asset:
       'q.created_at as quote_created_at',
       'q.expires_at as quote_expires_at',
     ])
-    .where('s.id', '=', params.sessionId),
+    .where('s.id', '=', params.sessionId)
+    .where('s.mode', '=', params.mode),
 );
 
-/** The session behind a challenge, and a quote of its own amount that may be reused (quoteFor checks it). */
+/**
+ * The session behind a challenge (E3, and the hosted page), and a quote of its own amount that may
+ * be reused (quoteFor checks it). A session of the other mode than `mode` (the service's) is not
+ * found, exactly as an unknown one.
+ */
 export async function findSessionToQuote(
   db: Db,
   sessionId: string,
-  terms: { asset: string; now: number },
+  terms: { mode: Mode; asset: string; now: number },
 ): Promise<{ session: SessionToQuote; reusable: Quote | undefined } | undefined> {
-  const row = await sessionToQuote.executeTakeFirst(db, { sessionId, asset: terms.asset, payableAfter: terms.now + MAX_TIMEOUT_SECONDS * 1000 });
+  const row = await sessionToQuote.executeTakeFirst(db, {
+    sessionId,
+    mode: terms.mode,
+    asset: terms.asset,
+    payableAfter: terms.now + MAX_TIMEOUT_SECONDS * 1000,
+  });
   if (!row) return undefined;
   const reusable: Quote | undefined =
     row.quote_id === null

@@ -189,7 +189,7 @@ export async function followUpPayments(context: AppContext, options: ReconcilerO
   const { db, log } = context;
   let looked = 0;
   for (let batch = 0; batch < BATCHES_PER_PASS; batch++) {
-    const due = await findDueFollowUps(db, context.now(), BATCH);
+    const due = await findDueFollowUps(db, context.config.mode, context.now(), BATCH);
     if (due.length === 0) break;
     const view = await viewChain(options);
     const checks: Array<{ paymentId: string; check: Parameters<typeof recordCheck>[2] }> = [];
@@ -230,7 +230,7 @@ export async function confirmSettled(
   options: Pick<ReconcilerOptions, 'chain' | 'facilitator' | 'confirmations' | 'graceMs'>,
 ): Promise<number> {
   const { db, log } = context;
-  const settled = await findUnfinalized(db, context.now() - options.graceMs, BATCH);
+  const settled = await findUnfinalized(db, context.config.mode, context.now() - options.graceMs, BATCH);
   if (settled.length === 0) return 0;
   const view = await viewChain(options);
   let changed = 0;

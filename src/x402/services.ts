@@ -26,6 +26,7 @@ export function createX402Services(context: AppContext): X402Services | undefine
   return {
     facilitator: createFacilitator({
       url: config.facilitatorUrl,
+      auth: config.facilitator,
       headers: config.facilitatorHeaders,
       callSeconds: context.metrics.facilitatorCallSeconds,
       settleTimeoutMs: config.facilitatorSettleTimeoutMs,

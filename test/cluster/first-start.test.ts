@@ -4,7 +4,7 @@
 // the API, skipping one while it is down.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { DEMO_USER_EMAIL } from '../../src/cli/serve.ts';
+import { DEMO_USER_EMAIL } from '../../src/cli/demo.ts';
 import { type Cluster, startCluster } from '../../src/testing/cluster.ts';
 import { describeOnEngine, engines } from '../../src/testing/harness.ts';
 

@@ -10,7 +10,11 @@ export const getReceipt = defineTool({
   input: z.strictObject({ publicOrderId: z.string().min(1).max(100).describe('The order’s public id, e.g. TX-… (the prefix may be left out)') }),
   output: Receipt,
   async run(context, access, { publicOrderId }) {
-    const receipt = await findReceipt(context.db, publicOrderId, { explorerTxUrl: context.config.explorerTxUrl, merchantId: access.grant.merchantId });
+    const receipt = await findReceipt(context.db, publicOrderId, {
+      mode: context.config.mode,
+      explorerTxUrl: context.config.explorerTxUrl,
+      merchantId: access.grant.merchantId,
+    });
     if (!receipt) throw new ToolRefusal('not_found', `No order ${normalizePublicOrderId(publicOrderId)} on this account.`);
     return receipt;
   },

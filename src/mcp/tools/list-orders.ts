@@ -25,5 +25,5 @@ export const listOrders = defineTool({
     size: z.number().int().min(1).max(MAX_ORDERS_PAGE_SIZE).optional().describe('Orders per page'),
   }),
   output: z.object({ orders: z.array(Order), page: z.number().int(), size: z.number().int(), hasMore: z.boolean() }),
-  run: (context, access, args) => listPaidOrders(context.db, access.grant.merchantId, args),
+  run: (context, access, args) => listPaidOrders(context.db, context.config.mode, access.grant.merchantId, args),
 });

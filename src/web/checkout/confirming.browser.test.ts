@@ -87,7 +87,7 @@ for (const { engine, skip } of engines) {
       [shop, browser] = await Promise.all([startPayingShop(engine, SETTLE_TIMES, { name: 'Corner Coffee' }), launchChromium()]);
       // The reconciler runs when the test says so, and only reads the chain (no re-submission here).
       const unused = () => Promise.reject(new Error('this reconciler only reads the chain'));
-      const facilitator: Facilitator = { verify: unused, settle: unused };
+      const facilitator: Facilitator = { verify: unused, settle: unused, supported: unused };
       const reconciler = startReconciler(shop.service.context, {
         chain: createChainReader(shop.sandbox.rpcUrl),
         facilitator,

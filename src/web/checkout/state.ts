@@ -26,7 +26,7 @@ export type CheckoutState =
 export async function checkoutState(context: AppContext, services: X402Services | undefined, sessionId: string): Promise<CheckoutState> {
   const now = context.now();
   const asset = services?.usdcAddress ?? context.config.usdcAddress ?? '';
-  const found = await findSessionToQuote(context.db, sessionId, { asset, now });
+  const found = await findSessionToQuote(context.db, sessionId, { mode: context.config.mode, asset, now });
   if (!found) return { kind: 'unknown', status: 404 };
   const { session } = found;
   if (session.order_type === 'TRANSIENT' && session.status === 'SUCCESS') {

@@ -87,7 +87,7 @@ for (const { engine, skip } of engines) {
         .where('merchant_id', '=', shop.merchantId)
         .executeTakeFirstOrThrow();
       a.eventId = delivery.event_id;
-      const webhook = (await getWebhook(shop.service.context.db, shop.service.config.secretKey, shop.merchantId))!;
+      const webhook = (await getWebhook(shop.service.context.db, shop.service.config.secretKey, shop.merchantId, 'sandbox'))!;
       a.webhookKey = webhook.webhookKey;
       a.signingSecret = webhook.signingSecret;
       const agent = await authorizedAgent(shop.service.context, shop.merchantId, ['orders:read']);

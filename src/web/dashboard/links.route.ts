@@ -139,7 +139,7 @@ async function listBody(
 ): Promise<string> {
   const merchantId = signedIn.user.merchantId;
   const [{ sessions, hasMore, page }, merchant] = await Promise.all([
-    listMerchantSessions(context.db, merchantId, { page: view.page, size: PAGE_SIZE, archived: view.archived }),
+    listMerchantSessions(context.db, context.config.mode, merchantId, { page: view.page, size: PAGE_SIZE, archived: view.archived }),
     findMerchant(context.db, merchantId),
   ]);
   const now = context.now();
@@ -309,7 +309,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     { method: 'GET', url: `${PATH}/{sessionId}`, summary: 'One payment link: its URL, QR code, payments and edit form', responses: { 404: HTML_RESPONSE } },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
-      const session = await findMerchantSession(context.db, signedIn.user.merchantId, sessionId);
+      const session = await findMerchantSession(context.db, context.config.mode, signedIn.user.merchantId, sessionId);
       if (!session) return notFound(context, reply, signedIn);
       return sendLinksPage(context, reply, signedIn, 200, heading(session), { notice: noticeOf(request) }, await detailBody(context, signedIn, session, {}));
     },
@@ -325,7 +325,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
       const merchantId = signedIn.user.merchantId;
-      const session = await findMerchantSession(context.db, merchantId, sessionId);
+      const session = await findMerchantSession(context.db, context.config.mode, merchantId, sessionId);
       if (!session) return notFound(context, reply, signedIn);
       const values = formValues(request);
       try {
@@ -334,7 +334,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
         return reply.redirect(`${PATH}/${encodeURIComponent(sessionId)}?done=saved`, 303);
       } catch (error) {
         if (!(error instanceof TillError)) throw error;
-        const current = (await findMerchantSession(context.db, merchantId, sessionId)) ?? session;
+        const current = (await findMerchantSession(context.db, context.config.mode, merchantId, sessionId)) ?? session;
         const body = await detailBody(context, signedIn, current, { values, ...(error.field ? { invalid: error.field } : {}) });
         return sendLinksPage(context, reply, signedIn, error.status, heading(current), { problem: problemText(error) }, body);
       }
@@ -350,7 +350,8 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
-      if (!(await archiveSession(context.db, signedIn.user.merchantId, sessionId, context.now()))) return notFound(context, reply, signedIn);
+      if (!(await archiveSession(context.db, context.config.mode, signedIn.user.merchantId, sessionId, context.now())))
+        return notFound(context, reply, signedIn);
       return reply.redirect(`${PATH}?done=archived`, 303);
     },
   );

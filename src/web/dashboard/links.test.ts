@@ -160,8 +160,8 @@ for (const { engine, skip } of engines) {
         payload: { amount: 3, currency: 'USD', orderType: 'STATIC' },
       });
       const { sessionId } = created.json() as { sessionId: string };
-      assert.equal(await archiveSession(service.context.db, 'mer_other', sessionId, Date.now()), false, "another merchant's archive does nothing");
-      assert.equal(await archiveSession(service.context.db, merchantId, sessionId, Date.now()), true);
+      assert.equal(await archiveSession(service.context.db, 'sandbox', 'mer_other', sessionId, Date.now()), false, "another merchant's archive does nothing");
+      assert.equal(await archiveSession(service.context.db, 'sandbox', merchantId, sessionId, Date.now()), true);
       assert.equal((await api('GET', `/api/checkout/v2/payment_session/${sessionId}`)).json().status, 'EXPIRED');
       const update = await api('PUT', '/api/checkout/v2/payment_session', { sessionId, amount: 4 });
       assert.equal(update.statusCode, 409);

@@ -102,7 +102,7 @@ ${attempts}
 
 /** Every order (payment session) the merchant created through the payment API (E1), newest first, paged by cursor. */
 async function apiOrdersSection(context: AppContext, merchantId: string, after: SessionsCursor | undefined): Promise<string> {
-  const slice = await listSessionsCreatedVia(context.db, merchantId, 'api', { after, size: API_ORDERS_PAGE_SIZE });
+  const slice = await listSessionsCreatedVia(context.db, context.config.mode, merchantId, 'api', { after, size: API_ORDERS_PAGE_SIZE });
   const now = context.now();
   const rows = slice.sessions
     .map(
@@ -134,8 +134,8 @@ ${list}${pager}`;
 
 async function renderPage(context: AppContext, signedIn: SignedIn, state: PageState): Promise<string> {
   const merchantId = signedIn.user.merchantId;
-  const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId, context.now());
-  const deliveries = await listDeliveries(context.db, { merchantId, limit: DELIVERIES_SHOWN });
+  const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId, context.config.mode, context.now());
+  const deliveries = await listDeliveries(context.db, context.config.mode, { merchantId, limit: DELIVERIES_SHOWN });
   const csrf = signedIn.csrfToken;
   const log = `<h2 id="deliveries">Delivery log</h2>
 ${endpoint ? `<form method="post" action="${PATH}/test">${csrfInput(csrf)}<button type="submit" class="secondary">Send a test event</button></form>` : ''}
@@ -220,7 +220,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     reply: FastifyReply,
     then: (endpoint: WebhookEndpoint) => Promise<PageState>,
   ) => {
-    const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, context.now());
+    const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, context.config.mode, context.now());
     if (!endpoint) return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
     // The password re-check is throttled as the sign-in's (per user): a stolen session cannot guess here.
     const wrong = await passwordRefusal(context, signedIn, fields.password);
@@ -278,7 +278,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     async (signedIn, _fields, reply) => {
       try {
         await limitTestEvents(context.db, context.config, signedIn.user.merchantId, context.now());
-        await sendTestEvent(context.db, signedIn.user.merchantId, context.now());
+        await sendTestEvent(context.db, context.config.mode, signedIn.user.merchantId, context.now());
       } catch (error) {
         if (error instanceof TillError && error.code === 'no_webhook_endpoint')
           return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
@@ -302,7 +302,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     { 303: { description: 'Queued: back to the page' }, 404: HTML_RESPONSE, 409: HTML_RESPONSE },
     async (signedIn, _fields, reply, request) => {
       try {
-        await redeliverEvent(context.db, (request.params as { eventId: string }).eventId, signedIn.user.merchantId);
+        await redeliverEvent(context.db, context.config.mode, (request.params as { eventId: string }).eventId, signedIn.user.merchantId);
       } catch (error) {
         if (error instanceof TillError && error.code === 'not_found')
           return answerPage(context, reply, signedIn, 404, { problem: 'No such event: it is not one of your account’s.' });

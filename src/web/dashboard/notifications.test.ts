@@ -45,7 +45,7 @@ for (const { engine, skip } of engines) {
     }
     async function deliveredOnce(merchantId: string, count: number) {
       for (let i = 0; i < 200; i++) {
-        const deliveries = await listDeliveries(service.context.db, { merchantId });
+        const deliveries = await listDeliveries(service.context.db, 'sandbox', { merchantId });
         if (deliveries.length >= count && deliveries.every((d) => d.status === 'SUCCEEDED')) return deliveries;
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
@@ -91,7 +91,7 @@ for (const { engine, skip } of engines) {
         assert.match(refused.body, text);
         assert.match(refused.body, /aria-invalid="true"/);
       }
-      assert.equal(await getWebhook(service.context.db, service.config.secretKey, owner.merchantId), undefined);
+      assert.equal(await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox'), undefined);
 
       const metadata = await post(owner.browser, `${PATH}/endpoint`, [
         ['url', 'http://169.254.169.254/latest'],
@@ -108,7 +108,7 @@ for (const { engine, skip } of engines) {
       ]);
       assert.equal(saved.statusCode, 200);
       assert.doesNotMatch(saved.body, /will not be sent/);
-      const endpoint = await getWebhook(service.context.db, service.config.secretKey, owner.merchantId);
+      const endpoint = await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox');
       assert.equal(endpoint?.url, receiverUrl);
       assert.deepEqual(endpoint?.events, ['payment.succeeded', 'payment.failed']);
       assert.match(saved.body, /value="payment.failed" checked/);
@@ -121,7 +121,7 @@ for (const { engine, skip } of engines) {
         ['url', receiverUrl],
         ['events', 'payment.succeeded'],
       ]);
-      const endpoint = (await getWebhook(service.context.db, service.config.secretKey, owner.merchantId))!;
+      const endpoint = (await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox'))!;
       const page = await owner.browser.request('GET', PATH);
       assert.ok(!page.body.includes(endpoint.webhookKey) && !page.body.includes(endpoint.signingSecret));
       const wrong = await post(owner.browser, `${PATH}/reveal`, { password: 'not my password at all' });
@@ -134,10 +134,10 @@ for (const { engine, skip } of engines) {
       assert.equal(shown.headers['cache-control'], 'no-store');
 
       assert.equal((await post(owner.browser, `${PATH}/rotate`, { password: 'wrong password, surely' })).statusCode, 400);
-      assert.equal((await getWebhook(service.context.db, service.config.secretKey, owner.merchantId))?.signingSecret, endpoint.signingSecret);
+      assert.equal((await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox'))?.signingSecret, endpoint.signingSecret);
       const rotated = await post(owner.browser, `${PATH}/rotate`, { password: owner.password });
       assert.equal(rotated.statusCode, 200);
-      const fresh = (await getWebhook(service.context.db, service.config.secretKey, owner.merchantId))!;
+      const fresh = (await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox'))!;
       assert.notEqual(fresh.signingSecret, endpoint.signingSecret);
       assert.notEqual(fresh.webhookKey, endpoint.webhookKey);
       assert.ok(rotated.body.includes(fresh.signingSecret));
@@ -260,7 +260,7 @@ for (const { engine, skip } of engines) {
         const refused = await owner.browser.request('POST', path, { url: receiverUrl, events: 'payment.succeeded', password: owner.password });
         assert.equal(refused.statusCode, 403, path);
       }
-      assert.equal(await getWebhook(service.context.db, service.config.secretKey, owner.merchantId), undefined);
+      assert.equal(await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox'), undefined);
     });
 
     test('another merchant’s user sees none of the deliveries, URL or secrets, and cannot redeliver by id (404)', async () => {
@@ -282,9 +282,9 @@ for (const { engine, skip } of engines) {
       const refused = await post(other.browser, `${PATH}/events/${delivery!.eventId}/redeliver`, {});
       assert.equal(refused.statusCode, 404);
       assert.match(refused.body, /No such event/);
-      assert.equal((await listDeliveries(service.context.db, { merchantId: owner.merchantId })).length, 1);
+      assert.equal((await listDeliveries(service.context.db, 'sandbox', { merchantId: owner.merchantId })).length, 1);
       const shown = await post(other.browser, `${PATH}/reveal`, { password: other.password });
-      const mine = (await getWebhook(service.context.db, service.config.secretKey, owner.merchantId))!;
+      const mine = (await getWebhook(service.context.db, service.config.secretKey, owner.merchantId, 'sandbox'))!;
       assert.ok(!shown.body.includes(mine.signingSecret));
       assert.equal(csrfField(shown.body).length > 0, true);
     });

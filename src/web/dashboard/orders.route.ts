@@ -100,7 +100,7 @@ async function ordersPage(context: AppContext, signedIn: SignedIn, parsed: Parse
   const problem = parsed.problems.length ? parsed.problems.map((p) => `${p.label} ${p.message}.`).join(' ') : undefined;
   const slice = problem
     ? { orders: [], next: undefined }
-    : await searchOrders(context.db, signedIn.user.merchantId, parsed.filter, { after: parsed.after, size: ORDERS_PAGE_SIZE });
+    : await searchOrders(context.db, context.config.mode, signedIn.user.merchantId, parsed.filter, { after: parsed.after, size: ORDERS_PAGE_SIZE });
   const query = filterQuery(parsed.form);
   const filtered = query !== '';
   const list = slice.orders.length
@@ -153,7 +153,7 @@ async function* csvLines(context: AppContext, merchantId: string, filter: OrderF
   const base = context.config.baseUrl.replace(/\/$/, '');
   let after: OrdersCursor | undefined;
   do {
-    const slice = await searchOrders(context.db, merchantId, filter, { size: CSV_SLICE, ...(after ? { after } : {}) });
+    const slice = await searchOrders(context.db, context.config.mode, merchantId, filter, { size: CSV_SLICE, ...(after ? { after } : {}) });
     let chunk = '';
     for (const order of slice.orders)
       chunk += toCsvLine([

@@ -96,9 +96,9 @@ export function registerOverview(app: FastifyInstance, context: AppContext): voi
       const now = context.now();
       const [merchant, volume, orders, webhook, notice] = await Promise.all([
         findMerchant(context.db, merchantId),
-        paidVolume(context.db, merchantId, now, VOLUME_DAYS),
-        latestPaidOrders(context.db, merchantId, LAST_ORDERS),
-        webhookEndpointState(context.db, merchantId, now - VOLUME_DAYS * DAY_MS),
+        paidVolume(context.db, context.config.mode, merchantId, now, VOLUME_DAYS),
+        latestPaidOrders(context.db, context.config.mode, merchantId, LAST_ORDERS),
+        webhookEndpointState(context.db, context.config.mode, merchantId, now - VOLUME_DAYS * DAY_MS),
         walletNotice(context, signedIn, merchantId, now),
       ]);
       if (!merchant) return reply.code(404).send();

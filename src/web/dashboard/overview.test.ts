@@ -41,7 +41,7 @@ for (const { engine, skip } of engines) {
       browser = new Browser(shop.service);
       assert.equal((await browser.signIn(`owner-${engine}@corner.example`, PASSWORD)).headers.location, '/dashboard');
       await waitFor(async () => {
-        const state = await webhookEndpointState(db, shop.merchantId, 0);
+        const state = await webhookEndpointState(db, 'sandbox', shop.merchantId, 0);
         return state.configured && state.failed + state.retrying > 0;
       }, 'a failed webhook attempt');
     });
@@ -52,16 +52,16 @@ for (const { engine, skip } of engines) {
 
     test('paid volume today and over 30 days, the daily series, in one grouped query', async () => {
       const now = Date.now();
-      const volume = await paidVolume(shop.service.context.db, shop.merchantId, now);
+      const volume = await paidVolume(shop.service.context.db, 'sandbox', shop.merchantId, now);
       assert.deepEqual(volume.today, { count: 2, usdc: 30_000n });
       assert.deepEqual(volume.lastDays, { count: 2, usdc: 30_000n });
       assert.equal(volume.daily.length, 30);
       assert.equal(volume.daily.at(-1)?.day, Math.floor(now / DAY_MS) * DAY_MS);
       // Two days on, they are two days back in the series, no longer today's; past the window, gone.
-      const later = await paidVolume(shop.service.context.db, shop.merchantId, now + 2 * DAY_MS);
+      const later = await paidVolume(shop.service.context.db, 'sandbox', shop.merchantId, now + 2 * DAY_MS);
       assert.deepEqual(later.today, { count: 0, usdc: 0n });
       assert.deepEqual(later.daily.at(-3), { day: Math.floor(now / DAY_MS) * DAY_MS, count: 2, usdc: 30_000n });
-      assert.deepEqual((await paidVolume(shop.service.context.db, shop.merchantId, now + 30 * DAY_MS)).lastDays, { count: 0, usdc: 0n });
+      assert.deepEqual((await paidVolume(shop.service.context.db, 'sandbox', shop.merchantId, now + 30 * DAY_MS)).lastDays, { count: 0, usdc: 0n });
     });
 
     test('the overview shows the volume, the chart, the last orders, the wallet and the failing webhook', async () => {

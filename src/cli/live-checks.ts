@@ -1,0 +1,263 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { createPublicClient, getAddress, http, parseAbi } from 'viem';
+import { CHAIN_ID, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
+import { type Config, ConfigError } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import { pendingMigrations } from '../db/migrate.ts';
+import { listMerchants } from '../merchants/merchants.ts';
+import { plainHttpEndpoints } from '../webhooks/endpoints.ts';
+import { createFacilitator, facilitatorAuthHeaders } from '../x402/facilitator.ts';
+import type { LiveReadiness } from './live.ts';
+
+/** One line of `till doctor`: what was checked, what was found, and the fix when it failed. */
+export type Check = { name: string; status: 'ok' | 'failed' | 'skipped'; detail: string; fix?: string; setting?: string };
+
+const ok = (name: string, detail: string): Check => ({ name, status: 'ok', detail });
+const failed = (name: string, detail: string, fix: string): Check => ({ name, status: 'failed', detail, fix });
+const skipped = (name: string, detail: string): Check => ({ name, status: 'skipped', detail });
+
+/** A head older than this is a node that stopped following Base (a block every 2 s). */
+const STALE_HEAD_SECONDS = 120;
+
+const tokenAbi = parseAbi(['function name() view returns (string)', 'function version() view returns (string)']);
+
+function reason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n')[0]!.slice(0, 300);
+}
+
+function rpcClient(url: string) {
+  return createPublicClient({ transport: http(url, { timeout: 10_000, retryCount: 0 }) });
+}
+
+/** The facilitator settles `exact` on Base, for the configured token when it names its assets. */
+export async function checkFacilitatorSupported(config: Config): Promise<Check> {
+  const name = 'facilitator supports exact on Base';
+  if (!config.facilitatorUrl) return skipped(name, 'no facilitator configured (the sandbox starts its own)');
+  const facilitator = createFacilitator({ url: config.facilitatorUrl, auth: config.facilitator, headers: config.facilitatorHeaders, settleTimeoutMs: 10_000 });
+  let kinds: { x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }[];
+  try {
+    kinds = (await facilitator.supported()).kinds;
+  } catch (error) {
+    return failed(
+      name,
+      `GET ${config.facilitatorUrl}/supported failed: ${reason(error)}`,
+      'check TILL_FACILITATOR_URL (or TILL_FACILITATOR=coinbase) and that the facilitator is reachable from this server',
+    );
+  }
+  const listed = kinds.map((kind) => `${kind.scheme}@${kind.network}(v${kind.x402Version})`).join(', ') || 'none';
+  const base = kinds.filter((kind) => kind.scheme === 'exact' && kind.network === NETWORK_V2);
+  if (base.length === 0)
+    return failed(name, `it settles ${listed}, not exact on ${NETWORK_V2}`, 'use a facilitator that settles USDC on Base mainnet (TILL_FACILITATOR=coinbase)');
+  const assets = base.flatMap((kind) => {
+    const named = kind.extra?.assets ?? kind.extra?.asset;
+    return Array.isArray(named) ? named.map(String) : typeof named === 'string' ? [named] : [];
+  });
+  if (assets.length > 0 && config.usdcAddress && !assets.some((asset) => asset.toLowerCase() === config.usdcAddress!.toLowerCase()))
+    return failed(
+      name,
+      `it settles exact on ${NETWORK_V2} for ${assets.join(', ')}, not ${config.usdcAddress}`,
+      'set TILL_USDC_ADDRESS to a token the facilitator settles',
+    );
+  return ok(name, `it settles ${listed}`);
+}
+
+/**
+ * The facilitator accepts Till's credentials: a verify call with an empty payment is answered as bad
+ * input (any 2xx or 400), not refused as unauthenticated (401/403). Nothing is signed or paid.
+ */
+export async function checkFacilitatorCredentials(config: Config): Promise<Check> {
+  const name = 'facilitator accepts the credentials';
+  if (!config.facilitatorUrl) return skipped(name, 'no facilitator configured');
+  try {
+    const headers = (await facilitatorAuthHeaders(config.facilitatorUrl, config.facilitator, config.facilitatorHeaders)?.())?.verify ?? {};
+    const response = await fetch(`${config.facilitatorUrl}/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ x402Version: 2, paymentPayload: {}, paymentRequirements: {} }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await response.arrayBuffer();
+    if (response.status === 401 || response.status === 403)
+      return failed(
+        name,
+        `POST /verify answered ${response.status}: the credentials were refused`,
+        config.facilitator.kind === 'coinbase'
+          ? 'check CDP_API_KEY_ID and CDP_API_KEY_SECRET (a Secret API key from portal.cdp.coinbase.com, not a client key)'
+          : 'check TILL_FACILITATOR_HEADERS',
+      );
+    return ok(name, `POST /verify with an empty payment answered ${response.status} (authenticated, nothing paid)`);
+  } catch (error) {
+    return failed(name, `POST /verify failed: ${reason(error)}`, 'check that the facilitator is reachable from this server');
+  }
+}
+
+/** The RPC is Base mainnet; with `headAge`, also how old its newest block is. */
+export async function checkRpcChain(config: Config, options: { headAge?: boolean } = {}): Promise<Check[]> {
+  const name = 'RPC is Base mainnet';
+  if (!config.baseRpcUrl) return [skipped(name, 'TILL_BASE_RPC_URL is not set')];
+  const client = rpcClient(config.baseRpcUrl);
+  let chainId: number;
+  try {
+    chainId = await client.getChainId();
+  } catch (error) {
+    return [failed(name, `eth_chainId at TILL_BASE_RPC_URL failed: ${reason(error)}`, 'give TILL_BASE_RPC_URL the https JSON-RPC URL of a Base mainnet node')];
+  }
+  if (chainId !== CHAIN_ID)
+    return [failed(name, `TILL_BASE_RPC_URL answers chain id ${chainId}, not Base mainnet (${CHAIN_ID})`, 'point TILL_BASE_RPC_URL at a Base mainnet node')];
+  const checks = [ok(name, `chain id ${chainId}`)];
+  if (options.headAge) {
+    const headName = 'RPC follows the chain';
+    try {
+      const head = await client.getBlock({ blockTag: 'latest' });
+      const age = Math.max(0, Math.round(Date.now() / 1000 - Number(head.timestamp)));
+      checks.push(
+        age <= STALE_HEAD_SECONDS
+          ? ok(headName, `head block ${head.number} is ${age} s old`)
+          : failed(
+              headName,
+              `head block ${head.number} is ${age} s old (Base makes one every 2 s)`,
+              'the node is not syncing: use another Base RPC in TILL_BASE_RPC_URL',
+            ),
+      );
+    } catch (error) {
+      checks.push(failed(headName, `reading the head block failed: ${reason(error)}`, 'check TILL_BASE_RPC_URL'));
+    }
+  }
+  return checks;
+}
+
+/** The token's EIP-712 domain, read from the chain, is what Till puts in every challenge's `extra`. */
+export async function checkTokenDomain(config: Config): Promise<Check> {
+  const name = "token's EIP-712 domain";
+  if (!config.baseRpcUrl || !config.usdcAddress) return skipped(name, 'needs TILL_BASE_RPC_URL to read the token');
+  const client = rpcClient(config.baseRpcUrl);
+  const address = config.usdcAddress as `0x${string}`;
+  try {
+    const [tokenName, version] = await Promise.all([
+      client.readContract({ address, abi: tokenAbi, functionName: 'name' }),
+      client.readContract({ address, abi: tokenAbi, functionName: 'version' }),
+    ]);
+    if (tokenName !== USDC_DOMAIN.name || version !== USDC_DOMAIN.version)
+      return failed(
+        name,
+        `the token at TILL_USDC_ADDRESS ${address} says name "${tokenName}", version "${version}"; Till's challenges say "${USDC_DOMAIN.name}", "${USDC_DOMAIN.version}", so every buyer's signature would be refused`,
+        'set TILL_USDC_ADDRESS to USDC on Base (0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913)',
+      );
+    return ok(name, `"${tokenName}", version "${version}" at ${address}`);
+  } catch (error) {
+    return failed(
+      name,
+      `reading name() and version() of ${address} failed: ${reason(error)}`,
+      'set TILL_USDC_ADDRESS to USDC on Base (0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913)',
+    );
+  }
+}
+
+/** What a live start asks of the facilitator and the chain before it serves; any failure refuses the start. */
+export async function liveStartChecks(config: Config): Promise<Check[]> {
+  const [facilitator, chain, token] = await Promise.all([checkFacilitatorSupported(config), checkRpcChain(config), checkTokenDomain(config)]);
+  return [
+    { ...facilitator, setting: config.facilitator.kind === 'coinbase' ? 'TILL_FACILITATOR' : 'TILL_FACILITATOR_URL' },
+    ...chain.map((check) => ({ ...check, setting: 'TILL_BASE_RPC_URL' })),
+    { ...token, setting: 'TILL_USDC_ADDRESS' },
+  ];
+}
+
+/** The first failed start check as a refusal naming its setting, with the fix. */
+export function startRefusal(checks: Check[]): ConfigError | undefined {
+  const first = checks.find((check) => check.status === 'failed');
+  if (!first) return undefined;
+  return new ConfigError(
+    first.setting ?? 'TILL_FACILITATOR_URL',
+    `live mode refused to start: ${first.name} — ${first.detail}. Fix: ${first.fix}. (till doctor checks every setting.)`,
+  );
+}
+
+export function publicUrlCheck(config: Config): Check {
+  const name = 'TILL_BASE_URL is https';
+  if (config.baseUrl.startsWith('https://')) return ok(name, config.baseUrl);
+  if (config.mode === 'sandbox') return skipped(name, `${config.baseUrl} (plain http is fine in the sandbox)`);
+  return failed(name, `${config.baseUrl} is plain http`, 'serve behind a TLS proxy and set TILL_BASE_URL to its https address');
+}
+
+export async function databaseChecks(config: Config, db: Db): Promise<Check[]> {
+  let pending: string[];
+  try {
+    pending = await pendingMigrations(db);
+  } catch (error) {
+    return [failed('database reachable', `${config.databaseKind}: ${reason(error)}`, 'check TILL_DATABASE_URL and that the database is up')];
+  }
+  return [
+    ok('database reachable', config.databaseKind === 'sqlite' ? `SQLite at ${config.sqlitePath}` : 'PostgreSQL'),
+    pending.length === 0
+      ? ok('database migrated', 'every migration has run')
+      : failed('database migrated', `${pending.length} migrations to run: ${pending.join(', ')}`, 'run till migrate'),
+  ];
+}
+
+export function secretKeyCheck(config: Config, env: NodeJS.ProcessEnv): Check {
+  const name = 'secret key present';
+  if (env.TILL_SECRET_KEY) return ok(name, 'TILL_SECRET_KEY is set');
+  const file = join(config.dataDir, 'secret.key');
+  if (existsSync(file)) return ok(name, `kept in ${file}: back it up with the database`);
+  return failed(name, 'no TILL_SECRET_KEY', 'set TILL_SECRET_KEY (openssl rand -hex 32) and keep it with your database backups');
+}
+
+/** Every merchant's payout wallet is set and written checksummed (a typo in a mixed-case address fails its checksum). */
+export async function payoutWalletChecks(db: Db): Promise<Check> {
+  const name = "merchants' payout wallets";
+  const merchants = await listMerchants(db);
+  if (merchants.length === 0) return failed(name, 'no merchant yet', 'create one: till merchant create --name "Your shop" --wallet 0x…');
+  const unset = merchants.filter((m) => !m.walletAddress).map((m) => m.id);
+  const unchecked = merchants.filter((m) => m.walletAddress && !isChecksummed(m.walletAddress)).map((m) => m.id);
+  if (unset.length || unchecked.length)
+    return failed(
+      name,
+      [unset.length ? `no wallet: ${unset.join(', ')}` : '', unchecked.length ? `not checksummed: ${unchecked.join(', ')}` : ''].filter(Boolean).join('; '),
+      'till merchant set-wallet MERCHANT_ID 0x… (paste the address from the wallet itself)',
+    );
+  return ok(name, `${merchants.length} merchant${merchants.length === 1 ? '' : 's'}, each with a checksummed wallet`);
+}
+
+function isChecksummed(address: string): boolean {
+  try {
+    return getAddress(address) === address;
+  } catch {
+    return false;
+  }
+}
+
+/** What `till live prepare` clears: a live start on a database still holding sandbox data is refused. */
+export function sandboxDataCheck(readiness: LiveReadiness): Check {
+  const name = 'no sandbox data in the way';
+  const found = [
+    readiness.payableSandboxSessions ? `${readiness.payableSandboxSessions} payable sandbox session${readiness.payableSandboxSessions === 1 ? '' : 's'}` : '',
+    readiness.demoUser ? 'the sandbox demo user' : '',
+  ].filter(Boolean);
+  if (found.length === 0) return ok(name, 'no payable sandbox session, no demo user');
+  return failed(
+    name,
+    `this database holds ${found.join(' and ')}`,
+    'run till live prepare with the live settings: it archives them (nothing made in the sandbox is ever served in live mode)',
+  );
+}
+
+export function sandboxDataRefusal(readiness: LiveReadiness): ConfigError | undefined {
+  const check = sandboxDataCheck(readiness);
+  if (check.status !== 'failed') return undefined;
+  return new ConfigError('TILL_DATABASE_URL', `live mode refused to start: ${check.detail}. Fix: ${check.fix}.`);
+}
+
+/** Live webhook endpoints are https: nothing is delivered to another (the check runs at every delivery too). */
+export async function webhookUrlCheck(db: Db): Promise<Check> {
+  const name = 'webhook endpoints https';
+  const plain = await plainHttpEndpoints(db, 'live');
+  if (plain.length === 0) return ok(name, 'every live webhook endpoint is https (or none is set)');
+  return failed(
+    name,
+    `${plain.map((endpoint) => `${endpoint.merchantId} → ${endpoint.url}`).join(', ')}: nothing is delivered there`,
+    'till merchant set-webhook MERCHANT_ID --url https://… (or in the dashboard, Notifications)',
+  );
+}

@@ -1,0 +1,255 @@
+// A rehearsal of live mode, followed as docs/operations.md "Going live" says: `till doctor`, the
+// first merchant made with the CLI, `till serve` in live mode, and a buyer's x402 v2 client paying
+// a live session over https, the payment confirmed from the chain.
+//
+// Stand-ins (src/testing/live-rehearsal.ts says more): Coinbase's facilitator and a Base node
+// cannot be reached from here, so the sandbox chain runs as Base (chain id 8453, a token at Base's
+// USDC address with USDC's EIP-712 domain) behind an https server that refuses any facilitator call
+// without a valid CDP-style JWT, made by `@coinbase/x402` from a throwaway API key. TLS uses a
+// throwaway CA that the service trusts through NODE_EXTRA_CA_CERTS. Everything else is real: the
+// service's own processes, its database, the x402 client, signatures and transfers on the chain.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Server } from 'node:http';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ExactEvmScheme } from '@x402/evm/exact/client';
+import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
+import { createPublicClient, getAddress, http, parseAbiItem } from 'viem';
+import { BASE_USDC_ADDRESS } from '../src/common/network.ts';
+import { runNodeScript } from '../src/testing/child-process.ts';
+import { createServiceStorage, freePort, temporaryDirectories } from '../src/testing/environment.ts';
+import { describeOnEngine, engines } from '../src/testing/harness.ts';
+import { type HttpsFront, type LiveRehearsal, startLiveRehearsal } from '../src/testing/live-rehearsal.ts';
+import { newAccount } from '../src/testing/payer.ts';
+import { listen, standInRpc } from '../src/testing/stand-ins.ts';
+
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+const freshDir = temporaryDirectories('till-rehearsal-');
+const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+
+type Serving = { child: ChildProcess; stdout: string; stderr: string; stop(): Promise<void> };
+
+/** `till serve` in a process of its own, resolved once it says it is serving. */
+function serve(env: NodeJS.ProcessEnv): Promise<Serving> {
+  const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const serving: Serving = {
+    child,
+    stdout: '',
+    stderr: '',
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`till serve not ready in 60 s: ${serving.stderr}`)), 60_000);
+    child.stdout!.on('data', (chunk) => {
+      serving.stdout += chunk;
+      if (serving.stdout.includes('Till is serving')) {
+        clearTimeout(timer);
+        resolve(serving);
+      }
+    });
+    child.stderr!.on('data', (chunk) => {
+      serving.stderr += chunk;
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`till serve exited with ${code}: ${serving.stderr}`));
+    });
+  });
+}
+
+for (const { engine, skip } of engines) {
+  describeOnEngine(`live mode rehearsed on ${engine}`, skip, () => {
+    let rehearsal: LiveRehearsal;
+    let front: HttpsFront;
+    let till: Serving | undefined;
+    let env: NodeJS.ProcessEnv;
+    let drop: () => Promise<void>;
+    let merchantId: string;
+    let apiKey: string;
+    const wallet = getAddress(newAccount().address);
+
+    const cli = (args: string[], extra: Record<string, string> = {}) => runNodeScript(CLI, args, { env: { ...env, ...extra }, timeoutMs: 60_000 });
+    const doctor = async (extra: Record<string, string> = {}) => {
+      const run = await cli(['doctor', '--json'], extra);
+      return {
+        code: run.code,
+        report: JSON.parse(run.stdout) as { ok: boolean; checks: { name: string; status: string; detail: string; fix?: string }[] },
+        text: run.stdout,
+      };
+    };
+
+    before(async () => {
+      rehearsal = await startLiveRehearsal({ dir: freshDir(), faultControls: true, blockIntervalMs: 400 });
+      const storage = await createServiceStorage(engine);
+      drop = storage.drop;
+      const port = await freePort();
+      front = await rehearsal.httpsFrontFor(`http://127.0.0.1:${port}`);
+      env = {
+        PATH: process.env.PATH,
+        ...storage.settings,
+        ...rehearsal.childEnv,
+        PORT: String(port),
+        TILL_BASE_URL: front.url,
+        TILL_FACILITATOR: 'coinbase',
+        TILL_FACILITATOR_URL: rehearsal.facilitatorUrl,
+        CDP_API_KEY_ID: rehearsal.apiKeyId,
+        CDP_API_KEY_SECRET: rehearsal.apiKeySecret,
+        TILL_BASE_RPC_URL: rehearsal.rpcUrl,
+        TILL_FINALITY_CONFIRMATIONS: '3',
+        TILL_RECONCILE_INTERVAL_MS: '300',
+        TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '5000',
+        TILL_RECONCILE_GRACE_MS: '5000',
+        TILL_LOG_LEVEL: 'warn',
+      };
+    });
+    after(async () => {
+      await till?.stop();
+      await rehearsal?.stop();
+      await drop?.();
+    });
+
+    test('till doctor before the first merchant: every setting ✓, the migrations and the merchant still to do', async () => {
+      const { code, report } = await doctor();
+      assert.equal(code, 1);
+      const failed = report.checks.filter((check) => check.status === 'failed').map((check) => check.name);
+      assert.deepEqual(failed, ['database migrated']);
+      assert.match(report.checks.find((check) => check.name === 'database migrated')!.fix!, /till migrate/);
+      for (const name of [
+        'facilitator supports exact on Base',
+        'facilitator accepts the credentials',
+        'RPC is Base mainnet',
+        'RPC follows the chain',
+        "token's EIP-712 domain",
+        'TILL_BASE_URL is https',
+        'secret key present',
+      ])
+        assert.equal(report.checks.find((check) => check.name === name)?.status, 'ok', name);
+      assert.equal(rehearsal.stats.refused, 0);
+    });
+
+    test('the first merchant with the CLI, then till doctor passes', async () => {
+      assert.equal((await cli(['migrate', '--json'])).code, 0);
+      const noMerchant = await doctor();
+      assert.equal(noMerchant.code, 1);
+      assert.match(noMerchant.report.checks.find((check) => check.name === "merchants' payout wallets")!.detail, /no merchant yet/);
+      const created = await cli(['merchant', 'create', '--name', 'Rehearsal shop', '--wallet', wallet, '--json']);
+      assert.equal(created.code, 0, created.stderr);
+      ({ merchantId, apiKey } = JSON.parse(created.stdout));
+      assert.match(apiKey, /^sk_live_/);
+      const ready = await doctor();
+      assert.equal(ready.code, 0, ready.text);
+      assert.ok(ready.report.ok);
+      assert.equal(ready.report.checks.filter((check) => check.status === 'failed').length, 0);
+      for (const name of ["merchants' payout wallets", 'no sandbox data in the way', 'webhook endpoints https'])
+        assert.equal(ready.report.checks.find((check) => check.name === name)?.status, 'ok', name);
+      const human = await cli(['doctor']);
+      assert.equal(human.code, 0);
+      assert.match(human.stdout, /^✓ mode: live: real USDC on Base through Coinbase's facilitator at https:\/\/localhost:\d+\/platform\/v2\/x402$/m);
+      assert.match(human.stdout, /^✓ token's EIP-712 domain: "USD Coin", version "2" at 0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913$/m);
+      assert.match(human.stdout, /^Ready\.$/m);
+    });
+
+    test('till doctor names the broken piece: a wrong API key, an RPC of another chain, a plain http URL', async () => {
+      const wrongKey = await doctor({ CDP_API_KEY_ID: rehearsal.wrongKey.id, CDP_API_KEY_SECRET: rehearsal.wrongKey.secret });
+      assert.equal(wrongKey.code, 1);
+      const credentials = wrongKey.report.checks.find((check) => check.name === 'facilitator accepts the credentials')!;
+      assert.equal(credentials.status, 'failed');
+      assert.match(credentials.detail, /answered 401: the credentials were refused/);
+      assert.match(credentials.fix!, /CDP_API_KEY_ID and CDP_API_KEY_SECRET/);
+
+      const sepolia: Server = standInRpc(84532, 'USD Coin');
+      try {
+        const otherChain = await doctor({ TILL_BASE_RPC_URL: await listen(sepolia), TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true' });
+        assert.equal(otherChain.code, 1);
+        const chain = otherChain.report.checks.find((check) => check.name === 'RPC is Base mainnet')!;
+        assert.equal(chain.status, 'failed');
+        assert.match(chain.detail, /answers chain id 84532, not Base mainnet \(8453\)/);
+      } finally {
+        sepolia.close();
+      }
+
+      const plain = await doctor({ TILL_BASE_RPC_URL: 'http://base-rpc.example' });
+      assert.equal(plain.code, 1);
+      assert.equal(plain.report.checks[0]!.name, 'settings');
+      assert.match(plain.report.checks[0]!.detail, /TILL_BASE_RPC_URL: http:\/\/base-rpc\.example is plain http, refused in live mode/);
+    });
+
+    test('a live start with a refused API key is refused, naming the setting', async () => {
+      const run = await cli(['serve'], { CDP_API_KEY_SECRET: rehearsal.wrongKey.secret });
+      assert.equal(run.code, 2);
+      assert.match(
+        run.stderr,
+        /Invalid setting TILL_FACILITATOR: live mode refused to start: facilitator supports exact on Base — GET https:\/\/localhost:\d+\/platform\/v2\/x402\/supported failed/,
+      );
+    });
+
+    test('an x402 v2 client pays a live session over https; a lost settle answer is confirmed from the chain', async () => {
+      const refusedBefore = rehearsal.stats.refusals.length;
+      till = await serve(env);
+      assert.match(till.stderr, /live mode without TILL_RATES_URL accepts USD sessions only/);
+      assert.match(till.stdout, /Till is serving on https:\/\/localhost:\d+ \(live, /);
+      assert.doesNotMatch(till.stdout, /demo merchant/i);
+      const api = (path: string, init: RequestInit = {}) =>
+        rehearsal.fetch(`${front.url}${path}`, { ...init, headers: { 'X-SC-ApiKey': apiKey, 'content-type': 'application/json', ...init.headers } });
+      const createSession = async (amount: number) => {
+        const response = await api('/api/checkout/v2/payment_session', { method: 'POST', body: JSON.stringify({ amount, currency: 'USD' }) });
+        assert.equal(response.status, 201);
+        return ((await response.json()) as { sessionId: string }).sessionId;
+      };
+      const buyer = newAccount();
+      await rehearsal.sandbox.fund(buyer.address, '1');
+      const pay = wrapFetchWithPaymentFromConfig(rehearsal.fetch, {
+        schemes: [{ network: 'eip155:8453', client: new ExactEvmScheme(buyer) }],
+        spendControls: { allowedAssets: [{ network: 'eip155:8453', asset: BASE_USDC_ADDRESS }] },
+      } as never);
+
+      // Paid at once: the facilitator verified and settled with a valid JWT each time.
+      const first = await createSession(0.25);
+      const paid = await pay(`${front.url}/x402/session/${first}`);
+      const body = (await paid.json()) as { status: string; receipt: string };
+      assert.equal(paid.status, 200, JSON.stringify(body));
+      assert.equal(body.status, 'SUCCESS');
+      assert.equal(await rehearsal.sandbox.balanceOf(wallet), 250_000n);
+      assert.match(body.receipt, /^https:\/\/basescan\.org\/tx\/0x[0-9a-f]{64}$/, "a live receipt links to Base's explorer");
+      assert.ok(rehearsal.stats.facilitator.settle >= 1 && rehearsal.stats.facilitator.verify >= 1);
+      assert.equal(rehearsal.stats.refusals.length, refusedBefore, 'every facilitator call carried a valid JWT');
+
+      // The facilitator settles on chain but its answer is lost (502): the buyer is told the payment is
+      // in progress, never asked again, and the reconciler records it from the chain.
+      await rehearsal.sandbox.faults.set({ settleFault: 'bad_gateway' });
+      const second = await createSession(0.5);
+      const inProgress = await pay(`${front.url}/x402/session/${second}`);
+      assert.equal(inProgress.status, 402);
+      const answer = (await inProgress.json()) as { error: string; accepts: unknown[] };
+      assert.equal(answer.error, 'payment_in_progress');
+      assert.deepEqual(answer.accepts, []);
+      await rehearsal.sandbox.faults.set({ settleFault: 'none' });
+      let status = '';
+      for (let tries = 0; tries < 100 && status !== 'SUCCESS'; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        status = ((await (await api(`/api/checkout/v2/payment_session/${second}`)).json()) as { status: string }).status;
+      }
+      assert.equal(status, 'SUCCESS', 'the reconciler recorded the payment from the chain');
+      assert.equal(await rehearsal.sandbox.balanceOf(wallet), 750_000n);
+
+      // On the chain: exactly one transfer per session to the payout wallet, from the buyer.
+      const chain = createPublicClient({ transport: http(rehearsal.rpcUrl, { fetchFn: rehearsal.fetch }) });
+      const transfers = await chain.getLogs({ address: BASE_USDC_ADDRESS, event: TRANSFER, args: { to: wallet }, fromBlock: 0n });
+      assert.deepEqual(
+        transfers.map((log) => [log.args.from, log.args.value]),
+        [
+          [buyer.address, 250_000n],
+          [buyer.address, 500_000n],
+        ],
+      );
+      assert.equal(rehearsal.stats.refusals.length, refusedBefore);
+      assert.ok(merchantId);
+    });
+  });
+}
