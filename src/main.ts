@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
-import { registerSignInRoutes } from './accounts/sign-in.route.ts';
 import { purgeForgottenFailures } from './accounts/throttle.ts';
 import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
@@ -14,7 +13,6 @@ import { registerMcpRoutes } from './mcp/mcp.route.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
 import { purgeEndedAuthorizationRequests } from './oauth/authorization-requests.ts';
-import { registerAuthorizeRoutes } from './oauth/authorize.route.ts';
 import { createClientMetadataResolver } from './oauth/client-metadata.ts';
 import { registerCodingAgentsRoutes } from './oauth/coding-agents.route.ts';
 import { registerDiscoveryRoutes } from './oauth/discovery.route.ts';
@@ -25,9 +23,10 @@ import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
 import { registerSessionRoutes } from './sessions/routes.ts';
-import { checkoutAssets } from './web/checkout/assets.ts';
 import { registerCheckoutPage } from './web/checkout/page.route.ts';
-import { registerDashboard } from './web/dashboard/routes.ts';
+import { loadAssets, registerAssets } from './web/kit/assets.ts';
+import { receiptPage } from './web/receipt/page.ts';
+import { registerWebPages } from './web/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { startWebhookWorker } from './webhooks/worker.ts';
 import { createChainReader } from './x402/chain.ts';
@@ -69,8 +68,8 @@ export type CreateServiceOptions = {
 
 /** Composition root: config → database → services → HTTP app (→ workers, per role). */
 export async function createService(config: Config, options: CreateServiceOptions = {}): Promise<Service> {
-  // The hosted page's scripts are bundled first, so a broken build stops the start.
-  await checkoutAssets();
+  // The pages' built stylesheets and scripts are read first: without them (no `npm run build`) the start stops.
+  loadAssets();
   const database = openDatabase(config, options.onQuery ? { onQuery: options.onQuery } : {});
   await migrateToLatest(database.db, { secretKey: config.secretKey });
   const context: AppContext = {
@@ -93,17 +92,16 @@ export async function createService(config: Config, options: CreateServiceOption
   const app = await buildApp(context, [
     registerSessionRoutes,
     registerX402Routes(x402),
-    registerReceiptRoutes,
+    registerReceiptRoutes(receiptPage),
     registerWebhookRoutes,
     registerSandboxProxy,
     registerCheckoutPage(x402),
-    registerSignInRoutes,
+    registerAssets,
     registerTokenRoute,
-    registerAuthorizeRoutes(clientMetadata),
     registerCodingAgentsRoutes,
     registerDiscoveryRoutes,
     registerMcpRoutes,
-    registerDashboard,
+    registerWebPages(clientMetadata),
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];

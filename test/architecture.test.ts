@@ -128,6 +128,82 @@ test("every write to a table happens in that table's own module", () => {
   assert.deepEqual(strays, []);
 });
 
+/** The SQL of each `sql\`…\`` template literal of a source text (the `${…}` inside it blanked, its own nested templates read too). */
+function sqlTemplates(text: string): string[] {
+  const found: string[] = [];
+  let lastEnd = 0;
+  // From just after an opening backtick: the template's text, and where it ends.
+  const readTemplate = (from: number): [string, number] => {
+    let out = '';
+    let i = from;
+    while (i < text.length && text[i] !== '`') {
+      if (text[i] === '\\') {
+        out += text.slice(i, i + 2);
+        i += 2;
+      } else if (text.startsWith('${', i)) {
+        i = skipExpression(i + 2);
+        out += ' ? ';
+      } else out += text[i++];
+    }
+    return [out, i + 1];
+  };
+  // From just after `${`: past its closing brace, reading the sql`…` templates inside it.
+  const skipExpression = (from: number): number => {
+    let depth = 1;
+    let i = from;
+    while (i < text.length && depth > 0) {
+      if (text[i] === '`') {
+        const [inner, end] = readTemplate(i + 1);
+        if (/\bsql(?:<[^`]*>)?$/.test(text.slice(Math.max(0, i - 40), i))) found.push(inner);
+        i = end;
+      } else {
+        if (text[i] === '{') depth++;
+        else if (text[i] === '}') depth--;
+        i++;
+      }
+    }
+    return i;
+  };
+  for (const match of text.matchAll(/\bsql(?:<[^`(]*>)?`/g)) {
+    // A template nested in another's ${…} is read with it.
+    if (found.length && match.index! < lastEnd) continue;
+    const [body, end] = readTemplate(match.index! + match[0].length);
+    found.push(body);
+    lastEnd = end;
+  }
+  return found;
+}
+
+/** Raw SQL writes outside the owner, each a recorded decision. */
+const RAW_ALSO_WRITES: Record<string, string[]> = {
+  // docs/decisions.md "E1 limited per API key, in E1's own statement on PostgreSQL": the count is a CTE of E1's statement.
+  rate_limit_windows: ['src/sessions/create-session-postgres.ts'],
+};
+
+test("every raw sql`…` write (INSERT INTO, UPDATE, DELETE FROM) is in its table's own module too", () => {
+  const strays: string[] = [];
+  for (const file of production.filter((file) => !file.includes(`${SRC}/db/migrations/`))) {
+    for (const body of sqlTemplates(readFileSync(file, 'utf8'))) {
+      // `ON CONFLICT … DO UPDATE SET` and `FOR UPDATE [OF|SKIP|NOWAIT]` name no table of their own.
+      for (const [, verb, table] of body.matchAll(/\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:ONLY\s+)?(?:"?\w+"?\.)?"?(\w+)"?/gi)) {
+        const name = table!.toLowerCase();
+        if (['set', 'of', 'skip', 'nowait'].includes(name)) continue;
+        const allowed = [TABLE_OWNERS[name], ...(ALSO_WRITES[name] ?? []), ...(RAW_ALSO_WRITES[name] ?? [])];
+        if (!allowed.includes(relative(ROOT, file)))
+          strays.push(`${relative(ROOT, file)}: sql\`${verb!.toUpperCase().replace(/\s+/, ' ')} ${name}\` — owner is ${TABLE_OWNERS[name] ?? 'not declared'}`);
+      }
+    }
+  }
+  assert.deepEqual(strays, []);
+  // The scanner itself: a nested template is read, the expressions between are not SQL.
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text a file would hold
+  const sample = 'const q = sql`WITH a AS (${flag ? sql`UPDATE payments SET x = 1` : sql``}) DELETE FROM users WHERE id = ${id}`;';
+  assert.deepEqual(
+    sqlTemplates(sample).map((body) => body.trim()),
+    ['UPDATE payments SET x = 1', '', 'WITH a AS ( ? ) DELETE FROM users WHERE id =  ?'],
+  );
+});
+
 test('npm run lint refuses an import cycle, and passes the same files without it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'till-lint-'));
   try {
@@ -150,4 +226,89 @@ test('npm run lint refuses an import cycle, and passes the same files without it
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** What a folder may import, as docs/architecture.md's folder table says ("the above" spelled out). */
+const BELOW_HTTP = ['common', 'money', 'config', 'db', 'limits', 'context', 'metrics'];
+const HTTP_AND_BELOW = ['http', ...BELOW_HTTP];
+const CAPABILITIES = ['merchants', 'accounts', 'oauth', 'auth', 'webhooks', 'sessions', 'payments', 'x402', 'mcp'];
+const MAY_IMPORT: Record<string, string[]> = {
+  common: ['metrics'], // the type of the metrics, for row-failures.ts
+  money: ['common'],
+  config: ['common', 'money'],
+  db: ['common', 'config'],
+  limits: ['common', 'db'],
+  context: BELOW_HTTP,
+  metrics: BELOW_HTTP,
+  http: BELOW_HTTP,
+  merchants: ['common', 'db'],
+  accounts: ['merchants', ...HTTP_AND_BELOW],
+  oauth: ['accounts', ...HTTP_AND_BELOW],
+  auth: ['merchants', 'oauth', ...HTTP_AND_BELOW],
+  webhooks: ['merchants', 'auth', ...HTTP_AND_BELOW],
+  sessions: ['webhooks', 'auth', 'merchants', ...HTTP_AND_BELOW],
+  payments: ['sessions', 'webhooks', ...HTTP_AND_BELOW],
+  x402: ['payments', 'sessions', ...HTTP_AND_BELOW],
+  mcp: ['merchants', 'oauth', 'sessions', 'payments', ...HTTP_AND_BELOW],
+  web: [...CAPABILITIES, ...HTTP_AND_BELOW],
+  sandbox: ['http', 'common', 'context'],
+};
+
+test('each folder imports only what docs/architecture.md allows it: http and the capabilities import no web/', () => {
+  const strays: string[] = [];
+  for (const file of production) {
+    const from = nodeOf(file).replace(/\.ts$/, '');
+    const allowed = MAY_IMPORT[from];
+    if (!allowed) continue; // cli/ and main.ts: everything
+    for (const target of importsOf(file)) {
+      const to = nodeOf(target).replace(/\.ts$/, '');
+      if (target.startsWith(SRC) && to !== from && !allowed.includes(to)) strays.push(`${relative(ROOT, file)} imports ${relative(ROOT, target)}`);
+    }
+  }
+  assert.deepEqual(strays, []);
+  assert.ok(!MAY_IMPORT.http!.includes('web') && CAPABILITIES.every((folder) => !MAY_IMPORT[folder]!.includes('web')));
+  // Every folder of src/ is in the table (a new one must say what it may import).
+  const folders = readdirSync(SRC, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && !['testing', 'cli'].includes(entry.name))
+    .map((entry) => entry.name);
+  assert.deepEqual(
+    folders.filter((folder) => !MAY_IMPORT[folder]),
+    [],
+  );
+});
+
+test("web/'s page folders import the kit, never each other; the kit imports no page folder", () => {
+  const WEB = join(SRC, 'web');
+  const webFolder = (file: string) => relative(WEB, file).split('/')[0]!;
+  const strays = production
+    .filter((file) => file.startsWith(`${WEB}/`) && relative(WEB, file).includes('/'))
+    .flatMap((file) =>
+      importsOf(file)
+        .filter((target) => target.startsWith(`${WEB}/`) && webFolder(target) !== webFolder(file) && webFolder(target) !== 'kit')
+        .map((target) => `${relative(ROOT, file)} imports ${relative(ROOT, target)}`),
+    );
+  assert.deepEqual(strays, []);
+});
+
+/**
+ * Markup that is not escaped: `trusted()` (the kit's one opt-out) and Hono's own tag and `raw` are
+ * used only in web/kit/ and in these files, each for a reason.
+ */
+const TRUSTED_MARKUP: Record<string, string> = {
+  'src/web/checkout/render.ts': "the payment link's QR code: an SVG the qrcode package generates from the URL",
+  'src/web/dashboard/links.route.ts': "the payment link's QR code: an SVG the qrcode package generates from the URL",
+};
+/** Hand-written escaping still to be replaced by the kit (should be empty; each entry says why it is not). */
+const OWN_ESCAPING: Record<string, string> = {
+  'src/sandbox/explorer.ts': "the sandbox's block explorer: a page of the separate `till sandbox` process, which may not import web/",
+};
+
+test('pages escape by default: trusted() and hono/html only in web/kit/ and the listed files; no escapeHtml outside the kit', () => {
+  const inKit = (file: string) => file.startsWith(join(SRC, 'web/kit/'));
+  const rawMarkup = production
+    .filter((file) => !inKit(file) && /\btrusted\(|from 'hono\/html'|from 'hono'/.test(readFileSync(file, 'utf8')))
+    .map((file) => relative(ROOT, file));
+  assert.deepEqual(rawMarkup.sort(), Object.keys(TRUSTED_MARKUP).sort());
+  const escaping = production.filter((file) => !inKit(file) && /\bescapeHtml\b/.test(readFileSync(file, 'utf8'))).map((file) => relative(ROOT, file));
+  assert.deepEqual(escaping.sort(), Object.keys(OWN_ESCAPING).sort());
 });

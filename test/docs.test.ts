@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { TOOLS } from '../src/mcp/tools.ts';
+import { routesOf } from '../src/testing/fuzz.ts';
 import { startTestService, type TestService } from '../src/testing/harness.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -21,6 +22,31 @@ describe('the docs say what the service does', () => {
     assert.ok(names.length >= 6, names.join());
     const api = doc('docs/api.md');
     for (const name of names) assert.ok(api.includes(`\`${name}\``), `${name} is documented`);
+  });
+
+  test("every registered route's prefix (its first two fixed path segments) is in docs/architecture.md's code map", () => {
+    const map = doc('docs/architecture.md');
+    const prefixes = new Set(
+      routesOf(service.app).map(({ url }) => {
+        const fixed = url
+          .split('/')
+          .slice(1)
+          .filter((segment) => segment !== '*');
+        const end = fixed.findIndex((segment) => segment.startsWith(':'));
+        return `/${(end < 0 ? fixed : fixed.slice(0, end)).slice(0, 2).join('/')}`;
+      }),
+    );
+    assert.ok(prefixes.size >= 20, [...prefixes].join());
+    // Named as a path of its own: after a space, backtick, comma or parenthesis, and not as the start of a longer segment.
+    const named = (prefix: string) => new RegExp(`(?:^|[\\s\`,(])${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`, 'm').test(map);
+    const missing = [...prefixes].filter((prefix) => !named(prefix));
+    assert.deepEqual(missing, []);
+    // … and every folder of src/ in its folder table.
+    const folders = readdirSync(resolve(ROOT, 'src'), { withFileTypes: true }).filter((entry) => entry.isDirectory() && entry.name !== 'testing');
+    assert.deepEqual(
+      folders.map((entry) => entry.name).filter((name) => !map.includes(`| \`${name}/\``)),
+      [],
+    );
   });
 
   test('every MCP tool is in the tools table of docs/mcp.md with its scope', () => {

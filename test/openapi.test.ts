@@ -4,9 +4,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { validate as validateStrictly } from '@readme/openapi-parser';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { ERROR_CATALOGUE } from '../src/common/errors.ts';
+import { API_PATHS } from '../src/http/openapi.ts';
 import { startTestService, type TestService } from '../src/testing/harness.ts';
 
 // Every route registered, x402 and sandbox ones included; nothing is called, so the URLs lead nowhere.
@@ -84,6 +86,37 @@ describe('the OpenAPI document', () => {
       'OrderReceipt',
     ])
       assert.ok(schemas[name], name);
+  });
+
+  test('passes a strict validator (@readme/openapi-parser): every {parameter} of a path declared, required, once', async () => {
+    const result = await validateStrictly(structuredClone(document) as Parameters<typeof validateStrictly>[0]);
+    assert.equal(result.valid, true, result.valid ? '' : JSON.stringify(result.errors, null, 2));
+    assert.deepEqual(result.warnings, []);
+    assert.equal(result.specification, 'OpenAPI');
+  });
+
+  test('describes the JSON API only: no page, no form post', () => {
+    const paths = Object.keys(document.paths as Record<string, unknown>);
+    for (const path of paths)
+      assert.ok(
+        API_PATHS.some((api) => api.test(path)),
+        `${path} is not API`,
+      );
+    for (const page of ['/checkout/pay', '/sign-in', '/sign-out', '/account', '/oauth/authorize', '/oauth/consent/{id}', '/dashboard', '/mcp'])
+      assert.ok(!paths.includes(page), `${page} is listed`);
+    assert.ok(!paths.some((path) => path.startsWith('/dashboard')), 'no dashboard route is listed');
+    for (const api of [
+      '/api/checkout/v2/payment_session',
+      '/api/checkout/v2/payment_session/{sessionId}',
+      '/x402/session/{sessionId}',
+      '/checkout/v2/x402/session/{sessionId}',
+      '/checkout/v2/orders/receipt/{publicOrderId}',
+      '/api/checkout/v2/webhooks/deliveries',
+      '/api/checkout/v2/webhooks/events/{eventId}/redeliver',
+      '/oauth/token',
+      '/.well-known/oauth-authorization-server',
+    ])
+      assert.ok(paths.includes(api), `${api} is missing`);
   });
 
   test('lists every code of the error catalogue, as the enum of Error.error.code and with its status', () => {

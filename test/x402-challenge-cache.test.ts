@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
+import { changeFeed } from '../src/db/changes.ts';
 import { createService, type Service } from '../src/main.ts';
 import { setAcceptedChains, setBusinessDetails, setMerchantWallet } from '../src/merchants/merchants.ts';
 import type { RatesProvider } from '../src/money/rates.ts';
@@ -91,6 +92,8 @@ for (const { engine, skip } of engines) {
     const rates = movableRates('1.10');
 
     before(async () => {
+      // The suite's clock starts with it: a session lives 20 s of it, and the other instance below keeps the same clock.
+      clock = Date.now();
       service = await startListeningTestService(engine, X402_ENV, { now: () => clock, rates: rates.provider });
       ({ apiKey, merchantId } = await service.merchant({ walletAddress: newAccount().address }));
       // On PostgreSQL nothing is cached until the LISTEN is in place.
@@ -314,8 +317,26 @@ for (const { engine, skip } of engines) {
       assert.match((await ask(service.baseUrl, sessionId)).body.accepts[0]!.description, /: raw$/);
     });
 
+    test('a change made here is dropped once: its own NOTIFY, coming back, leaves what was cached since', async (t) => {
+      if (engine !== 'postgres') return t.skip('PostgreSQL NOTIFY only');
+      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db());
+      assert.ok(changeFeed(db())!.isOwnBackend!(rows[0]!.pid), "the pool's connections are known by their backend process id");
+      const sessionId = await open();
+      for (let trial = 0; trial < 5; trial++) {
+        await cached(service.baseUrl, sessionId);
+        const wallet = newAccount().address.toLowerCase();
+        assert.ok(await setMerchantWallet(db(), merchantId, wallet));
+        // Filled again at once, most likely before the write's NOTIFY is back.
+        assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const before = await cachedCount(service.baseUrl);
+        await ask(service.baseUrl, sessionId);
+        assert.equal(await cachedCount(service.baseUrl), before + 1, 'still answered from the cache once the NOTIFY came back');
+      }
+    });
+
     test(`another instance on the same database answers a change within ${CROSS_INSTANCE_BOUND_MS[engine]} ms`, async (t) => {
-      const second: Service = await createService(service.config, { workers: false, log: pino({ level: 'silent' }) });
+      const second: Service = await createService(service.config, { workers: false, log: pino({ level: 'silent' }), now: () => clock });
       try {
         const otherUrl = await second.app.listen({ port: 0, host: '127.0.0.1' });
         const sessionId = await open();

@@ -27,8 +27,25 @@ export function passwordProblem(password: string): string | undefined {
   return undefined;
 }
 
-/** Argon2id (the library's default algorithm) with its default, OWASP-recommended cost: 19 MiB, 2 passes. */
-export const hashPassword = (password: string): Promise<string> => hash(password);
+/** Argon2id's cost: the library's default algorithm and its default, OWASP-recommended cost (19 MiB, 2 passes). */
+export const PASSWORD_HASH_COST = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+/** Argon2's minimum: for tests only, through `lowerPasswordHashCostForTests`. */
+const TEST_PASSWORD_HASH_COST = { memoryCost: 8, timeCost: 1, parallelism: 1 } as const;
+let cost: { memoryCost: number; timeCost: number; parallelism: number } = PASSWORD_HASH_COST;
+
+/** The cost new hashes are made with; a hash keeps its own, so any hash verifies whatever the current cost. */
+export const passwordHashCost = () => cost;
+
+/**
+ * Tests only: new hashes at Argon2's minimum cost. Called by src/testing/password-hash-cost.ts,
+ * which the test runs preload when TILL_TEST_PASSWORD_HASH_COST=minimal (scripts/test.ts); the
+ * service never calls it and reads no setting for it.
+ */
+export function lowerPasswordHashCostForTests(): void {
+  cost = TEST_PASSWORD_HASH_COST;
+}
+
+export const hashPassword = (password: string): Promise<string> => hash(password, cost);
 
 /** Verified against when the email is unknown, so an unknown email costs as long as a wrong password. */
 let decoyHash: Promise<string> | undefined;

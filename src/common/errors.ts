@@ -68,6 +68,11 @@ export const ERROR_CATALOGUE = {
           : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
   ),
   not_found: entry(404, 'The object does not exist, belongs to another merchant, or the route is unknown', (p: { what: string }) => `${p.what} was not found`),
+  method_not_allowed: entry(
+    405,
+    'The endpoint does not take this method; `Allow` lists the ones it takes',
+    (p: { endpoint: string; allowed: string }) => `${p.endpoint} takes ${p.allowed} only`,
+  ),
   session_settled: entry(409, 'The session has been paid and can no longer change', () => 'This session has been paid and can no longer change'),
   session_expired: entry(409, 'The session has expired and can no longer change', () => 'This session has expired and can no longer change'),
   session_changed: entry(

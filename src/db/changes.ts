@@ -1,4 +1,23 @@
-import type { CompiledQuery, DatabaseConnection, Dialect, Driver, Kysely, QueryResult, TransactionSettings } from 'kysely';
+import {
+  AliasNode,
+  type CompiledQuery,
+  type DatabaseConnection,
+  DeleteQueryNode,
+  type Dialect,
+  type Driver,
+  FromNode,
+  InsertQueryNode,
+  type Kysely,
+  ListNode,
+  MergeQueryNode,
+  type OperationNode,
+  type QueryResult,
+  RawNode,
+  TableNode,
+  type TransactionSettings,
+  UpdateQueryNode,
+  type WithNode,
+} from 'kysely';
 
 /**
  * Committed changes to the rows that answers are built from, seen where every query passes: the
@@ -31,7 +50,15 @@ export type ChangeFeed = {
   subscribe(listener: Listener): () => void;
   /** SQLite only: `PRAGMA data_version`, which moves when another connection commits. */
   externalVersion: (() => number) | undefined;
+  /**
+   * PostgreSQL only: true for the backend process id of one of this handle's own connections. The
+   * NOTIFY of such a connection's write (a notification's `processId`) is an echo: the feed
+   * published that write at its commit already.
+   */
+  isOwnBackend: ((processId: number) => boolean) | undefined;
 };
+
+export type TrackOptions = Partial<Pick<ChangeFeed, 'externalVersion' | 'isOwnBackend'>>;
 
 // Keyed by the Kysely handle (any database type): a handle's feed lives and goes with it.
 const feeds = new WeakMap<object, ChangeFeed & { publish(change: DataChange): void }>();
@@ -41,19 +68,49 @@ export function changeFeed<DB>(db: Kysely<DB>): ChangeFeed | undefined {
   return feeds.get(db);
 }
 
-/** Which watched table a compiled write updates or deletes from; undefined for reads, inserts and other tables. */
-function writtenTable(query: CompiledQuery): WatchedTable | undefined {
-  const kind = query.query.kind;
-  if (kind === 'SelectQueryNode' || kind === 'InsertQueryNode') return undefined;
-  if (kind === 'UpdateQueryNode' || kind === 'DeleteQueryNode') {
-    for (const table of WATCHED_TABLES) if (query.sql.includes(table)) return table;
-    return undefined;
-  }
-  // Raw SQL: the tables it updates or deletes from (`ON CONFLICT DO UPDATE SET` names none), so a
-  // statement that only reads a watched table, or inserts into one, drops nothing.
-  for (const [, target] of query.sql.matchAll(/\b(?:update|delete\s+from)\s+"?(\w+)"?/gi))
-    if ((WATCHED_TABLES as readonly string[]).includes(target!.toLowerCase())) return target!.toLowerCase() as WatchedTable;
-  return undefined;
+const isWatched = (name: string): name is WatchedTable => (WATCHED_TABLES as readonly string[]).includes(name);
+
+/** The tables a table reference names: `t`, `schema.t`, `t as a`, and lists of them (the schema is not compared). */
+function tableNames(node: OperationNode | undefined): string[] {
+  if (!node) return [];
+  if (TableNode.is(node)) return [node.table.identifier.name];
+  if (AliasNode.is(node)) return tableNames(node.node);
+  if (FromNode.is(node)) return node.froms.flatMap(tableNames);
+  if (ListNode.is(node)) return node.items.flatMap(tableNames);
+  return [];
+}
+
+// Raw SQL: the tables it updates or deletes from (`UPDATE [ONLY] [schema.]t`, `DELETE FROM …`;
+// `ON CONFLICT DO UPDATE SET` names none), so a statement that only reads a watched table, or
+// inserts into one, drops nothing.
+const RAW_WRITE = /\b(?:update|delete\s+from)\s+(?:only\s+)?(?:"?\w+"?\s*\.\s*)?"?(\w+)"?/gi;
+const rawTables = (sql: string) => Array.from(sql.matchAll(RAW_WRITE), ([, target]) => target!.toLowerCase());
+
+/** The table a statement itself updates or deletes from (UPDATE, DELETE, MERGE, an upserting INSERT); tables it only reads are not. */
+function ownTargets(node: OperationNode): string[] {
+  if (RawNode.is(node)) return rawTables(node.sqlFragments.join(' '));
+  if (UpdateQueryNode.is(node)) return tableNames(node.table);
+  if (DeleteQueryNode.is(node)) return tableNames(node.from);
+  if (MergeQueryNode.is(node)) return tableNames(node.into);
+  if (InsertQueryNode.is(node) && (node.onConflict?.updates?.length || node.onDuplicateKey)) return tableNames(node.into);
+  return [];
+}
+
+/** The targets of a statement's data-modifying CTEs (PostgreSQL allows them only at the top level). */
+const cteTargets = (node: OperationNode): string[] =>
+  ((node as { with?: WithNode }).with?.expressions ?? []).flatMap((cte) => [...ownTargets(cte.expression), ...cteTargets(cte.expression)]);
+
+/**
+ * The watched tables a compiled statement updates or deletes from, read from its query node, so a
+ * table it merely mentions (a subquery, FROM, USING, a join) is never taken for its target; raw SQL
+ * (`sql\`…\``) by RAW_WRITE. `rowsAreIds`: the rows it returns are the written rows (no CTE wrote a
+ * watched table), so their ids say which rows changed.
+ */
+export function writtenTables(query: CompiledQuery): { tables: WatchedTable[]; rowsAreIds: boolean } {
+  const node = query.query;
+  if (RawNode.is(node)) return { tables: [...new Set(rawTables(query.sql).filter(isWatched))], rowsAreIds: true };
+  const fromCtes = cteTargets(node).filter(isWatched);
+  return { tables: [...new Set([...ownTargets(node).filter(isWatched), ...fromCtes])], rowsAreIds: fromCtes.length === 0 };
 }
 
 function changedIds(query: CompiledQuery, result: QueryResult<unknown>): string[] | undefined {
@@ -68,7 +125,7 @@ function changedIds(query: CompiledQuery, result: QueryResult<unknown>): string[
 }
 
 /** Wraps a dialect so that its driver reports committed writes of watched tables; `register` is called with the handle's publisher. */
-export function trackChanges(dialect: Dialect, externalVersion?: () => number) {
+export function trackChanges(dialect: Dialect, { externalVersion, isOwnBackend }: TrackOptions = {}) {
   const listeners = new Set<Listener>();
   const feed = {
     subscribe(listener: Listener) {
@@ -76,6 +133,7 @@ export function trackChanges(dialect: Dialect, externalVersion?: () => number) {
       return () => void listeners.delete(listener);
     },
     externalVersion,
+    isOwnBackend,
     publish(change: DataChange) {
       if (change.ids?.length === 0) return;
       for (const listener of listeners) listener(change);
@@ -102,10 +160,17 @@ function trackingDriver(inner: Driver, publish: (change: DataChange) => void): D
     if (wrapper) return wrapper;
     const outer: DatabaseConnection = {
       async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-        const result = await connection.executeQuery<R>(query);
-        const table = writtenTable(query);
-        if (table) {
-          const change = { table, ids: changedIds(query, result) };
+        const { tables, rowsAreIds } = writtenTables(query);
+        let result: QueryResult<R>;
+        try {
+          result = await connection.executeQuery<R>(query);
+        } catch (error) {
+          // Outside a transaction a write whose answer was lost may still have committed: drop what it may have changed.
+          if (!pending.has(outer)) for (const table of tables) publish({ table, ids: undefined });
+          throw error;
+        }
+        for (const table of tables) {
+          const change = { table, ids: rowsAreIds ? changedIds(query, result) : undefined };
           const open = pending.get(outer);
           if (open) open.push(change);
           else publish(change);
@@ -130,8 +195,12 @@ function trackingDriver(inner: Driver, publish: (change: DataChange) => void): D
     async commitTransaction(connection: DatabaseConnection) {
       const changes = pending.get(connection) ?? [];
       pending.delete(connection);
-      await inner.commitTransaction(raw(connection));
-      for (const change of changes) publish(change);
+      try {
+        await inner.commitTransaction(raw(connection));
+      } finally {
+        // A COMMIT whose answer was lost may have committed: its changes are published either way.
+        for (const change of changes) publish(change);
+      }
     },
     async rollbackTransaction(connection: DatabaseConnection) {
       pending.delete(connection);

@@ -79,10 +79,23 @@ export function openDatabase(
     );
     // An idle client's error (the server restarting) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
-    // Nor may a checked-out client's, lost between two statements of a transaction (the pool listens
-    // only to idle ones): its next statement fails as not queryable, and the pool drops it on release.
-    pool.on('connect', (client) => client.on('error', () => {}));
-    const tracked = trackChanges(new PostgresDialect({ pool }));
+    // The backend process id of each connection, known from its startup (BackendKeyData, the
+    // `pg_backend_pid()` of a direct connection) before the pool hands it out, so before it writes:
+    // the change feed tells its own NOTIFYs from other writers' by it.
+    const backends = new Set<number>();
+    const backendOf = (client: pg.PoolClient) => (client as pg.PoolClient & { processID?: number | null }).processID;
+    pool.on('connect', (client) => {
+      // Nor may a checked-out client's error, lost between two statements of a transaction (the pool
+      // listens only to idle ones): its next statement fails as not queryable, and the pool drops it on release.
+      client.on('error', () => {});
+      const pid = backendOf(client);
+      if (typeof pid === 'number') backends.add(pid);
+    });
+    pool.on('remove', (client) => {
+      const pid = backendOf(client);
+      if (typeof pid === 'number') backends.delete(pid);
+    });
+    const tracked = trackChanges(new PostgresDialect({ pool }), { isOwnBackend: (pid) => backends.has(pid) });
     const db = new Kysely<Database>({ dialect: tracked.dialect, ...common });
     tracked.register(db);
     return { db, kind: 'postgres', close: () => db.destroy() };
@@ -90,7 +103,9 @@ export function openDatabase(
   if (!config.sqlitePath) throw new Error('sqlitePath is required for SQLite');
   const database = openSqlite(config.sqlitePath);
   const dataVersion = database.prepare('PRAGMA data_version');
-  const tracked = trackChanges(createSqliteDialect(database), () => Number((dataVersion.get() as { data_version: number }).data_version));
+  const tracked = trackChanges(createSqliteDialect(database), {
+    externalVersion: () => Number((dataVersion.get() as { data_version: number }).data_version),
+  });
   const db = new Kysely<Database>({ dialect: tracked.dialect, ...common });
   tracked.register(db);
   return { db, kind: 'sqlite', close: () => db.destroy() };

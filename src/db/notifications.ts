@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 export type NotificationListener = { close(): Promise<void> };
 
 export type NotificationHandlers = {
-  onNotification(payload: string | undefined): void;
+  /** `processId`: the backend process id of the session that notified (its `pg_backend_pid()`). */
+  onNotification(payload: string | undefined, processId: number): void;
   /** The LISTEN is in place: from now on no notification is missed until `onLost`. */
   onListening?(): void;
   /** The connection was lost (or never made): notifications may be missed until the next `onListening`. */
@@ -37,7 +38,7 @@ export function listenForNotifications(
     const client = new pg.Client({ connectionString: databaseUrl });
     current = client;
     const lost = () => reconnectLater(client);
-    client.on('notification', (message) => handlers.onNotification(message.payload));
+    client.on('notification', (message) => handlers.onNotification(message.payload, message.processId));
     client.on('error', lost);
     client.on('end', lost);
     try {

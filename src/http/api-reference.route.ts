@@ -1,19 +1,23 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
-import { renderApiReference } from './docs-page.ts';
 import { buildOpenApi, type OpenApiDocument } from './openapi.ts';
 
-/** `GET /openapi.json` and `GET /docs`: the reference of the routes documented on this app. */
+const described = new WeakMap<object, OpenApiDocument>();
+
+/**
+ * The OpenAPI document of the routes documented on this app, built on first use: routes registered
+ * in plugins are known only once the app is ready. The /docs page (web/docs/) renders it too.
+ */
+export function apiDescription(app: FastifyInstance, context: AppContext): OpenApiDocument {
+  let openapi = described.get(app.routeDocs);
+  if (!openapi) {
+    openapi = buildOpenApi(context.config.baseUrl, app.routeDocs);
+    described.set(app.routeDocs, openapi);
+  }
+  return openapi;
+}
+
+/** `GET /openapi.json`: the reference of the routes documented on this app. */
 export function registerApiReference(app: FastifyInstance, context: AppContext): void {
-  // Built on first use: routes registered in plugins are known only once the app is ready.
-  let documents: { openapi: OpenApiDocument; reference: string } | undefined;
-  const docs = () => {
-    if (!documents) {
-      const openapi = buildOpenApi(context.config.baseUrl, app.routeDocs);
-      documents = { openapi, reference: renderApiReference(openapi) };
-    }
-    return documents;
-  };
-  app.get('/openapi.json', async () => docs().openapi);
-  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(docs().reference));
+  app.get('/openapi.json', async () => apiDescription(app, context));
 }

@@ -8,12 +8,10 @@ import { isDatabaseUnavailable } from '../db/index.ts';
 import { registerApiReference } from './api-reference.route.ts';
 import { sendError } from './errors.ts';
 import { registerHealth } from './health.route.ts';
-import { PAGE_CSP, page, prefersHtml, sendPage } from './html.ts';
+import { PAGE_CSP, prefersHtml, UNREACHABLE_PAGE } from './html.ts';
 import { registerJsonParser } from './json.ts';
-import { registerLanding } from './landing.route.ts';
 import { registerMetrics } from './metrics.route.ts';
 import { decorateRouteDocs, type RouteRegistrar } from './routes.ts';
-import { registerStylesheet } from './stylesheet.route.ts';
 import { nulCharacterField } from './validation.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -65,8 +63,7 @@ function unavailableDatabase(error: unknown): TillError | undefined {
 
 function sendUnreachablePage(reply: FastifyReply, refusal: TillError) {
   reply.header('retry-after', String(refusal.retryAfterSeconds ?? 5));
-  const body = `<main><h1>Back in a moment</h1><p>This page cannot be shown just now: the service cannot reach its records.</p><p>Nothing you did was lost. Reload the page in a few seconds.</p></main>`;
-  return sendPage(reply, refusal.status, page('Back in a moment', body));
+  return reply.code(refusal.status).header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(UNREACHABLE_PAGE);
 }
 
 /** The payment API (E1, E2, the session read, webhook deliveries), the token endpoint and MCP: answered with `Cache-Control: no-store`. */
@@ -82,7 +79,7 @@ function trustedProxies(setting: Config['trustProxy']): false | string[] | ((add
 }
 
 /** The service's own pages and endpoints, beside the capabilities' routes. */
-const OPERATIONAL_ROUTES: RouteRegistrar[] = [registerLanding, registerHealth, registerMetrics, registerStylesheet, registerApiReference];
+const OPERATIONAL_ROUTES: RouteRegistrar[] = [registerHealth, registerMetrics, registerApiReference];
 
 export async function buildApp(context: AppContext, registrars: RouteRegistrar[]): Promise<FastifyInstance> {
   const lanes: FastLane[] = [];

@@ -35,8 +35,11 @@ export function errorBody(error: TillError, extra: Record<string, unknown> = {})
   return { error: { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}), ...extra } };
 }
 
-/** Answers a refusal with the status the catalogue gives its code, and Retry-After where it has one. */
-export function sendError(reply: FastifyReply, error: TillError, extra: Record<string, unknown> = {}): FastifyReply {
+/**
+ * Answers a refusal with the status the catalogue gives its code, and Retry-After where it has one;
+ * `extra` goes into `error`, `beside` next to it (`/readyz`'s `status`).
+ */
+export function sendError(reply: FastifyReply, error: TillError, extra: Record<string, unknown> = {}, beside: Record<string, unknown> = {}): FastifyReply {
   if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
-  return reply.code(error.status).send(errorBody(error, extra));
+  return reply.code(error.status).send({ ...beside, ...errorBody(error, extra) });
 }

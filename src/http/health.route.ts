@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
-import { errorBody } from './errors.ts';
+import { sendError } from './errors.ts';
 
 /** `GET /healthz`: the process answers. `GET /readyz`: and so does the database. */
 export function registerHealth(app: FastifyInstance, context: AppContext): void {
@@ -11,11 +11,7 @@ export function registerHealth(app: FastifyInstance, context: AppContext): void 
       await context.db.selectFrom('merchants').select('id').limit(1).execute();
       return { status: 'ready' };
     } catch {
-      const unreachable = new TillError('database_unreachable');
-      return reply
-        .code(503)
-        .header('retry-after', String(unreachable.retryAfterSeconds))
-        .send({ status: 'unavailable', ...errorBody(unreachable) });
+      return sendError(reply, new TillError('database_unreachable'), {}, { status: 'unavailable' });
     }
   });
 }

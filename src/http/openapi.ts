@@ -42,11 +42,22 @@ function retarget(value: unknown): unknown {
   );
 }
 
-/** OpenAPI 3.1 of these routes, generated from the same zod schemas that validate requests. */
+/**
+ * What the document describes: the JSON API, and only it. Sessions (E1, E2, the read) and webhook
+ * deliveries under `/api/`, paying over x402 (E3, both paths), receipts (E4), the token endpoint and
+ * revocation, and the discovery documents and JWKS (E6). Pages and form posts (the hosted checkout
+ * page, sign-in, consent, the dashboard) are documented routes too, but not API: a route is listed
+ * only when its path is here, so a new page never slips in.
+ */
+export const API_PATHS: readonly RegExp[] = [/^\/api\//, /^\/x402\//, /^\/checkout\/v2\//, /^\/oauth\/(?:token|revoke)$/, /^\/\.well-known\//];
+
+export const isApiRoute = (route: Pick<RouteDoc, 'url'>) => API_PATHS.some((path) => path.test(route.url));
+
+/** OpenAPI 3.1 of the API routes among these, generated from the same zod schemas that validate requests. */
 export function buildOpenApi(baseUrl: string, routes: readonly RouteDoc[]) {
   const components = new Components();
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) {
+  for (const route of routes.filter(isApiRoute)) {
     const parameters = [
       ...Object.entries(route.params?.shape ?? {}).map(([name, schema]) => ({
         name,

@@ -20,17 +20,31 @@ async function documentedPaths(app: FastifyInstance): Promise<string[]> {
 }
 
 test('each app documents only its own routes, including those added inside its plugins', async () => {
-  const first = await buildApp(context, [(app) => addRoute(app, doc('/first'), {}, async () => ({}))]);
+  const first = await buildApp(context, [(app) => addRoute(app, doc('/api/first'), {}, async () => ({}))]);
   const second = await buildApp(context, [
-    (app) => addRoute(app, doc('/second'), {}, async () => ({})),
-    (app) => void app.register(async (scope) => addRoute(scope, doc('/second/scoped'), {}, async () => ({}))),
+    (app) => addRoute(app, doc('/api/second'), {}, async () => ({})),
+    (app) => void app.register(async (scope) => addRoute(scope, doc('/api/second/scoped'), {}, async () => ({}))),
   ]);
   try {
-    assert.deepEqual(await documentedPaths(first), ['/first']);
-    assert.deepEqual(await documentedPaths(second), ['/second', '/second/scoped']);
-    assert.equal((await first.inject({ method: 'GET', url: '/second' })).statusCode, 404);
+    assert.deepEqual(await documentedPaths(first), ['/api/first']);
+    assert.deepEqual(await documentedPaths(second), ['/api/second', '/api/second/scoped']);
+    assert.equal((await first.inject({ method: 'GET', url: '/api/second' })).statusCode, 404);
   } finally {
     await first.close();
     await second.close();
+  }
+});
+
+test('pages and form posts are routes with docs, but not in /openapi.json: it describes the JSON API only', async () => {
+  const app = await buildApp(context, [
+    (scope) => addRoute(scope, doc('/api/read'), {}, async () => ({})),
+    (scope) => addRoute(scope, doc('/dashboard/things/{id}/revoke'), {}, async () => ({})),
+    (scope) => addRoute(scope, doc('/checkout/pay'), {}, async () => ({})),
+  ]);
+  try {
+    assert.deepEqual(await documentedPaths(app), ['/api/read']);
+    assert.equal(app.routeDocs.length, 3);
+  } finally {
+    await app.close();
   }
 });

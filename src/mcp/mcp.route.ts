@@ -3,6 +3,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type AuthInfo, createMcpHandler } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { TillError } from '../common/errors.ts';
 import type { Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { addRoute } from '../http/routes.ts';
@@ -194,10 +195,9 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
   app.route({
     method: ['GET', 'PUT', 'PATCH', 'DELETE'],
     url: '/mcp',
-    handler: async (_request, reply) =>
-      reply
-        .code(405)
-        .header('allow', 'POST')
-        .send({ error: { code: 'method_not_allowed', message: 'The MCP endpoint takes POST only' } }),
+    handler: async (_request, reply) => {
+      reply.header('allow', 'POST');
+      throw new TillError('method_not_allowed', { endpoint: 'The MCP endpoint', allowed: 'POST' });
+    },
   });
 }

@@ -1,6 +1,6 @@
 // OAuth 2.1 for coding agents, end to end over HTTP: authorization request, sign-in, consent,
 // code + PKCE, access and refresh tokens, revocation; and the attacks each step must refuse.
-// Sign-in brute force reaching the lockout (429) is covered in src/accounts/sign-in.test.ts.
+// Sign-in brute force reaching the lockout (429) is covered in src/web/sign-in/sign-in.test.ts.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';

@@ -5,7 +5,7 @@ import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { Mode, PaymentsTable } from '../db/schema.ts';
 import { findSession, finishPayment, markPaidLate, reopenAfterReversal, type SessionRow, startPayment } from '../sessions/sessions.ts';
-import { recordPaymentEvent } from './events.ts';
+import { enqueueWebhookEvent } from '../webhooks/events.ts';
 
 /**
  * The owner of `payments`: every write to the table and the payment state machine
@@ -19,6 +19,25 @@ export type ChangeContext = { now: number; explorerTxUrl: string };
 
 /** Where status changes are written, and whom to wake after a commit that queued deliveries. */
 export type Store = Pick<AppContext, 'db' | 'webhookWake'>;
+
+export type PaymentEventType = 'payment.pending' | 'payment.succeeded' | 'payment.failed' | 'payment.reversed';
+
+/**
+ * Writes the webhook event of a payment's status change, in the transaction of that change, so the
+ * change and its event commit together or not at all. `payment` and `session` are the rows as that
+ * change left them (read back with RETURNING). True when a delivery was queued, so the caller wakes
+ * the workers after commit.
+ */
+async function recordPaymentEvent(
+  trx: Tx,
+  type: PaymentEventType,
+  rows: { payment: PaymentRow; session: SessionRow },
+  at: { now: number; explorerTxUrl: string },
+): Promise<boolean> {
+  const { payment, session } = rows;
+  const { deliveryId } = await enqueueWebhookEvent(trx, { type, session, payment, occurredAt: at.now, explorerTxUrl: at.explorerTxUrl });
+  return deliveryId !== null;
+}
 
 /** Public order ids: `TX-` and 128 random bits, unrelated to the session id. */
 export function newPublicOrderId(): string {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
 import { pino } from 'pino';
 import { newId } from '../common/ids.ts';
 import { loadConfig } from '../config.ts';
+import { writtenTables } from '../db/changes.ts';
 import { type DatabaseHandle, openDatabase } from '../db/index.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { setMerchantWallet } from '../merchants/merchants.ts';
@@ -88,6 +90,56 @@ test('a write that changes no row drops nothing; a session change drops every am
   assert.equal(cache.get(ids[0], '1', 0), undefined);
   assert.equal(cache.get(ids[0], '2', 0), undefined);
   assert.ok(cache.get(ids[1], '', 0));
+});
+
+test('the written table is read from the query node: a statement that only mentions payment_sessions drops nothing, an aliased update of it drops', async () => {
+  const { merchantId, ids } = await rows();
+  put(ids[0], '', undefined, merchantId);
+  put(ids[1], '', undefined, merchantId);
+  const ofSession = database.db.selectFrom('payment_sessions').select('id').where('id', '=', ids[0]);
+  await database.db.updateTable('payment_quotes').set({ expires_at: 0 }).where('session_id', 'in', ofSession).execute();
+  await database.db.deleteFrom('payment_quotes').where('session_id', 'in', ofSession).execute();
+  assert.ok(cache.get(ids[0], '', 0), 'an update and a delete of another table, with payment_sessions in a subquery, kept the answer');
+  const aliased = await database.db.updateTable('payment_sessions as s').set({ concept: 'aliased' }).where('s.id', '=', ids[0]).returning('id').execute();
+  assert.equal(aliased.length, 1);
+  assert.equal(cache.get(ids[0], '', 0), undefined, 'an update of payment_sessions through an alias dropped its answer');
+  assert.ok(cache.get(ids[1], '', 0), "… and only that session's");
+});
+
+test('written tables: targets, not mentions; CTEs, upserts and raw SQL', () => {
+  const { db } = database;
+  const tables = (query: { compile(): Parameters<typeof writtenTables>[0] }) => writtenTables(query.compile());
+  const ofSessions = db.selectFrom('payment_sessions').select('merchant_id');
+  assert.deepEqual(tables(db.updateTable('merchants').set({ name: 'x' }).where('id', 'in', ofSessions)), { tables: ['merchants'], rowsAreIds: true });
+  assert.deepEqual(tables(db.deleteFrom('payment_quotes as q').where('q.session_id', 'in', db.selectFrom('payment_sessions').select('id'))), {
+    tables: [],
+    rowsAreIds: true,
+  });
+  assert.deepEqual(tables(db.withSchema('public').deleteFrom('payment_sessions')), { tables: ['payment_sessions'], rowsAreIds: true });
+  assert.deepEqual(tables(db.insertInto('payment_sessions').values({ id: 'ps_x' } as never)), { tables: [], rowsAreIds: true });
+  assert.deepEqual(
+    tables(
+      db
+        .insertInto('merchants')
+        .values({ id: 'm_x' } as never)
+        .onConflict((oc) => oc.column('id').doUpdateSet({ name: 'x' })),
+    ),
+    { tables: ['merchants'], rowsAreIds: true },
+  );
+  assert.deepEqual(
+    tables(
+      db
+        .with('gone', (qb) => qb.deleteFrom('payment_sessions').where('id', '=', 'ps_x').returning('merchant_id'))
+        .selectFrom('gone')
+        .select('merchant_id as id'),
+    ),
+    { tables: ['payment_sessions'], rowsAreIds: false },
+  );
+  const raw = (text: string) => writtenTables(sql.raw(text).compile(db)).tables;
+  assert.deepEqual(raw('UPDATE ONLY "public"."payment_sessions" SET concept = 1'), ['payment_sessions']);
+  assert.deepEqual(raw('update payment_quotes set x = (select 1 from payment_sessions)'), []);
+  assert.deepEqual(raw('INSERT INTO payment_sessions (id) VALUES (1)'), []);
+  assert.deepEqual(raw('delete from merchants where id = 1'), ['merchants']);
 });
 
 test(`at most ${MAX_AMOUNTS_PER_SESSION} amounts a session and ${MAX_ANSWERS} answers in all, the oldest dropped first`, () => {

@@ -32,7 +32,8 @@ export type ChallengeCache = {
 /**
  * The challenge of an unchanged session and quote is the same bytes, so it is encoded once per
  * instance. Every change to a session or a merchant drops what was built from it: this process's
- * writes synchronously at commit (db/changes.ts), other instances' through PostgreSQL NOTIFY
+ * writes synchronously at commit (db/changes.ts), other instances' through PostgreSQL NOTIFY (its
+ * own connections' NOTIFYs are echoes of writes dropped at commit, and are ignored)
  * (served only while the LISTEN is in place), other processes' on SQLite through
  * `PRAGMA data_version` (checked at most every SQLITE_CHECK_MS). A proof never reads the cache.
  */
@@ -69,7 +70,12 @@ export function createChallengeCache(context: Pick<AppContext, 'db' | 'dbKind' |
       context.config.databaseUrl,
       CHANGES_CHANNEL,
       {
-        onNotification: (payload) => drop(parseChangePayload(payload) ?? { table: 'payment_sessions', ids: undefined }),
+        onNotification: (payload, processId) => {
+          // This instance's own write came back: the feed dropped it at commit, and dropping it
+          // again would throw away an answer cached since from the committed rows.
+          if (feed.isOwnBackend?.(processId)) return;
+          drop(parseChangePayload(payload) ?? { table: 'payment_sessions', ids: undefined });
+        },
         onListening: () => {
           clear();
           enabled = true;

@@ -46,6 +46,7 @@ import {
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../src/testing/harness.ts';
 import { Browser, csrfField } from '../../src/testing/page-browser.ts';
 import { paymentSignatureHeader } from '../../src/testing/payer.ts';
+import { ASSET_SOURCES, assetManifest } from '../../src/web/kit/assets.ts';
 import { setWebhook } from '../../src/webhooks/endpoints.ts';
 
 const RUNS = Number(process.env.TILL_FUZZ_RUNS ?? 600);
@@ -360,11 +361,10 @@ function specs(f: Fixture): Record<string, Spec> {
     'GET /healthz': {},
     'GET /readyz': {},
     'GET /metrics': {},
-    'GET /assets/till.css': {},
-    'GET /assets/checkout.css': {},
-    'GET /assets/checkout.js': {},
-    'GET /assets/checkout-sandbox-wallet.js': {},
-    'GET /assets/dashboard.js': {},
+    // The built stylesheets and scripts: stable and hashed names, and ones that are not there.
+    'GET /assets/:file': {
+      params: { file: [...Object.keys(ASSET_SOURCES), ...Object.values(assetManifest()), 'nothing.css', '..%2Fmanifest.json', 'manifest.json'] },
+    },
     'GET /openapi.json': {},
     'GET /docs': {},
     'POST /api/checkout/v2/payment_session': {

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { addRoute, type RouteDoc } from '../../http/routes.ts';
 import type { X402Services } from '../../x402/services.ts';
-import { checkoutAssets } from './assets.ts';
-import { CHECKOUT_CSS_PATH, CHECKOUT_JS_PATH, renderCheckout, SANDBOX_WALLET_JS_PATH } from './render.ts';
+import { sendPage } from '../kit/page.ts';
+import { renderCheckout } from './render.ts';
 import { checkoutState } from './state.ts';
 
 const Query = z.object({ uid: z.string().min(1).max(64).meta({ description: 'The payment session id (sessionId of E1)' }) });
@@ -28,30 +28,18 @@ const doc: RouteDoc = {
   },
 };
 
-/** `GET /checkout/pay?uid=…` and its stylesheet and scripts (the sandbox wallet's only in sandbox mode). */
+/** `GET /checkout/pay?uid=…`. Its stylesheet and scripts are built assets (web/kit/assets.ts). */
 export function registerCheckoutPage(services: X402Services | undefined) {
   return (app: FastifyInstance, context: AppContext) => {
     const { config } = context;
     const sandbox = config.mode === 'sandbox';
-    const assets = checkoutAssets();
-    const asset = (path: string, type: string, pick: (built: Awaited<typeof assets>) => string) =>
-      app.get(path, async (_request, reply) =>
-        reply
-          .type(type)
-          .header('cache-control', 'no-cache')
-          .send(pick(await assets)),
-      );
-    asset(CHECKOUT_CSS_PATH, 'text/css; charset=utf-8', (built) => built.css);
-    asset(CHECKOUT_JS_PATH, 'text/javascript; charset=utf-8', (built) => built.script);
-    if (sandbox) asset(SANDBOX_WALLET_JS_PATH, 'text/javascript; charset=utf-8', (built) => built.sandboxWallet);
-
     addRoute(app, doc, {}, async (request, reply) => {
       // Only uid is read; a malformed one is simply not a session.
       const parsed = Query.safeParse(request.query);
       const state = parsed.success ? await checkoutState(context, services, parsed.data.uid) : ({ kind: 'unknown', status: 404 } as const);
       const html = await renderCheckout(state, { baseUrl: config.baseUrl, sandbox }, context.now());
       if (state.kind === 'rate_unavailable' || state.kind === 'busy') reply.header('retry-after', state.kind === 'busy' ? '60' : '30');
-      return reply.code(state.status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(html);
+      return sendPage(reply, state.status, html);
     });
   };
 }

@@ -1,21 +1,17 @@
 import QRCode from 'qrcode';
 import { CHAIN_ID } from '../../common/network.ts';
-import { escapeHtml } from '../../http/html.ts';
 import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
 import { formatUsdc } from '../../money/usdc.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
 import type { SessionToQuote } from '../../x402/quotes.ts';
+import { assetHref } from '../kit/assets.ts';
+import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import type { CheckoutState } from './state.ts';
-
-export const CHECKOUT_CSS_PATH = '/assets/checkout.css';
-export const CHECKOUT_JS_PATH = '/assets/checkout.js';
-export const SANDBOX_WALLET_JS_PATH = '/assets/checkout-sandbox-wallet.js';
 
 type View = { baseUrl: string; sandbox: boolean };
 
-const SANDBOX_BANNER =
-  '<p class="sandbox-banner" role="note"><strong>Sandbox: test money.</strong> Nothing here is worth anything: the USDC on this page is a test token on a local chain.</p>';
+const SANDBOX_BANNER = html`<p class="sandbox-banner" role="note"><strong>Sandbox: test money.</strong> Nothing here is worth anything: the USDC on this page is a test token on a local chain.</p>`;
 
 /** `0x1234…abcd`: enough of an address to recognise it, the whole of it in the title. */
 export function shortAddress(address: string): string {
@@ -39,47 +35,51 @@ export function timeLeft(ms: number): string {
   return `${s} s`;
 }
 
-function shell(title: string, view: View, main: string, scripts = ''): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><link rel="stylesheet" href="${CHECKOUT_CSS_PATH}"></head><body>${view.sandbox ? SANDBOX_BANNER : ''}<main id="checkout" class="card">${main}</main>${scripts}</body></html>`;
+function shell(title: string, view: View, main: Html, scripts: Html = html``): Html {
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${title}</title><link rel="stylesheet" href="${assetHref('checkout.css')}"></head><body>${view.sandbox && SANDBOX_BANNER}<main id="checkout" class="card">${main}</main>${scripts}</body></html>`;
 }
 
-function heading(session: SessionToQuote): string {
+function heading(session: SessionToQuote): Html {
   const reference = [
-    session.concept ? escapeHtml(session.concept) : '',
-    session.order_id ? `<span class="nowrap">Order ${escapeHtml(session.order_id)}</span>` : '',
-  ]
-    .filter(Boolean)
-    .join(' · ');
-  return `<p class="merchant">${escapeHtml(session.merchant_name)}</p>${reference ? `<p class="concept">${reference}</p>` : ''}`;
+    session.concept ? html`${session.concept}` : null,
+    session.order_id ? html`<span class="nowrap">Order ${session.order_id}</span>` : null,
+  ].filter((part): part is Html => part !== null);
+  return html`<p class="merchant">${session.merchant_name}</p>${reference.length > 0 && html`<p class="concept">${joinHtml(reference, html` · `)}</p>`}`;
 }
 
-const returnLink = (url: string | null, label: string) =>
-  url ? `<p class="actions"><a class="button secondary" href="${escapeHtml(url)}">${label}</a></p>` : '';
+const returnLink = (url: string | null, label: string) => url && html`<p class="actions"><a class="button secondary" href="${url}">${label}</a></p>`;
 
 /** A final page with no payment to make: unknown, expired, no wallet, no rate, paid. */
-function finalPage(title: string, view: View, body: string): string {
+function finalPage(title: string, view: View, body: Html): Html {
   return shell(title, view, body);
 }
 
-async function qrCode(url: string): Promise<string> {
+/**
+ * The QR code of the page's own URL, as inline SVG. The markup is the `qrcode` library's output for a
+ * URL Till built itself (the base URL and a session id): only `<svg>`, `<path>` and their numeric
+ * attributes, no text from the request. It is markup, not text, so it goes in with `trusted`.
+ */
+async function qrCode(url: string): Promise<Html> {
   const svg = await QRCode.toString(url, { type: 'svg', margin: 1, errorCorrectionLevel: 'M', color: { dark: '#000000', light: '#ffffff' } });
-  return svg.replace('<svg ', '<svg role="img" aria-labelledby="qr-caption" focusable="false" ');
+  return trusted(svg.replace('<svg ', '<svg role="img" aria-labelledby="qr-caption" focusable="false" '));
 }
 
-function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: View, now: number, qr: string): string {
+function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: View, now: number, qr: Html): Html {
   const { session, quote, payTo, asset } = state;
   const exponent = currencyExponent(session.currency) ?? 2;
   const editable = session.editable === 1;
   const amountText = formatMoney(quote.amount_minor, session.currency);
   const usdc = formatUsdc(quote.usdc_amount);
   const countdown =
-    session.order_type === 'TRANSIENT' && session.expires_at !== null
-      ? `<div><dt>Time left</dt><dd><span id="countdown" role="timer" data-expires-at="${new Date(session.expires_at).toISOString()}">${timeLeft(session.expires_at - now)}</span></dd></div>`
-      : '';
+    session.order_type === 'TRANSIENT' &&
+    session.expires_at !== null &&
+    html`<div><dt>Time left</dt><dd><span id="countdown" role="timer" data-expires-at="${new Date(session.expires_at).toISOString()}">${timeLeft(session.expires_at - now)}</span></dd></div>`;
   const minText = session.min_amount_minor === null ? '' : formatMinor(session.min_amount_minor, exponent);
-  const amountForm = editable
-    ? `<form id="amount-form" class="amount-form" novalidate><input type="hidden" name="uid" value="${escapeHtml(session.id)}"><label for="amount">Amount to pay (${escapeHtml(session.currency)})</label><div class="amount-row"><input id="amount" name="amount" type="text" inputmode="decimal" autocomplete="off" required value="${formatMinor(quote.amount_minor, exponent)}" aria-describedby="amount-help"${minText ? ` data-min="${minText}"` : ''}><button type="submit" class="secondary">Update</button></div><p id="amount-help" class="help">${minText ? `At least ${escapeHtml(formatMoney(session.min_amount_minor!, session.currency))}.` : 'Choose the amount you want to pay.'}</p></form>`
-    : '';
+  const amountForm =
+    editable &&
+    html`<form id="amount-form" class="amount-form" novalidate><input type="hidden" name="uid" value="${session.id}"><label for="amount">Amount to pay (${session.currency})</label><div class="amount-row"><input id="amount" name="amount" type="text" inputmode="decimal" autocomplete="off" required value="${formatMinor(quote.amount_minor, exponent)}" aria-describedby="amount-help"${minText && html` data-min="${minText}"`}><button type="submit" class="secondary">Update</button></div><p id="amount-help" class="help">${minText ? html`At least ${formatMoney(session.min_amount_minor!, session.currency)}.` : 'Choose the amount you want to pay.'}</p></form>`;
+  // What the page's script reads, as data attributes of #pay-data: each value escaped by `html`
+  // like any other attribute value (the script reads them back through `dataset`).
   const data = {
     'session-id': session.id,
     'pay-url': `/x402/session/${encodeURIComponent(session.id)}`,
@@ -95,47 +95,45 @@ function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: V
     currency: session.currency,
     exponent: String(exponent),
   };
-  const attributes = Object.entries(data)
-    .map(([k, v]) => ` data-${k}="${escapeHtml(v)}"`)
-    .join('');
-  const body = `<div class="layout"${attributes} id="pay-data"><section class="details" aria-labelledby="title">
-${heading(session)}<h1 id="title">Pay <span id="amount-text">${escapeHtml(amountText)}</span></h1>
+  const attributes = Object.entries(data).map(([name, value]) => html` data-${name}="${value}"`);
+  const body = html`<div class="layout"${attributes} id="pay-data"><section class="details" aria-labelledby="title">
+${heading(session)}<h1 id="title">Pay <span id="amount-text">${amountText}</span></h1>
 ${amountForm}
 <dl class="summary">
-<div><dt>You pay</dt><dd><strong><span id="usdc-text">${escapeHtml(usdc)}</span> USDC</strong></dd></div>
+<div><dt>You pay</dt><dd><strong><span id="usdc-text">${usdc}</span> USDC</strong></dd></div>
 <div><dt>Network</dt><dd>Base (chain id ${CHAIN_ID})</dd></div>
-<div><dt>Paid to</dt><dd><code title="${escapeHtml(payTo)}">${escapeHtml(shortAddress(payTo))}</code></dd></div>
+<div><dt>Paid to</dt><dd><code title="${payTo}">${shortAddress(payTo)}</code></dd></div>
 ${countdown}
 </dl>
 <section class="pay" aria-labelledby="pay-title">
 <h2 id="pay-title">Pay with a wallet</h2>
-<noscript><p class="notice">Paying from this page needs JavaScript. An x402 client can pay <code>${escapeHtml(`${view.baseUrl}/x402/session/${session.id}`)}</code>.</p></noscript>
+<noscript><p class="notice">Paying from this page needs JavaScript. An x402 client can pay <code>${`${view.baseUrl}/x402/session/${session.id}`}</code>.</p></noscript>
 <p id="wallet-hint" class="help">Looking for a browser wallet…</p>
 <ul id="wallets" class="wallets"></ul>
 <p id="status" class="status" role="status" aria-live="polite"></p>
 <div id="outcome" class="outcome" tabindex="-1" hidden></div>
 </section>
-${session.cancel_url ? `<p class="actions"><a id="cancel" class="button secondary" href="${escapeHtml(session.cancel_url)}">Cancel and return to the merchant</a></p>` : ''}
+${session.cancel_url && html`<p class="actions"><a id="cancel" class="button secondary" href="${session.cancel_url}">Cancel and return to the merchant</a></p>`}
 </section>
 <aside class="qr" aria-label="Open this page on your phone">${qr}<p id="qr-caption" class="help">Scan to open this page in your phone's wallet browser.</p></aside></div>`;
-  const scripts = `<script src="${CHECKOUT_JS_PATH}" defer></script>${view.sandbox ? `<script src="${SANDBOX_WALLET_JS_PATH}" defer></script>` : ''}`;
+  const scripts = html`<script src="${assetHref('checkout.js')}" defer></script>${view.sandbox && html`<script src="${assetHref('checkout-sandbox-wallet.js')}" defer></script>`}`;
   return shell(`Pay ${session.merchant_name}`, view, body, scripts);
 }
 
 /** The whole HTML page of a checkout state. */
-export async function renderCheckout(state: CheckoutState, view: View, now: number): Promise<string> {
+export async function renderCheckout(state: CheckoutState, view: View, now: number): Promise<Html> {
   switch (state.kind) {
     case 'unknown':
       return finalPage(
         'Payment not found',
         view,
-        '<h1>Payment not found</h1><p>There is no payment with this link. Check the link the shop gave you, or go back to the shop and start again.</p>',
+        html`<h1>Payment not found</h1><p>There is no payment with this link. Check the link the shop gave you, or go back to the shop and start again.</p>`,
       );
     case 'expired':
       return finalPage(
         'Payment expired',
         view,
-        `${heading(state.session)}<h1>This payment has expired</h1><p>Nothing was charged. Go back to the shop to start a new payment.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
+        html`${heading(state.session)}<h1>This payment has expired</h1><p>Nothing was charged. Go back to the shop to start a new payment.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
       );
     case 'paid': {
       const { session, payment } = state;
@@ -144,32 +142,32 @@ export async function renderCheckout(state: CheckoutState, view: View, now: numb
       return finalPage(
         'Paid',
         view,
-        `${heading(session)}<h1>Paid</h1><div class="outcome success"><p>This payment is complete: ${escapeHtml(formatMoney(payment.amount_minor, payment.currency))} paid with ${escapeHtml(formatUsdc(payment.value))} USDC. There is nothing more to pay.</p><p><a href="${escapeHtml(receipt)}">View the receipt</a> <code>${escapeHtml(orderId)}</code></p></div>${session.success_url ? returnLink(successTarget(session.success_url, session.id, orderId), 'Return to the merchant') : ''}`,
+        html`${heading(session)}<h1>Paid</h1><div class="outcome success"><p>This payment is complete: ${formatMoney(payment.amount_minor, payment.currency)} paid with ${formatUsdc(payment.value)} USDC. There is nothing more to pay.</p><p><a href="${receipt}">View the receipt</a> <code>${orderId}</code></p></div>${session.success_url && returnLink(successTarget(session.success_url, session.id, orderId), 'Return to the merchant')}`,
       );
     }
     case 'no_wallet':
       return finalPage(
         'Payment not possible yet',
         view,
-        `${heading(state.session)}<h1>This shop can't take this payment yet</h1><p>${escapeHtml(state.session.merchant_name)} hasn't set up where payments go, so there is no way to pay this yet. Nothing was charged. Please let the shop know; they can fix it in a minute.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
+        html`${heading(state.session)}<h1>This shop can't take this payment yet</h1><p>${state.session.merchant_name} hasn't set up where payments go, so there is no way to pay this yet. Nothing was charged. Please let the shop know; they can fix it in a minute.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
       );
     case 'rate_unavailable':
       return finalPage(
         'Try again shortly',
         view,
-        `${heading(state.session)}<h1>We can't price this payment right now</h1><p>There is no up-to-date USDC exchange rate for ${escapeHtml(state.session.currency)} at the moment. Nothing was charged. Please try again in a minute.</p><p class="actions"><a class="button" href="${escapeHtml(redirectUrlFor('', state.session.id))}">Try again</a></p>`,
+        html`${heading(state.session)}<h1>We can't price this payment right now</h1><p>There is no up-to-date USDC exchange rate for ${state.session.currency} at the moment. Nothing was charged. Please try again in a minute.</p><p class="actions"><a class="button" href="${redirectUrlFor('', state.session.id)}">Try again</a></p>`,
       );
     case 'busy':
       return finalPage(
         'Try again shortly',
         view,
-        `${heading(state.session)}<h1>Too many requests for this payment</h1><p>This payment was asked for too often in the last minute. Nothing was charged. Please try again in a minute.</p><p class="actions"><a class="button" href="${escapeHtml(redirectUrlFor('', state.session.id))}">Try again</a></p>`,
+        html`${heading(state.session)}<h1>Too many requests for this payment</h1><p>This payment was asked for too often in the last minute. Nothing was charged. Please try again in a minute.</p><p class="actions"><a class="button" href="${redirectUrlFor('', state.session.id)}">Try again</a></p>`,
       );
     case 'unavailable':
       return finalPage(
         'Payments unavailable',
         view,
-        `${heading(state.session)}<h1>Payments are not available</h1><p>This service has no payment network configured, so the payment can't be made here. Nothing was charged.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
+        html`${heading(state.session)}<h1>Payments are not available</h1><p>This service has no payment network configured, so the payment can't be made here. Nothing was charged.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
       );
     case 'payable':
       return payablePage(state, view, now, await qrCode(redirectUrlFor(view.baseUrl, state.session.id)));

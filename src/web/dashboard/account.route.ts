@@ -4,9 +4,10 @@ import { passwordProblem, passwordSetAt, setPassword } from '../../accounts/user
 import { forgetSession, type SignedIn, signIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
-import { escapeHtml, sendPage } from '../../http/html.ts';
 import { type AgentMadeKey, keysMadeByAgentsSince, revokeApiKey } from '../../merchants/api-keys.ts';
 import { listGrants } from '../../oauth/grants.ts';
+import { type Html, html, joinHtml } from '../kit/html.ts';
+import { sendPage } from '../kit/page.ts';
 import { revokeEveryGrant } from './agent-access.ts';
 import { csrfInput, type FieldProblem, labelledInput, utcMinute } from './form-controls.ts';
 import { dashboardPage } from './layout.ts';
@@ -24,25 +25,26 @@ const LABELS: Record<string, string> = {
 /** What the account page shows beyond the user: the agents that may act, the keys agents made since `since`. */
 type AgentView = { grantCount: number; agentKeys: AgentMadeKey[]; since: number; afterChange: boolean };
 
-function agentKeysSection(signedIn: SignedIn, view: AgentView): string {
-  if (view.agentKeys.length === 0) return '';
-  const rows = view.agentKeys
-    .map(
-      (key) => `<tr><td data-label="Key"><code>${escapeHtml(key.masked)}</code> <span class="note">${escapeHtml(key.mode)}</span></td>
-<td data-label="Made by"><code>${escapeHtml(key.clientId)}</code></td><td data-label="Created">${escapeHtml(utcMinute(Date.parse(key.createdAt)))}</td>
-<td><form method="post" action="${ACCOUNT_PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke?since=${view.since}">${csrfInput(signedIn.csrfToken)}<button type="submit" class="danger" aria-label="Revoke the key ending ${escapeHtml(key.masked.slice(1))}">Revoke</button></form></td></tr>`,
-    )
-    .join('\n');
-  return `<section aria-labelledby="agent-keys-heading"><h2 id="agent-keys-heading">API keys made by coding agents</h2>
-<p>Coding agents made these keys since ${escapeHtml(utcMinute(view.since))}, ${view.afterChange ? 'while your previous password was in force' : 'when your password was set'}. Revoke any you do not recognise: a key keeps working until it is revoked, whatever happens to the agent.</p>
+function agentKeysSection(signedIn: SignedIn, view: AgentView): Html {
+  if (view.agentKeys.length === 0) return html``;
+  const rows = joinHtml(
+    view.agentKeys.map(
+      (key) => html`<tr><td data-label="Key"><code>${key.masked}</code> <span class="note">${key.mode}</span></td>
+<td data-label="Made by"><code>${key.clientId}</code></td><td data-label="Created">${utcMinute(Date.parse(key.createdAt))}</td>
+<td><form method="post" action="${ACCOUNT_PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke?since=${view.since}">${csrfInput(signedIn.csrfToken)}<button type="submit" class="danger" aria-label="Revoke the key ending ${key.masked.slice(1)}">Revoke</button></form></td></tr>`,
+    ),
+    html`\n`,
+  );
+  return html`<section aria-labelledby="agent-keys-heading"><h2 id="agent-keys-heading">API keys made by coding agents</h2>
+<p>Coding agents made these keys since ${utcMinute(view.since)}, ${view.afterChange ? 'while your previous password was in force' : 'when your password was set'}. Revoke any you do not recognise: a key keeps working until it is revoked, whatever happens to the agent.</p>
 <table class="cards"><thead><tr><th scope="col">Key</th><th scope="col">Made by</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></section>`;
 }
 
-function accountBody(signedIn: SignedIn, problem: FieldProblem | undefined, view: AgentView): string {
+function accountBody(signedIn: SignedIn, problem: FieldProblem | undefined, view: AgentView): Html {
   const agents = view.grantCount
-    ? `<p class="choice"><input type="checkbox" id="revoke-agents" name="revoke_agents" value="yes" checked> <label for="revoke-agents">Also revoke every coding agent's access (${view.grantCount} authorized)</label></p>`
+    ? html`<p class="choice"><input type="checkbox" id="revoke-agents" name="revoke_agents" value="yes" checked> <label for="revoke-agents">Also revoke every coding agent's access (${view.grantCount} authorized)</label></p>`
     : '';
-  return `<p>Signed in as <strong>${escapeHtml(signedIn.user.email)}</strong> since ${escapeHtml(utcMinute(signedIn.session.createdAt))}.</p>
+  return html`<p>Signed in as <strong>${signedIn.user.email}</strong> since ${utcMinute(signedIn.session.createdAt)}.</p>
 <section aria-labelledby="password-heading"><h2 id="password-heading">Change password</h2>
 <form method="post" action="${ACCOUNT_PATH}/password" class="settings-form">${csrfInput(signedIn.csrfToken)}
 ${labelledInput({ name: 'current_password', label: LABELS.current_password!, type: 'password', autocomplete: 'current-password', required: true }, problem)}

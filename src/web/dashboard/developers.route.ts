@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
-import { escapeHtml, sendPage } from '../../http/html.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
 import { type Grant, listGrants, revokeGrant } from '../../oauth/grants.ts';
+import { type Html, html, joinHtml } from '../kit/html.ts';
+import { sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
 import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
 import { csrfInput, cursorPager, FILTER_REFUSED, moment, shortened } from './views.ts';
@@ -12,26 +13,29 @@ export const DEVELOPERS_PATH = '/dashboard/developers';
 const AUDIT_PAGE_SIZE = 50;
 const OUTCOME_LABELS: Record<AuditOutcome, string> = { ok: 'Done', refused: 'Refused', failed: 'Failed' };
 
-function grantRow(grant: Grant, csrfToken: string): string {
-  return `<tr>
-<td data-label="Agent"><strong>${escapeHtml(grant.clientName)}</strong><br><code>${escapeHtml(grant.clientId)}</code></td>
-<td data-label="May"><ul class="scope-list">${grant.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join('')}</ul></td>
+function grantRow(grant: Grant, csrfToken: string): Html {
+  return html`<tr>
+<td data-label="Agent"><strong>${grant.clientName}</strong><br><code>${grant.clientId}</code></td>
+<td data-label="May"><ul class="scope-list">${grant.scopes.map((scope) => html`<li><code>${scope}</code></li>`)}</ul></td>
 <td data-label="Authorized">${moment(grant.createdAt)}</td>
 <td data-label="Last used">${moment(grant.lastUsedAt)}</td>
-<td><form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${escapeHtml(grant.clientName)}">Revoke</button></form></td>
+<td><form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${grant.clientName}">Revoke</button></form></td>
 </tr>`;
 }
 
-function agentsSection(grants: Grant[], csrfToken: string): string {
-  return `<h2 id="agents">Authorized coding agents</h2>
+function agentsSection(grants: Grant[], csrfToken: string): Html {
+  return html`<h2 id="agents">Authorized coding agents</h2>
 ${
   grants.length
-    ? `<p>These agents may use your Till account, each with the scopes listed. Revoking one ends its access at once: its next call is refused, and it must ask you again to get it back.</p>
+    ? html`<p>These agents may use your Till account, each with the scopes listed. Revoking one ends its access at once: its next call is refused, and it must ask you again to get it back.</p>
 <table class="cards grants"><thead><tr><th scope="col">Agent</th><th scope="col">May</th><th scope="col">Authorized</th><th scope="col">Last used</th><th scope="col">Access</th></tr></thead>
 <tbody>
-${grants.map((grant) => grantRow(grant, csrfToken)).join('\n')}
+${joinHtml(
+  grants.map((grant) => grantRow(grant, csrfToken)),
+  html`\n`,
+)}
 </tbody></table>`
-    : '<p>No coding agent may use your account. An agent asks for access by sending you to a consent screen.</p>'
+    : html`<p>No coding agent may use your account. An agent asks for access by sending you to a consent screen.</p>`
 }`;
 }
 
@@ -65,41 +69,40 @@ export function parseAuditQuery(query: Record<string, unknown>): ParsedAudit {
   return { filter, after, form, problems };
 }
 
-async function auditSection(context: AppContext, merchantId: string, grants: Grant[], parsed: ParsedAudit): Promise<string> {
+async function auditSection(context: AppContext, merchantId: string, grants: Grant[], parsed: ParsedAudit): Promise<Html> {
   const invalid = new Set(parsed.problems.map((p) => p.field));
   const slice = parsed.problems.length
     ? { calls: [], next: undefined }
     : await searchToolCalls(context.db, merchantId, parsed.filter, { after: parsed.after, size: AUDIT_PAGE_SIZE });
   const names = new Map(grants.map((grant) => [grant.id, grant.clientName]));
-  const aria = (field: string) => (invalid.has(field) ? ' aria-invalid="true"' : '');
-  const selected = (value: string, current: string) => (value === current ? ' selected' : '');
-  const grantOptions = grants
-    .map((grant) => `<option value="${escapeHtml(grant.id)}"${selected(grant.id, parsed.form.grant)}>${escapeHtml(grant.clientName)}</option>`)
-    .join('');
+  const aria = (field: string) => (invalid.has(field) ? html` aria-invalid="true"` : '');
+  const selected = (value: string, current: string) => (value === current ? html` selected` : '');
+  const grantOptions = grants.map((grant) => html`<option value="${grant.id}"${selected(grant.id, parsed.form.grant)}>${grant.clientName}</option>`);
   const unknownGrant =
-    parsed.form.grant !== '' && !names.has(parsed.form.grant) ? `<option value="${escapeHtml(parsed.form.grant)}" selected>Revoked agent</option>` : '';
-  const form = `<form method="get" action="${DEVELOPERS_PATH}#audit" class="filters" role="search" aria-label="Filter the tool calls">
+    parsed.form.grant !== '' && !names.has(parsed.form.grant) ? html`<option value="${parsed.form.grant}" selected>Revoked agent</option>` : '';
+  const form = html`<form method="get" action="${DEVELOPERS_PATH}#audit" class="filters" role="search" aria-label="Filter the tool calls">
 <p><label for="a-grant">Agent</label><select id="a-grant" name="grant"${aria('grant')}><option value="">All</option>${grantOptions}${unknownGrant}</select></p>
-<p><label for="a-tool">Tool</label><input id="a-tool" name="tool" value="${escapeHtml(parsed.form.tool)}" autocomplete="off"${aria('tool')}></p>
-<p><label for="a-outcome">Outcome</label><select id="a-outcome" name="outcome"${aria('outcome')}><option value="">All</option>${AUDIT_OUTCOMES.map((o) => `<option value="${o}"${selected(o, parsed.form.outcome)}>${OUTCOME_LABELS[o]}</option>`).join('')}</select></p>
+<p><label for="a-tool">Tool</label><input id="a-tool" name="tool" value="${parsed.form.tool}" autocomplete="off"${aria('tool')}></p>
+<p><label for="a-outcome">Outcome</label><select id="a-outcome" name="outcome"${aria('outcome')}><option value="">All</option>${AUDIT_OUTCOMES.map((o) => html`<option value="${o}"${selected(o, parsed.form.outcome)}>${OUTCOME_LABELS[o]}</option>`)}</select></p>
 <p class="actions"><button type="submit">Filter</button> <a href="${DEVELOPERS_PATH}#audit">Clear</a></p></form>`;
-  const rows = slice.calls
-    .map(
-      (call) => `<tr>
+  const rows = joinHtml(
+    slice.calls.map(
+      (call) => html`<tr>
 <td data-label="Time">${moment(call.createdAt)}</td>
-<td data-label="Agent">${names.has(call.grantId) ? escapeHtml(names.get(call.grantId)) : `<span class="note">Revoked:</span> ${escapeHtml(call.clientId)}`}</td>
-<td data-label="Tool" class="nowrap"><code>${escapeHtml(call.tool)}</code></td>
-<td data-label="Outcome">${OUTCOME_LABELS[call.outcome as AuditOutcome] ?? escapeHtml(call.outcome)}${call.reason ? `<br><span class="note">${escapeHtml(call.reason)}</span>` : ''}</td>
+<td data-label="Agent">${names.has(call.grantId) ? names.get(call.grantId) : html`<span class="note">Revoked:</span> ${call.clientId}`}</td>
+<td data-label="Tool" class="nowrap"><code>${call.tool}</code></td>
+<td data-label="Outcome">${OUTCOME_LABELS[call.outcome as AuditOutcome] ?? call.outcome}${call.reason ? html`<br><span class="note">${call.reason}</span>` : ''}</td>
 <td data-label="Arguments (SHA-256)" class="nowrap">${shortened(call.argumentsSha256, 12, 4)}</td>
 </tr>`,
-    )
-    .join('\n');
+    ),
+    html`\n`,
+  );
   const filtered = Object.values(parsed.form).some((value) => value !== '');
   const list = slice.calls.length
-    ? `<table class="cards audit"><thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Tool</th><th scope="col">Outcome</th><th scope="col">Arguments (SHA-256)</th></tr></thead><tbody>
+    ? html`<table class="cards audit"><thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Tool</th><th scope="col">Outcome</th><th scope="col">Arguments (SHA-256)</th></tr></thead><tbody>
 ${rows}
 </tbody></table>`
-    : `<p>${parsed.problems.length ? 'Fix the filter to see the calls.' : filtered || parsed.after ? 'No call matches this filter.' : 'No tool call yet.'}</p>`;
+    : html`<p>${parsed.problems.length ? 'Fix the filter to see the calls.' : filtered || parsed.after ? 'No call matches this filter.' : 'No tool call yet.'}</p>`;
   const pager = cursorPager({
     path: DEVELOPERS_PATH,
     filter: parsed.form,
@@ -109,7 +112,7 @@ ${rows}
     label: 'Pages of tool calls',
     fragment: 'audit',
   });
-  return `<h2 id="audit">Tool calls</h2>
+  return html`<h2 id="audit">Tool calls</h2>
 <p>Every call your coding agents made through MCP, refused ones included. Arguments are never kept, only their digest.</p>
 ${form}${list}${pager}`;
 }
@@ -121,13 +124,13 @@ async function developersPage(context: AppContext, signedIn: SignedIn, query: Re
   const problem = parsed.problems.map((p) => `${p.text}.`).join(' ');
   return {
     status: problem ? 400 : 200,
-    html: dashboardPage({
+    page: dashboardPage({
       signedIn,
       section: 'developers',
       mode: context.config.mode,
       ...(query.revoked === '1' ? { notice: 'Access revoked. The agent’s next call is refused.' } : {}),
       ...(problem ? { problem } : {}),
-      body: `${agentsSection(grants, signedIn.csrfToken)}\n${await auditSection(context, merchantId, grants, parsed)}`,
+      body: html`${agentsSection(grants, signedIn.csrfToken)}\n${await auditSection(context, merchantId, grants, parsed)}`,
     }),
   };
 }
@@ -145,8 +148,8 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
       responses: { 400: FILTER_REFUSED },
     },
     async (signedIn, request, reply) => {
-      const { status, html } = await developersPage(context, signedIn, request.query as Record<string, unknown>);
-      return sendPage(reply, status, html);
+      const { status, page } = await developersPage(context, signedIn, request.query as Record<string, unknown>);
+      return sendPage(reply, status, page);
     },
   );
 
@@ -171,7 +174,7 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
             section: 'developers',
             mode: context.config.mode,
             heading: 'No such coding agent',
-            body: `<p>It was already revoked, or it is not one of your account’s.</p><p><a href="${DEVELOPERS_PATH}">Back to Developers</a></p>`,
+            body: html`<p>It was already revoked, or it is not one of your account’s.</p><p><a href="${DEVELOPERS_PATH}">Back to Developers</a></p>`,
           }),
         );
       return reply.redirect(`${DEVELOPERS_PATH}?revoked=1`, 303);

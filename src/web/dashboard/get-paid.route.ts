@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
-import { escapeHtml, sendPage } from '../../http/html.ts';
 import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../../merchants/api-keys.ts';
 import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
+import { type Html, html, joinHtml } from '../kit/html.ts';
+import { sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
-import { copyField, csrfInput, DASHBOARD_SCRIPT, moment, registerDashboardScript } from './page-parts.ts';
+import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
 
 const PATH = '/dashboard/get-paid';
@@ -28,46 +29,48 @@ function curlSnippet(baseUrl: string, apiKey: string): string {
   -d '${body}'`;
 }
 
-async function getPaidBody(context: AppContext, signedIn: SignedIn, shown: Shown): Promise<string> {
+async function getPaidBody(context: AppContext, signedIn: SignedIn, shown: Shown): Promise<Html> {
   const merchantId = signedIn.user.merchantId;
   const [{ keys }, clients] = await Promise.all([listApiKeys(context.db, merchantId), listClients(context.db, merchantId)]);
   const csrf = csrfInput(signedIn.csrfToken);
   const keyMode = context.config.mode === 'sandbox' ? 'test' : 'live';
 
   const newKey = shown.apiKey
-    ? `<div class="secret" role="region" aria-labelledby="new-key-heading"><h3 id="new-key-heading">Your new API key</h3>
+    ? html`<div class="secret" role="region" aria-labelledby="new-key-heading"><h3 id="new-key-heading">Your new API key</h3>
 <p>Copy it now and keep it on your server: it is shown this once, and only its last four characters afterwards.</p>
 ${copyField('new-api-key', 'API key', shown.apiKey.apiKey, { select: true })}</div>`
     : '';
-  const keyRows = keys
-    .map(
-      (key) => `<tr><td data-label="Key"><code>${escapeHtml(key.masked)}</code></td><td data-label="Mode">${escapeHtml(key.mode)}</td>
+  const keyRows = joinHtml(
+    keys.map(
+      (key) => html`<tr><td data-label="Key"><code>${key.masked}</code></td><td data-label="Mode">${key.mode}</td>
 <td data-label="Created">${moment(key.createdAt)}</td><td data-label="Last used">${moment(key.lastUsedAt)}</td>
-<td><form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${escapeHtml(key.masked.slice(1))}">Revoke</button></form></td></tr>`,
-    )
-    .join('\n');
+<td><form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${key.masked.slice(1)}">Revoke</button></form></td></tr>`,
+    ),
+    html`\n`,
+  );
   const keyTable = keys.length
-    ? `<h3 class="keys-heading">Active keys</h3><p class="note">Masked: the keys themselves are not stored.</p><table class="cards"><thead><tr><th scope="col">Key</th><th scope="col">Mode</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${keyRows}</tbody></table>`
-    : '<p>No active API key.</p>';
+    ? html`<h3 class="keys-heading">Active keys</h3><p class="note">Masked: the keys themselves are not stored.</p><table class="cards"><thead><tr><th scope="col">Key</th><th scope="col">Mode</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${keyRows}</tbody></table>`
+    : html`<p>No active API key.</p>`;
 
   const newClient = shown.client
-    ? `<div class="secret" role="region" aria-labelledby="new-client-heading"><h3 id="new-client-heading">Your new client</h3>
+    ? html`<div class="secret" role="region" aria-labelledby="new-client-heading"><h3 id="new-client-heading">Your new client</h3>
 <p>Copy the secret now: it is shown this once.</p>
 ${copyField('new-client-id', 'Client ID', shown.client.clientId)}
 ${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { select: true })}</div>`
     : '';
-  const clientRows = clients
-    .map(
-      (client) => `<tr><td data-label="Client ID"><code>${escapeHtml(client.clientId)}</code></td><td data-label="Created">${moment(client.createdAt)}</td>
-<td><form method="post" action="${PATH}/clients/${encodeURIComponent(client.clientId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke client ${escapeHtml(client.clientId)}">Revoke</button></form></td></tr>`,
-    )
-    .join('\n');
+  const clientRows = joinHtml(
+    clients.map(
+      (client) => html`<tr><td data-label="Client ID"><code>${client.clientId}</code></td><td data-label="Created">${moment(client.createdAt)}</td>
+<td><form method="post" action="${PATH}/clients/${encodeURIComponent(client.clientId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke client ${client.clientId}">Revoke</button></form></td></tr>`,
+    ),
+    html`\n`,
+  );
   const clientTable = clients.length
-    ? `<h3 class="keys-heading">Active clients</h3><table class="cards"><thead><tr><th scope="col">Client ID</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${clientRows}</tbody></table>`
-    : '<p>No active client.</p>';
+    ? html`<h3 class="keys-heading">Active clients</h3><table class="cards"><thead><tr><th scope="col">Client ID</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${clientRows}</tbody></table>`
+    : html`<p>No active client.</p>`;
 
   const snippetKey = shown.apiKey?.apiKey ?? `sk_${keyMode}_…`;
-  return `<p>Your server creates a payment session with an API key (or a client-credentials token), then sends the buyer to its <code>redirectUrl</code>.</p>
+  return html`<p>Your server creates a payment session with an API key (or a client-credentials token), then sends the buyer to its <code>redirectUrl</code>.</p>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">API keys</h2>
 ${newKey}
 <form method="post" action="${PATH}/api-keys">${csrf}<button type="submit">Create an API key</button></form>
@@ -78,9 +81,9 @@ ${newClient}
 <form method="post" action="${PATH}/clients">${csrf}<button type="submit">Create a client</button></form>
 ${clientTable}</section>
 <section aria-labelledby="curl-heading"><h2 id="curl-heading">Create a payment session</h2>
-<p>The payment API is at <code>${escapeHtml(context.config.baseUrl + PAYMENT_API_BASE_PATH)}</code>.${shown.apiKey ? ' This one carries your new key.' : ` Put your key in place of <code>${escapeHtml(snippetKey)}</code>.`}</p>
-<pre id="curl-snippet" tabindex="0" aria-label="curl command">${escapeHtml(curlSnippet(context.config.baseUrl, snippetKey))}</pre>
-</section>${DASHBOARD_SCRIPT}`;
+<p>The payment API is at <code>${context.config.baseUrl + PAYMENT_API_BASE_PATH}</code>.${shown.apiKey ? ' This one carries your new key.' : html` Put your key in place of <code>${snippetKey}</code>.`}</p>
+<pre id="curl-snippet" tabindex="0" aria-label="curl command">${curlSnippet(context.config.baseUrl, snippetKey)}</pre>
+</section>${dashboardScript()}`;
 }
 
 async function sendGetPaid(
@@ -108,7 +111,6 @@ const NOT_FOUND = { 404: HTML_RESPONSE };
 
 /** Get paid: API keys and client credentials (create shown once, list, revoke) and a ready E1 curl command. */
 export function registerGetPaid(app: FastifyInstance, context: AppContext): void {
-  registerDashboardScript(app);
   const route = (doc: Parameters<typeof addDashboardRoute>[2], handler: Parameters<typeof addDashboardRoute>[3]) =>
     addDashboardRoute(app, context, doc, handler);
 

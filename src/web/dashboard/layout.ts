@@ -1,5 +1,6 @@
 import type { SignedIn } from '../../accounts/web-session.ts';
-import { escapeHtml, page } from '../../http/html.ts';
+import { type Html, html } from '../kit/html.ts';
+import { page } from '../kit/page.ts';
 
 /** The dashboard's sections, in the order of its navigation. */
 export const SECTIONS = [
@@ -25,7 +26,7 @@ export type DashboardView = {
   /** A refusal to show above the page (`role="alert"`). */
   problem?: string;
   mode: 'sandbox' | 'live';
-  body: string;
+  body: Html;
 };
 
 /**
@@ -33,18 +34,18 @@ export type DashboardView = {
  * button, a sandbox banner when the money is fake, then the page. Server-rendered; works without
  * script.
  */
-export function dashboardPage(view: DashboardView): string {
+export function dashboardPage(view: DashboardView): Html {
   const current = SECTIONS.find((s) => s.id === view.section)!;
   const heading = view.heading ?? current.label;
-  const nav = SECTIONS.map((s) => `<li><a href="${s.path}"${s.id === view.section ? ' aria-current="page"' : ''}>${escapeHtml(s.label)}</a></li>`).join('');
+  const nav = SECTIONS.map((s) => html`<li><a href="${s.path}"${s.id === view.section ? html` aria-current="page"` : ''}>${s.label}</a></li>`);
   return page(
     `${heading} · Till dashboard`,
-    `<header class="dashboard-header"><p class="brand"><a href="/dashboard">Till</a></p>
+    html`<header class="dashboard-header"><p class="brand"><a href="/dashboard">Till</a></p>
 <nav aria-label="Dashboard"><ul>${nav}</ul></nav>
-<form method="post" action="/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${escapeHtml(view.signedIn.csrfToken)}"><span class="note">${escapeHtml(view.signedIn.user.email)}</span> <button type="submit" class="secondary">Sign out</button></form></header>
-<main>${view.mode === 'sandbox' ? '<p class="sandbox-banner">Sandbox: the money here is fake.</p>' : ''}
-<h1>${escapeHtml(heading)}</h1>
-${view.notice ? `<p role="status" class="done">${escapeHtml(view.notice)}</p>` : ''}${view.problem ? `<p role="alert" class="problem">${escapeHtml(view.problem)}</p>` : ''}
+<form method="post" action="/sign-out" class="sign-out"><input type="hidden" name="csrf" value="${view.signedIn.csrfToken}"><span class="note">${view.signedIn.user.email}</span> <button type="submit" class="secondary">Sign out</button></form></header>
+<main>${view.mode === 'sandbox' ? html`<p class="sandbox-banner">Sandbox: the money here is fake.</p>` : ''}
+<h1>${heading}</h1>
+${view.notice ? html`<p role="status" class="done">${view.notice}</p>` : ''}${view.problem ? html`<p role="alert" class="problem">${view.problem}</p>` : ''}
 ${view.body}</main>`,
   );
 }

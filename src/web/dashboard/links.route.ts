@@ -5,7 +5,6 @@ import { invalidField, TillError } from '../../common/errors.ts';
 import type { AppContext } from '../../context.ts';
 import type { OrderType } from '../../db/schema.ts';
 import { formFields } from '../../http/forms.ts';
-import { escapeHtml, sendPage } from '../../http/html.ts';
 import { validate } from '../../http/validation.ts';
 import { findMerchant } from '../../merchants/merchants.ts';
 import { formatMinor } from '../../money/decimal.ts';
@@ -16,8 +15,10 @@ import { CreateSessionBody } from '../../sessions/schemas.ts';
 import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, type SessionRow } from '../../sessions/sessions.ts';
 import { updatePaymentSession } from '../../sessions/update-session.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
+import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
+import { sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
-import { copyField, csrfInput, DASHBOARD_SCRIPT, moment } from './page-parts.ts';
+import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
 
 const PATH = '/dashboard/links';
@@ -94,35 +95,35 @@ function problemText(error: TillError): string {
   return field && field in FIELDS ? `${FIELDS[field]}: ${error.message}` : error.message;
 }
 
-function textInput(name: FieldName, values: FormValues, invalid: string | undefined, attributes: string, hint?: string): string {
-  const hintHtml = hint ? `<span class="note" id="${name}-hint">${escapeHtml(hint)}</span>` : '';
-  const describedBy = hint ? ` aria-describedby="${name}-hint"` : '';
-  return `<p><label for="${name}">${escapeHtml(FIELDS[name])}</label>${hintHtml}<input id="${name}" name="${name}" value="${escapeHtml(values[name] ?? '')}" ${attributes}${describedBy}${invalid === name ? ' aria-invalid="true"' : ''}></p>`;
+function textInput(name: FieldName, values: FormValues, invalid: string | undefined, attributes: Html, hint?: string): Html {
+  const hintHtml = hint ? html`<span class="note" id="${name}-hint">${hint}</span>` : '';
+  const describedBy = hint ? html` aria-describedby="${name}-hint"` : '';
+  return html`<p><label for="${name}">${FIELDS[name]}</label>${hintHtml}<input id="${name}" name="${name}" value="${values[name] ?? ''}" ${attributes}${describedBy}${invalid === name ? html` aria-invalid="true"` : ''}></p>`;
 }
 
 /** The optional fields folded under "Order ID and return URLs" (unfolded when one is filled in or refused). */
 const MORE: FieldName[] = ['orderId', 'successUrl', 'cancelUrl', 'failUrl'];
 
 /** The fields of a link, for creating one (with its kind) or editing one (E2's fields). */
-function linkFields(values: FormValues, invalid: string | undefined, options: { create: boolean }): string {
+function linkFields(values: FormValues, invalid: string | undefined, options: { create: boolean }): Html {
   const kind = values.orderType ?? 'STATIC';
-  const kindInvalid = invalid === 'orderType' ? ' aria-invalid="true"' : '';
+  const kindInvalid = invalid === 'orderType' ? html` aria-invalid="true"` : '';
   const kindFieldset = options.create
-    ? `<fieldset><legend>${FIELDS.orderType}</legend>
-<p class="choice"><input type="radio" id="orderType-static" name="orderType" value="STATIC"${kind === 'STATIC' ? ' checked' : ''}${kindInvalid}> <label for="orderType-static">Reusable link (STATIC): never expires, takes many payments</label></p>
-<p class="choice"><input type="radio" id="orderType-transient" name="orderType" value="TRANSIENT"${kind === 'TRANSIENT' ? ' checked' : ''}${kindInvalid}> <label for="orderType-transient">One payment (TRANSIENT): paid once, expires</label></p></fieldset>`
+    ? html`<fieldset><legend>${FIELDS.orderType}</legend>
+<p class="choice"><input type="radio" id="orderType-static" name="orderType" value="STATIC"${kind === 'STATIC' ? html` checked` : ''}${kindInvalid}> <label for="orderType-static">Reusable link (STATIC): never expires, takes many payments</label></p>
+<p class="choice"><input type="radio" id="orderType-transient" name="orderType" value="TRANSIENT"${kind === 'TRANSIENT' ? html` checked` : ''}${kindInvalid}> <label for="orderType-transient">One payment (TRANSIENT): paid once, expires</label></p></fieldset>`
     : '';
-  return `${kindFieldset}
-${textInput('amount', values, invalid, 'inputmode="decimal" autocomplete="off" required', 'The price; with a buyer-chosen amount, the amount suggested.')}
-${textInput('currency', { currency: 'USD', ...values }, invalid, 'maxlength="3" autocomplete="off" required', 'ISO 4217 code: USD, EUR, …')}
-${textInput('concept', values, invalid, 'maxlength="500"', 'Shown to the buyer.')}
-<p class="choice"><input type="checkbox" id="editable" name="editable"${values.editable === 'on' ? ' checked' : ''}${invalid === 'editable' ? ' aria-invalid="true"' : ''}> <label for="editable">${FIELDS.editable}</label></p>
-${textInput('minAmount', values, invalid, 'inputmode="decimal" autocomplete="off"', 'Optional floor of a buyer-chosen amount.')}
-<details${MORE.some((name) => name === invalid || (values[name] ?? '') !== '') ? ' open' : ''}><summary>Order ID and return URLs</summary>
-${textInput('orderId', values, invalid, 'maxlength="255" autocomplete="off"', 'Optional: your own unique reference.')}
-${textInput('successUrl', values, invalid, 'type="url" inputmode="url"', 'Optional: where the buyer goes once paid.')}
-${textInput('cancelUrl', values, invalid, 'type="url" inputmode="url"', 'Optional: where the buyer goes on cancel.')}
-${textInput('failUrl', values, invalid, 'type="url" inputmode="url"', 'Optional: where the buyer goes when the payment fails.')}</details>`;
+  return html`${kindFieldset}
+${textInput('amount', values, invalid, html`inputmode="decimal" autocomplete="off" required`, 'The price; with a buyer-chosen amount, the amount suggested.')}
+${textInput('currency', { currency: 'USD', ...values }, invalid, html`maxlength="3" autocomplete="off" required`, 'ISO 4217 code: USD, EUR, …')}
+${textInput('concept', values, invalid, html`maxlength="500"`, 'Shown to the buyer.')}
+<p class="choice"><input type="checkbox" id="editable" name="editable"${values.editable === 'on' ? html` checked` : ''}${invalid === 'editable' ? html` aria-invalid="true"` : ''}> <label for="editable">${FIELDS.editable}</label></p>
+${textInput('minAmount', values, invalid, html`inputmode="decimal" autocomplete="off"`, 'Optional floor of a buyer-chosen amount.')}
+<details${MORE.some((name) => name === invalid || (values[name] ?? '') !== '') ? html` open` : ''}><summary>Order ID and return URLs</summary>
+${textInput('orderId', values, invalid, html`maxlength="255" autocomplete="off"`, 'Optional: your own unique reference.')}
+${textInput('successUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes once paid.')}
+${textInput('cancelUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes on cancel.')}
+${textInput('failUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes when the payment fails.')}</details>`;
 }
 
 /** A session's state as the dashboard names it: Archived, Paid, Expired or Open. */
@@ -136,40 +137,45 @@ async function listBody(
   context: AppContext,
   signedIn: SignedIn,
   view: { page: number; archived: boolean; values: FormValues; invalid?: string },
-): Promise<string> {
+): Promise<Html> {
   const merchantId = signedIn.user.merchantId;
   const [{ sessions, hasMore, page }, merchant] = await Promise.all([
     listMerchantSessions(context.db, context.config.mode, merchantId, { page: view.page, size: PAGE_SIZE, archived: view.archived }),
     findMerchant(context.db, merchantId),
   ]);
   const now = context.now();
-  const rows = sessions
-    .map(
+  const rows = joinHtml(
+    sessions.map(
       (
         session,
-      ) => `<tr><td data-label="Link"><a href="${PATH}/${encodeURIComponent(session.id)}">${escapeHtml(session.concept ?? session.order_id ?? session.id)}</a></td>
-<td data-label="Amount">${escapeHtml(formatMoney(session.amount_minor, session.currency))}${session.editable === 1 ? ' <span class="tag">buyer chooses</span>' : ''}</td>
+      ) => html`<tr><td data-label="Link"><a href="${PATH}/${encodeURIComponent(session.id)}">${session.concept ?? session.order_id ?? session.id}</a></td>
+<td data-label="Amount">${formatMoney(session.amount_minor, session.currency)}${session.editable === 1 ? html` <span class="tag">buyer chooses</span>` : ''}</td>
 <td data-label="Kind">${session.order_type}</td><td data-label="Status">${statusText(session, now)}</td><td data-label="Created">${moment(session.created_at)}</td></tr>`,
-    )
-    .join('\n');
-  const query = (p: number) => `${PATH}?${view.archived ? 'archived=1&amp;' : ''}page=${p}`;
-  const pager = [page > 1 ? `<a href="${query(page - 1)}">Newer</a>` : '', hasMore ? `<a href="${query(page + 1)}">Older</a>` : ''].filter(Boolean).join(' · ');
+    ),
+    html`\n`,
+  );
+  const query = (p: number) => `${PATH}?${view.archived ? 'archived=1&' : ''}page=${p}`;
+  const pages = [
+    page > 1 ? html`<a href="${query(page - 1)}">Newer</a>` : undefined,
+    hasMore ? html`<a href="${query(page + 1)}">Older</a>` : undefined,
+  ].filter((link) => link !== undefined);
   const table = sessions.length
-    ? `<table class="cards"><thead><tr><th scope="col">Link</th><th scope="col">Amount</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead><tbody>${rows}</tbody></table>`
-    : `<p>${view.archived ? 'No archived link.' : 'No payment link yet.'}</p>`;
-  return `${merchant?.walletAddress ? '' : '<p class="problem">No payout wallet is set: links cannot be paid until it is (Settings).</p>'}
+    ? html`<table class="cards"><thead><tr><th scope="col">Link</th><th scope="col">Amount</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<p>${view.archived ? 'No archived link.' : 'No payment link yet.'}</p>`;
+  return html`${merchant?.walletAddress ? '' : html`<p class="problem">No payout wallet is set: links cannot be paid until it is (Settings).</p>`}
 <section aria-labelledby="new-link-heading"><h2 id="new-link-heading">New payment link</h2>
 <form method="post" action="${PATH}" class="link-form">${csrfInput(signedIn.csrfToken)}
 ${linkFields(view.values, view.invalid, { create: true })}
 <p><button type="submit">Create the link</button></p></form></section>
 <section aria-labelledby="links-heading"><h2 id="links-heading">${view.archived ? 'Archived links' : 'Your links'}</h2>
-<p class="note">Newest first. ${view.archived ? `<a href="${PATH}">Show active links</a>` : `<a href="${PATH}?archived=1">Show archived links</a>`}</p>
-${table}${pager ? `<nav aria-label="Pages of links"><p>${pager}</p></nav>` : ''}</section>`;
+<p class="note">Newest first. ${view.archived ? html`<a href="${PATH}">Show active links</a>` : html`<a href="${PATH}?archived=1">Show archived links</a>`}</p>
+${table}${pages.length ? html`<nav aria-label="Pages of links"><p>${joinHtml(pages, html` · `)}</p></nav>` : ''}</section>`;
 }
 
-async function qrCode(url: string): Promise<string> {
+async function qrCode(url: string): Promise<Html> {
   const svg = await QRCode.toString(url, { type: 'svg', margin: 1, errorCorrectionLevel: 'M', color: { dark: '#000000', light: '#ffffff' } });
-  return svg.replace('<svg ', '<svg role="img" aria-labelledby="qr-caption" focusable="false" ');
+  // trusted: an SVG of paths only, drawn by the qrcode library from the link's URL (no text of it is in the markup).
+  return trusted(svg.replace('<svg ', '<svg role="img" aria-labelledby="qr-caption" focusable="false" '));
 }
 
 function changeable(session: SessionRow, now: number): boolean {
@@ -177,7 +183,7 @@ function changeable(session: SessionRow, now: number): boolean {
   return session.order_type === 'STATIC' || (session.status === 'OPEN' && !isExpired(session, now));
 }
 
-async function detailBody(context: AppContext, signedIn: SignedIn, session: SessionRow, view: { values?: FormValues; invalid?: string }): Promise<string> {
+async function detailBody(context: AppContext, signedIn: SignedIn, session: SessionRow, view: { values?: FormValues; invalid?: string }): Promise<Html> {
   const now = context.now();
   const url = redirectUrlFor(context.config.baseUrl, session.id);
   const payments = await context.db
@@ -188,53 +194,46 @@ async function detailBody(context: AppContext, signedIn: SignedIn, session: Sess
     .orderBy('id', 'desc')
     .limit(100)
     .execute();
-  const paymentRows = payments
-    .map(
+  const paymentRows = joinHtml(
+    payments.map(
       (
         p,
-      ) => `<tr><td data-label="Order">${p.public_order_id ? `<a href="/checkout/v2/orders/receipt/${encodeURIComponent(p.public_order_id)}">${escapeHtml(p.public_order_id)}</a>` : '—'}</td>
-<td data-label="Status">${escapeHtml(p.status)}</td><td data-label="Amount">${escapeHtml(formatMoney(p.amount_minor, p.currency))} <span class="note">(${escapeHtml(formatUsdc(p.value))} USDC)</span></td>
-<td data-label="Payer"><code>${escapeHtml(p.payer)}</code></td><td data-label="When">${moment(p.settled_at ?? p.created_at)}</td></tr>`,
-    )
-    .join('\n');
+      ) => html`<tr><td data-label="Order">${p.public_order_id ? html`<a href="/checkout/v2/orders/receipt/${encodeURIComponent(p.public_order_id)}">${p.public_order_id}</a>` : '—'}</td>
+<td data-label="Status">${p.status}</td><td data-label="Amount">${formatMoney(p.amount_minor, p.currency)} <span class="note">(${formatUsdc(p.value)} USDC)</span></td>
+<td data-label="Payer"><code>${p.payer}</code></td><td data-label="When">${moment(p.settled_at ?? p.created_at)}</td></tr>`,
+    ),
+    html`\n`,
+  );
   const paymentsTable = payments.length
-    ? `<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Payer</th><th scope="col">When</th></tr></thead><tbody>${paymentRows}</tbody></table>`
-    : '<p>No payment yet.</p>';
+    ? html`<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Payer</th><th scope="col">When</th></tr></thead><tbody>${paymentRows}</tbody></table>`
+    : html`<p>No payment yet.</p>`;
   const csrf = csrfInput(signedIn.csrfToken);
   const edit = changeable(session, now)
-    ? `<form method="post" action="${PATH}/${encodeURIComponent(session.id)}" class="link-form">${csrf}
+    ? html`<form method="post" action="${PATH}/${encodeURIComponent(session.id)}" class="link-form">${csrf}
 ${linkFields(view.values ?? sessionValues(session), view.invalid, { create: false })}
 <p><button type="submit">Save changes</button></p></form>`
-    : '<p>This link can no longer change: it is paid, expired or archived.</p>';
+    : html`<p>This link can no longer change: it is paid, expired or archived.</p>`;
   const archive =
     session.archived_at === null
-      ? `<section aria-labelledby="archive-heading"><h2 id="archive-heading">Archive</h2><p>An archived link is hidden from your list and can no longer be paid. Payments already made stay.</p>
+      ? html`<section aria-labelledby="archive-heading"><h2 id="archive-heading">Archive</h2><p>An archived link is hidden from your list and can no longer be paid. Payments already made stay.</p>
 <form method="post" action="${PATH}/${encodeURIComponent(session.id)}/archive">${csrf}<button type="submit" class="danger">Archive this link</button></form></section>`
-      : `<p>Archived ${moment(session.archived_at)}.</p>`;
-  return `<p><a href="${PATH}">← All payment links</a></p>
+      : html`<p>Archived ${moment(session.archived_at)}.</p>`;
+  return html`<p><a href="${PATH}">← All payment links</a></p>
 <dl class="facts"><div><dt>Status</dt><dd>${statusText(session, now)}</dd></div><div><dt>Kind</dt><dd>${session.order_type}</dd></div>
-<div><dt>Amount</dt><dd>${escapeHtml(formatMoney(session.amount_minor, session.currency))}${session.editable === 1 ? ' (the buyer chooses)' : ''}</dd></div>
-<div><dt>Created</dt><dd>${moment(session.created_at)}</dd></div>${session.expires_at === null ? '' : `<div><dt>Expires</dt><dd>${moment(session.expires_at)}</dd></div>`}</dl>
+<div><dt>Amount</dt><dd>${formatMoney(session.amount_minor, session.currency)}${session.editable === 1 ? ' (the buyer chooses)' : ''}</dd></div>
+<div><dt>Created</dt><dd>${moment(session.created_at)}</dd></div>${session.expires_at === null ? '' : html`<div><dt>Expires</dt><dd>${moment(session.expires_at)}</dd></div>`}</dl>
 <section aria-labelledby="share-heading"><h2 id="share-heading">Share</h2>
 ${copyField('link-url', 'Link URL', url)}
-<p><a href="${escapeHtml(url)}">Open the payment page</a></p>
+<p><a href="${url}">Open the payment page</a></p>
 <figure class="qr">${await qrCode(url)}<figcaption id="qr-caption">QR code of the link’s URL</figcaption></figure></section>
 <section aria-labelledby="payments-heading"><h2 id="payments-heading">Payments</h2>${paymentsTable}</section>
 <section aria-labelledby="edit-heading"><h2 id="edit-heading">Edit</h2>${edit}</section>
-${archive}${DASHBOARD_SCRIPT}`;
+${archive}${dashboardScript()}`;
 }
 
 type PageView = { notice?: string | undefined; problem?: string | undefined };
 
-function sendLinksPage(
-  context: AppContext,
-  reply: FastifyReply,
-  signedIn: SignedIn,
-  status: number,
-  heading: string | undefined,
-  view: PageView,
-  body: string,
-) {
+function sendLinksPage(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, heading: string | undefined, view: PageView, body: Html) {
   return sendPage(
     reply,
     status,
@@ -258,7 +257,7 @@ const notFound = (context: AppContext, reply: FastifyReply, signedIn: SignedIn) 
     404,
     'No such payment link',
     {},
-    `<p>It does not exist, or it is not one of yours.</p><p><a href="${PATH}">All payment links</a></p>`,
+    html`<p>It does not exist, or it is not one of yours.</p><p><a href="${PATH}">All payment links</a></p>`,
   );
 
 const noticeOf = (request: FastifyRequest) => {

@@ -4,7 +4,6 @@ import { TillError } from '../../common/errors.ts';
 import { refusalOf } from '../../common/ssrf.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
-import { escapeHtml, sendPage } from '../../http/html.ts';
 import { formatMoney } from '../../money/iso4217.ts';
 import { listSessionsCreatedVia, parseSessionsCursor, type SessionsCursor, sessionsCursorText } from '../../sessions/sessions.ts';
 import { webhookTargetAllowance } from '../../webhooks/deliver.ts';
@@ -20,6 +19,8 @@ import {
 } from '../../webhooks/endpoints.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { limitTestEvents } from '../../webhooks/test-event-limit.ts';
+import { type Html, html, joinHtml } from '../kit/html.ts';
+import { sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
 import { statusText } from './links.route.ts';
 import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
@@ -47,77 +48,76 @@ const NOTICES: Record<string, string> = {
   redelivered: 'Event queued again: the new delivery appears in the log below.',
 };
 
-function endpointSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): string {
+function endpointSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): Html {
   const url = state.form?.url ?? endpoint?.url ?? '';
   const events = new Set(state.form?.events ?? endpoint?.events ?? DEFAULT_EVENTS);
-  const aria = (field: PageState['invalid']) => (state.invalid === field ? ' aria-invalid="true"' : '');
+  const aria = (field: PageState['invalid']) => (state.invalid === field ? html` aria-invalid="true"` : '');
   const boxes = EVENT_TYPES.map(
     (type) =>
-      `<li><input type="checkbox" id="ev-${type}" name="events" value="${type}"${events.has(type) ? ' checked' : ''}${aria('events')}> <label for="ev-${type}"><code>${type}</code></label></li>`,
-  ).join('');
+      html`<li><input type="checkbox" id="ev-${type}" name="events" value="${type}"${events.has(type) ? html` checked` : ''}${aria('events')}> <label for="ev-${type}"><code>${type}</code></label></li>`,
+  );
   const status = endpoint
     ? endpoint.disabledAt === null
-      ? '<p>Deliveries: <strong>on</strong>.</p>'
-      : `<p class="problem">Deliveries are <strong>off</strong> since ${moment(endpoint.disabledAt)}: ${escapeHtml(endpoint.disabledReason ?? '')}. Saving the URL turns them on again.</p>`
-    : '<p>No webhook URL yet: Till tells your server about payments by posting events to it.</p>';
-  return `<h2 id="endpoint">Webhook endpoint</h2>${status}
+      ? html`<p>Deliveries: <strong>on</strong>.</p>`
+      : html`<p class="problem">Deliveries are <strong>off</strong> since ${moment(endpoint.disabledAt)}: ${endpoint.disabledReason ?? ''}. Saving the URL turns them on again.</p>`
+    : html`<p>No webhook URL yet: Till tells your server about payments by posting events to it.</p>`;
+  return html`<h2 id="endpoint">Webhook endpoint</h2>${status}
 <form method="post" action="${PATH}/endpoint">${csrfInput(csrf)}
-<p><label for="wh-url">URL</label><input id="wh-url" name="url" type="url" inputmode="url" autocomplete="off" required value="${escapeHtml(url)}"${aria('url')}></p>
+<p><label for="wh-url">URL</label><input id="wh-url" name="url" type="url" inputmode="url" autocomplete="off" required value="${url}"${aria('url')}></p>
 <fieldset><legend>Events</legend><ul class="scopes checks">${boxes}</ul></fieldset>
 <p><button type="submit">Save</button></p></form>`;
 }
 
-function secretsSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): string {
-  if (!endpoint) return '';
+function secretsSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): Html {
+  if (!endpoint) return html``;
   const shown = state.revealed
-    ? `<dl class="secrets"><dt>Webhook key (<code>X-Webhook-Api-Key</code>)</dt><dd><code>${escapeHtml(state.revealed.webhookKey)}</code></dd>
-<dt>Signing secret</dt><dd><code>${escapeHtml(state.revealed.signingSecret)}</code></dd></dl>`
-    : '<p>Your server checks each delivery with the webhook key and the signing secret. They are shown after you enter your password.</p>';
-  return `<h2 id="secrets">Key and signing secret</h2>${shown}
+    ? html`<dl class="secrets"><dt>Webhook key (<code>X-Webhook-Api-Key</code>)</dt><dd><code>${state.revealed.webhookKey}</code></dd>
+<dt>Signing secret</dt><dd><code>${state.revealed.signingSecret}</code></dd></dl>`
+    : html`<p>Your server checks each delivery with the webhook key and the signing secret. They are shown after you enter your password.</p>`;
+  return html`<h2 id="secrets">Key and signing secret</h2>${shown}
 <form method="post" action="${PATH}/reveal">${csrfInput(csrf)}
-<p><label for="wh-password">Your password</label><input id="wh-password" name="password" type="password" autocomplete="current-password" required${state.invalid === 'password' ? ' aria-invalid="true"' : ''}></p>
-<p><label for="wh-overlap">Old secret signs too for (hours)</label><input id="wh-overlap" name="overlap" type="number" inputmode="numeric" min="0" max="${MAX_OVERLAP_HOURS}" step="1" value="${DEFAULT_OVERLAP_HOURS}" class="short" aria-describedby="wh-overlap-hint"${state.invalid === 'overlap' ? ' aria-invalid="true"' : ''}></p>
+<p><label for="wh-password">Your password</label><input id="wh-password" name="password" type="password" autocomplete="current-password" required${state.invalid === 'password' ? html` aria-invalid="true"` : ''}></p>
+<p><label for="wh-overlap">Old secret signs too for (hours)</label><input id="wh-overlap" name="overlap" type="number" inputmode="numeric" min="0" max="${MAX_OVERLAP_HOURS}" step="1" value="${DEFAULT_OVERLAP_HOURS}" class="short" aria-describedby="wh-overlap-hint"${state.invalid === 'overlap' ? html` aria-invalid="true"` : ''}></p>
 <p class="note" id="wh-overlap-hint">Rotating makes a new key and signing secret at once; deliveries carry the new key and a signature with each secret (<code>webhook-signature</code> lists both) for the hours chosen here (0 to ${MAX_OVERLAP_HOURS}), so your receiver keeps verifying while you switch it to the new secret.</p>
-${endpoint.previousSecretUntil ? `<p>The previous signing secret signs deliveries too until ${moment(endpoint.previousSecretUntil)}.</p>` : ''}
+${endpoint.previousSecretUntil ? html`<p>The previous signing secret signs deliveries too until ${moment(endpoint.previousSecretUntil)}.</p>` : ''}
 <p class="actions"><button type="submit" class="secondary">Reveal</button> <button type="submit" class="danger" formaction="${PATH}/rotate">Rotate key and secret</button></p></form>`;
 }
 
-function deliveryItem(delivery: DeliveryView, csrf: string): string {
+function deliveryItem(delivery: DeliveryView, csrf: string): Html {
   const attempts = delivery.attempts.length
-    ? `<ol class="attempts">${delivery.attempts
-        .map(
-          (a) =>
-            `<li>${moment(Date.parse(a.at))} · ${a.statusCode === null ? `<strong>no answer</strong>${a.error ? `: ${escapeHtml(a.error)}` : ''}` : `HTTP <strong>${a.statusCode}</strong>`} · ${a.latencyMs} ms${
-              a.response ? `<br><code class="excerpt">${escapeHtml(a.response.slice(0, EXCERPT_CHARS))}</code>` : ''
-            }</li>`,
-        )
-        .join('')}</ol>`
-    : '<p class="note">Not attempted yet.</p>';
+    ? html`<ol class="attempts">${delivery.attempts.map(
+        (a) =>
+          html`<li>${moment(Date.parse(a.at))} · ${a.statusCode === null ? html`<strong>no answer</strong>${a.error ? `: ${a.error}` : ''}` : html`HTTP <strong>${a.statusCode}</strong>`} · ${a.latencyMs} ms${
+            a.response ? html`<br><code class="excerpt">${a.response.slice(0, EXCERPT_CHARS)}</code>` : ''
+          }</li>`,
+      )}</ol>`
+    : html`<p class="note">Not attempted yet.</p>`;
   const status = { PENDING: 'Pending', SUCCEEDED: 'Delivered', FAILED: 'Failed' }[delivery.status];
-  return `<li class="delivery"><p><code>${escapeHtml(delivery.event)}</code> <span class="tag${delivery.status === 'SUCCEEDED' ? ' tag-granted' : delivery.status === 'FAILED' ? ' tag-opt-in' : ''}">${status}</span><br>
-<span class="note">Event <code>${escapeHtml(delivery.eventId)}</code>, ${moment(Date.parse(delivery.createdAt))}${delivery.nextAttemptAt ? `, next attempt ${moment(Date.parse(delivery.nextAttemptAt))}` : ''}</span></p>
+  return html`<li class="delivery"><p><code>${delivery.event}</code> <span class="tag${delivery.status === 'SUCCEEDED' ? ' tag-granted' : delivery.status === 'FAILED' ? ' tag-opt-in' : ''}">${status}</span><br>
+<span class="note">Event <code>${delivery.eventId}</code>, ${moment(Date.parse(delivery.createdAt))}${delivery.nextAttemptAt ? html`, next attempt ${moment(Date.parse(delivery.nextAttemptAt))}` : ''}</span></p>
 ${attempts}
-<form method="post" action="${PATH}/events/${encodeURIComponent(delivery.eventId)}/redeliver">${csrfInput(csrf)}<button type="submit" class="secondary" aria-label="Redeliver event ${escapeHtml(delivery.eventId)}">Redeliver</button></form></li>`;
+<form method="post" action="${PATH}/events/${encodeURIComponent(delivery.eventId)}/redeliver">${csrfInput(csrf)}<button type="submit" class="secondary" aria-label="Redeliver event ${delivery.eventId}">Redeliver</button></form></li>`;
 }
 
 /** Every order (payment session) the merchant created through the payment API (E1), newest first, paged by cursor. */
-async function apiOrdersSection(context: AppContext, merchantId: string, after: SessionsCursor | undefined): Promise<string> {
+async function apiOrdersSection(context: AppContext, merchantId: string, after: SessionsCursor | undefined): Promise<Html> {
   const slice = await listSessionsCreatedVia(context.db, context.config.mode, merchantId, 'api', { after, size: API_ORDERS_PAGE_SIZE });
   const now = context.now();
-  const rows = slice.sessions
-    .map(
-      (session) => `<tr><td data-label="Created">${moment(Number(session.created_at))}</td>
-<td data-label="Session"><code>${escapeHtml(session.id)}</code></td>
-<td data-label="Order id">${session.order_id === null ? '<span class="note">none</span>' : `<code>${escapeHtml(session.order_id)}</code>`}</td>
-<td data-label="Amount">${escapeHtml(formatMoney(session.amount_minor, session.currency))}</td>
+  const rows = joinHtml(
+    slice.sessions.map(
+      (session) => html`<tr><td data-label="Created">${moment(Number(session.created_at))}</td>
+<td data-label="Session"><code>${session.id}</code></td>
+<td data-label="Order id">${session.order_id === null ? html`<span class="note">none</span>` : html`<code>${session.order_id}</code>`}</td>
+<td data-label="Amount">${formatMoney(session.amount_minor, session.currency)}</td>
 <td data-label="Status">${statusText(session, now)}</td>
-<td data-label="Payment link"><a href="/dashboard/links/${encodeURIComponent(session.id)}" aria-label="Open the payment link of ${escapeHtml(session.id)}">Open</a></td></tr>`,
-    )
-    .join('\n');
+<td data-label="Payment link"><a href="/dashboard/links/${encodeURIComponent(session.id)}" aria-label="Open the payment link of ${session.id}">Open</a></td></tr>`,
+    ),
+    html`\n`,
+  );
   const list = slice.sessions.length
-    ? `<table class="cards api-orders"><caption class="note">Newest first${after ? ', older page' : ''}</caption><thead><tr><th scope="col">Created</th><th scope="col">Session</th><th scope="col">Order id</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Payment link</th></tr></thead><tbody>
+    ? html`<table class="cards api-orders"><caption class="note">Newest first${after ? ', older page' : ''}</caption><thead><tr><th scope="col">Created</th><th scope="col">Session</th><th scope="col">Order id</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Payment link</th></tr></thead><tbody>
 ${rows}</tbody></table>`
-    : `<p>${after ? 'No older order.' : 'No order received through the API yet: sessions your server creates with <code>POST /api/checkout/v2/payment_session</code> appear here.'}</p>`;
+    : html`<p>${after ? 'No older order.' : html`No order received through the API yet: sessions your server creates with <code>POST /api/checkout/v2/payment_session</code> appear here.`}</p>`;
   const pager = cursorPager({
     path: PATH,
     filter: {},
@@ -127,26 +127,33 @@ ${rows}</tbody></table>`
     label: 'Pages of API orders',
     fragment: 'api-orders',
   });
-  return `<h2 id="api-orders">Orders received through the API</h2>
+  return html`<h2 id="api-orders">Orders received through the API</h2>
 <p class="note">The payment sessions your server created with the payment API, with their status; payment links made here or by a coding agent are not listed.</p>
 ${list}${pager}`;
 }
 
-async function renderPage(context: AppContext, signedIn: SignedIn, state: PageState): Promise<string> {
+async function renderPage(context: AppContext, signedIn: SignedIn, state: PageState): Promise<Html> {
   const merchantId = signedIn.user.merchantId;
   const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId, context.config.mode, context.now());
   const deliveries = await listDeliveries(context.db, context.config.mode, { merchantId, limit: DELIVERIES_SHOWN });
   const csrf = signedIn.csrfToken;
-  const log = `<h2 id="deliveries">Delivery log</h2>
-${endpoint ? `<form method="post" action="${PATH}/test">${csrfInput(csrf)}<button type="submit" class="secondary">Send a test event</button></form>` : ''}
-${deliveries.length ? `<ul class="deliveries">${deliveries.map((d) => deliveryItem(d, csrf)).join('\n')}</ul><p class="note">The ${DELIVERIES_SHOWN} latest deliveries.</p>` : '<p>No delivery yet.</p>'}`;
+  const log = html`<h2 id="deliveries">Delivery log</h2>
+${endpoint ? html`<form method="post" action="${PATH}/test">${csrfInput(csrf)}<button type="submit" class="secondary">Send a test event</button></form>` : ''}
+${
+  deliveries.length
+    ? html`<ul class="deliveries">${joinHtml(
+        deliveries.map((d) => deliveryItem(d, csrf)),
+        html`\n`,
+      )}</ul><p class="note">The ${DELIVERIES_SHOWN} latest deliveries.</p>`
+    : html`<p>No delivery yet.</p>`
+}`;
   return dashboardPage({
     signedIn,
     section: 'notifications',
     mode: context.config.mode,
     ...(state.notice ? { notice: state.notice } : {}),
     ...(state.problem ? { problem: state.problem } : {}),
-    body: `${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, merchantId, state.apiAfter)}\n${log}`,
+    body: html`${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, merchantId, state.apiAfter)}\n${log}`,
   });
 }
 

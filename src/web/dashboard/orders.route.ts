@@ -2,9 +2,10 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
-import { escapeHtml, sendPage } from '../../http/html.ts';
 import { explorerUrl } from '../../payments/payments.ts';
 import { cursorText, type MerchantOrder, type OrderFilter, type OrdersCursor, parseCursor, searchOrders } from '../../payments/receipts.ts';
+import { type Html, html, joinHtml } from '../kit/html.ts';
+import { sendPage } from '../kit/page.ts';
 import { toCsvLine } from './csv.ts';
 import { dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
@@ -72,30 +73,30 @@ function filterQuery(form: FilterForm): string {
 
 const shortHash = (hash: string) => (hash.length > 14 ? `${hash.slice(0, 8)}…${hash.slice(-4)}` : hash);
 
-function orderRow(order: MerchantOrder, explorerTxUrl: string): string {
+function orderRow(order: MerchantOrder, explorerTxUrl: string): Html {
   const receipt = `/checkout/v2/orders/receipt/${encodeURIComponent(order.publicOrderId)}`;
-  return `<tr>
+  return html`<tr>
 <td data-label="Paid">${moment(order.settledAtMs)}</td>
-<td data-label="Order"><a href="${escapeHtml(receipt)}"><code>${escapeHtml(order.publicOrderId)}</code></a>${order.orderId === null ? '' : `<br><span class="note">Your id: ${escapeHtml(order.orderId)}</span>`}</td>
-<td data-label="Amount" class="nowrap">${escapeHtml(order.amountText)}<br><span class="note">${escapeHtml(order.tokenAmount)} ${order.token}</span></td>
-<td data-label="Status">${order.status === 'SUCCESS' ? '<span class="tag tag-granted">Paid</span>' : '<span class="tag tag-opt-in">Reversed</span>'}</td>
-<td data-label="Session"><a href="${PATH}?session=${encodeURIComponent(order.paymentSessionId)}"><code>${escapeHtml(order.paymentSessionId)}</code></a></td>
-<td data-label="Transaction" class="nowrap"><a href="${escapeHtml(explorerUrl(explorerTxUrl, order.transactionHash))}" title="Transaction ${escapeHtml(order.transactionHash)} on the explorer"><code>${escapeHtml(shortHash(order.transactionHash))}</code></a></td>
+<td data-label="Order"><a href="${receipt}"><code>${order.publicOrderId}</code></a>${order.orderId === null ? '' : html`<br><span class="note">Your id: ${order.orderId}</span>`}</td>
+<td data-label="Amount" class="nowrap">${order.amountText}<br><span class="note">${order.tokenAmount} ${order.token}</span></td>
+<td data-label="Status">${order.status === 'SUCCESS' ? html`<span class="tag tag-granted">Paid</span>` : html`<span class="tag tag-opt-in">Reversed</span>`}</td>
+<td data-label="Session"><a href="${PATH}?session=${encodeURIComponent(order.paymentSessionId)}"><code>${order.paymentSessionId}</code></a></td>
+<td data-label="Transaction" class="nowrap"><a href="${explorerUrl(explorerTxUrl, order.transactionHash)}" title="Transaction ${order.transactionHash} on the explorer"><code>${shortHash(order.transactionHash)}</code></a></td>
 </tr>`;
 }
 
-function filterForm(form: FilterForm, invalid: Set<string>): string {
-  const field = (name: keyof FilterForm, label: string, type: string, hint = '') =>
-    `<p><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${escapeHtml(form[name])}"${invalid.has(name) ? ' aria-invalid="true"' : ''}${hint}></p>`;
-  const option = (value: string, label: string) => `<option value="${value}"${form.status === value ? ' selected' : ''}>${label}</option>`;
-  return `<form method="get" action="${PATH}" class="filters" role="search" aria-label="Filter orders">
-<p><label for="f-status">Status</label><select id="f-status" name="status"${invalid.has('status') ? ' aria-invalid="true"' : ''}>${option('', 'All')}${option('SUCCESS', 'Paid')}${option('REVERSED', 'Reversed')}</select></p>
-${field('from', 'From', 'date')}${field('to', 'To', 'date')}${field('session', 'Session', 'text', ' autocomplete="off"')}${field('q', 'Order id or TX- id', 'search', ' autocomplete="off"')}
+function filterForm(form: FilterForm, invalid: Set<string>): Html {
+  const field = (name: keyof FilterForm, label: string, type: string, hint: Html = html``) =>
+    html`<p><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${form[name]}"${invalid.has(name) ? html` aria-invalid="true"` : ''}${hint}></p>`;
+  const option = (value: string, label: string) => html`<option value="${value}"${form.status === value ? html` selected` : ''}>${label}</option>`;
+  return html`<form method="get" action="${PATH}" class="filters" role="search" aria-label="Filter orders">
+<p><label for="f-status">Status</label><select id="f-status" name="status"${invalid.has('status') ? html` aria-invalid="true"` : ''}>${option('', 'All')}${option('SUCCESS', 'Paid')}${option('REVERSED', 'Reversed')}</select></p>
+${field('from', 'From', 'date')}${field('to', 'To', 'date')}${field('session', 'Session', 'text', html` autocomplete="off"`)}${field('q', 'Order id or TX- id', 'search', html` autocomplete="off"`)}
 <p class="actions"><button type="submit">Filter</button> <a href="${PATH}">Clear</a></p>
 </form>`;
 }
 
-async function ordersPage(context: AppContext, signedIn: SignedIn, parsed: ParsedFilter): Promise<{ status: number; html: string }> {
+async function ordersPage(context: AppContext, signedIn: SignedIn, parsed: ParsedFilter): Promise<{ status: number; page: Html }> {
   const invalid = new Set(parsed.problems.map((p) => p.field));
   const problem = parsed.problems.length ? parsed.problems.map((p) => `${p.label} ${p.message}.`).join(' ') : undefined;
   const slice = problem
@@ -104,10 +105,13 @@ async function ordersPage(context: AppContext, signedIn: SignedIn, parsed: Parse
   const query = filterQuery(parsed.form);
   const filtered = query !== '';
   const list = slice.orders.length
-    ? `<table class="cards orders"><caption class="note">Newest first${parsed.after ? ', older page' : ''}</caption><thead><tr><th scope="col">Paid</th><th scope="col">Order</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Session</th><th scope="col">Transaction</th></tr></thead><tbody>
-${slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)).join('\n')}
+    ? html`<table class="cards orders"><caption class="note">Newest first${parsed.after ? ', older page' : ''}</caption><thead><tr><th scope="col">Paid</th><th scope="col">Order</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Session</th><th scope="col">Transaction</th></tr></thead><tbody>
+${joinHtml(
+  slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)),
+  html`\n`,
+)}
 </tbody></table>`
-    : `<p>${problem ? 'Fix the filter to see orders.' : filtered || parsed.after ? 'No order matches this filter.' : 'No paid order yet. Orders appear here once a payment settles.'}</p>`;
+    : html`<p>${problem ? 'Fix the filter to see orders.' : filtered || parsed.after ? 'No order matches this filter.' : 'No paid order yet. Orders appear here once a payment settles.'}</p>`;
   const pager = cursorPager({
     path: PATH,
     filter: parsed.form,
@@ -118,15 +122,15 @@ ${slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)).joi
   });
   const csv = problem
     ? ''
-    : `<p><a href="${PATH}.csv${query ? `?${escapeHtml(query)}` : ''}" download>Export ${filtered ? 'these orders' : 'all orders'} as CSV</a></p>`;
+    : html`<p><a href="${PATH}.csv${query ? `?${query}` : ''}" download>Export ${filtered ? 'these orders' : 'all orders'} as CSV</a></p>`;
   return {
     status: problem ? 400 : 200,
-    html: dashboardPage({
+    page: dashboardPage({
       signedIn,
       section: 'orders',
       mode: context.config.mode,
       ...(problem ? { problem } : {}),
-      body: `${filterForm(parsed.form, invalid)}${csv}${list}${pager}`,
+      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}`,
     }),
   };
 }
@@ -188,8 +192,8 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
       responses: { 400: FILTER_REFUSED },
     },
     async (signedIn, request, reply) => {
-      const { status, html } = await ordersPage(context, signedIn, parseOrdersQuery(request.query as Record<string, unknown>));
-      return sendPage(reply, status, html);
+      const { status, page } = await ordersPage(context, signedIn, parseOrdersQuery(request.query as Record<string, unknown>));
+      return sendPage(reply, status, page);
     },
   );
 
@@ -206,8 +210,8 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
     async (signedIn, request, reply) => {
       const parsed = parseOrdersQuery(request.query as Record<string, unknown>);
       if (parsed.problems.length) {
-        const { status, html } = await ordersPage(context, signedIn, parsed);
-        return sendPage(reply, status, html);
+        const { status, page } = await ordersPage(context, signedIn, parsed);
+        return sendPage(reply, status, page);
       }
       const day = new Date(context.now()).toISOString().slice(0, 10);
       return reply

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SignedIn } from '../../accounts/web-session.ts';
+import { redirectToSignIn, type SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { addRoute } from '../../http/routes.ts';
-import { signedInForPost, signedInOrRedirect } from './guard.ts';
+import { addFormRoute } from '../kit/forms.ts';
+import { refuseDashboardPost, signedInOrRedirect } from './guard.ts';
 
 export const DASHBOARD_TAG = 'Dashboard';
 export const HTML_RESPONSE = { description: 'An HTML page' };
@@ -20,13 +21,28 @@ const POST_RESPONSES: Responses = {
 
 /**
  * A dashboard route with its doc: a GET answers only a signed-in user (others go to sign in); a POST
- * only a form of ours (signed in, with the CSRF token, from our origin). The handler gets the user.
+ * only a form of ours (the web scope's one guard: signed in, with the CSRF token, from our origin).
+ * The handler gets the user.
  */
 export function addDashboardRoute(app: FastifyInstance, context: AppContext, doc: DashboardRouteDoc, handler: DashboardHandler): void {
-  const post = doc.method === 'POST';
-  const responses = { ...(post ? POST_RESPONSES : GET_RESPONSES), ...doc.responses };
+  if (doc.method === 'POST') {
+    const responses = { ...POST_RESPONSES, ...doc.responses };
+    addFormRoute(
+      app,
+      context,
+      { ...doc, method: 'POST', tag: DASHBOARD_TAG, security: 'none', responses },
+      {
+        kind: 'signed-in',
+        signedOut: (request, reply) => redirectToSignIn(reply, request.url),
+        refuse: (_request, reply, signedIn) => refuseDashboardPost(context, reply, signedIn),
+      },
+      handler,
+    );
+    return;
+  }
+  const responses = { ...GET_RESPONSES, ...doc.responses };
   addRoute(app, { ...doc, tag: DASHBOARD_TAG, security: 'none', responses }, {}, async (request, reply) => {
-    const signedIn = post ? await signedInForPost(context, request, reply) : await signedInOrRedirect(context, request, reply);
+    const signedIn = await signedInOrRedirect(context, request, reply);
     if (!signedIn) return reply;
     return handler(signedIn, request, reply);
   });

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { registerFormParser } from '../../http/forms.ts';
 import { registerAccount } from './account.route.ts';
 import { registerDevelopers } from './developers.route.ts';
 import { registerGetPaid } from './get-paid.route.ts';
@@ -10,10 +9,9 @@ import { registerOrders } from './orders.route.ts';
 import { registerOverview } from './overview.route.ts';
 import { registerSettings } from './settings.route.ts';
 
-/** Every dashboard page: each section registers its own routes (and form posts) here. */
+/** Every dashboard page: each section registers its own routes (and form posts, through the web scope's guard) here. */
 export function registerDashboard(app: FastifyInstance, context: AppContext): void {
   app.register(async (pages) => {
-    registerFormParser(pages);
     // With the service-wide no-referrer, browsers send `Origin: null` on form posts and guard.ts's
     // Origin check refuses them; same-origin still sends nothing to other sites.
     pages.addHook('onRequest', async (_request, reply) => void reply.header('referrer-policy', 'same-origin'));

@@ -5,9 +5,10 @@ import { TillError } from '../../common/errors.ts';
 import { SUPPORTED_CHAINS } from '../../common/network.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
-import { escapeHtml, sendPage } from '../../http/html.ts';
 import { changeWallet } from '../../merchants/events.ts';
 import { findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
+import { type Html, html } from '../kit/html.ts';
+import { sendPage } from '../kit/page.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
 import { dashboardPage } from './layout.ts';
 import { addDashboardRoute, type DashboardHandler } from './page-route.ts';
@@ -48,10 +49,10 @@ type SettingsView = {
 
 const chainLabel = (chain: string) => chain.charAt(0).toUpperCase() + chain.slice(1);
 
-function settingsBody(signedIn: SignedIn, view: SettingsView): string {
+function settingsBody(signedIn: SignedIn, view: SettingsView): Html {
   const { merchant, problem } = view;
   const value = (form: SettingsView['form'], name: string, stored: string | null) => (view.form === form ? (view.values?.[name] ?? '') : (stored ?? ''));
-  const business = `<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
+  const business = html`<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
 <form method="post" action="${SETTINGS_PATH}/business" class="settings-form">${csrfInput(signedIn.csrfToken)}
 ${labelledInput({ name: 'name', label: LABELS.name!, value: value('business', 'name', merchant.name), autocomplete: 'organization', required: true }, problem)}
 ${labelledInput({ name: 'support_email', label: LABELS.support_email!, type: 'email', value: value('business', 'support_email', merchant.supportEmail), autocomplete: 'email', hint: 'Optional. Where buyers can write to you.' }, problem)}
@@ -59,34 +60,32 @@ ${labelledInput({ name: 'website_url', label: LABELS.website_url!, type: 'url', 
 <p><button type="submit">Save business details</button></p></form></section>`;
 
   const current = merchant.walletAddress
-    ? `<p>Payments go to <code class="address">${escapeHtml(merchant.walletAddress)}</code>.</p>`
-    : '<p class="attention">No payout wallet yet: your sessions cannot be paid until you set one.</p>';
-  const wallet = `<section aria-labelledby="wallet-heading"><h2 id="wallet-heading">Payout wallet</h2>
+    ? html`<p>Payments go to <code class="address">${merchant.walletAddress}</code>.</p>`
+    : html`<p class="attention">No payout wallet yet: your sessions cannot be paid until you set one.</p>`;
+  const wallet = html`<section aria-labelledby="wallet-heading"><h2 id="wallet-heading">Payout wallet</h2>
 ${current}
 <p class="note">Only you hold the keys of this address: Till never does. Check it twice, then confirm it with its last 4 characters and your password.</p>
 <form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}
-${labelledInput({ name: 'wallet', label: LABELS.wallet!, value: value('wallet', 'wallet', ''), hint: '0x followed by 40 hexadecimal characters, on Base.', autocomplete: 'off', required: true, attributes: 'spellcheck="false" autocapitalize="off" class="mono"' }, problem)}
-${labelledInput({ name: 'confirm', label: LABELS.confirm!, value: value('wallet', 'confirm', ''), hint: 'Type the last 4 characters of the address again.', autocomplete: 'off', required: true, attributes: 'spellcheck="false" autocapitalize="off" maxlength="4" class="short mono"' }, problem)}
+${labelledInput({ name: 'wallet', label: LABELS.wallet!, value: value('wallet', 'wallet', ''), hint: '0x followed by 40 hexadecimal characters, on Base.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" class="mono"` }, problem)}
+${labelledInput({ name: 'confirm', label: LABELS.confirm!, value: value('wallet', 'confirm', ''), hint: 'Type the last 4 characters of the address again.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" maxlength="4" class="short mono"` }, problem)}
 ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', autocomplete: 'current-password', required: true }, problem)}
 <p><button type="submit">${merchant.walletAddress ? 'Change payout wallet' : 'Set payout wallet'}</button></p></form></section>`;
 
   const ticked = view.form === 'chains' ? new Set(view.accepted) : new Set(merchant.acceptedChains.flatMap((c) => c.tokens.map((t) => `${c.chain}:${t}`)));
   const chainsInvalid = problem?.field === 'accept';
-  const boxes = Object.entries(SUPPORTED_CHAINS)
-    .flatMap(([chain, tokens]) =>
-      tokens.map((token) => {
-        const id = `accept-${chain}-${token}`.toLowerCase();
-        return `<li><input type="checkbox" id="${id}" name="accept" value="${escapeHtml(`${chain}:${token}`)}"${ticked.has(`${chain}:${token}`) ? ' checked' : ''}><label for="${id}">${escapeHtml(token)} on ${escapeHtml(chainLabel(chain))}</label></li>`;
-      }),
-    )
-    .join('');
-  const chains = `<section aria-labelledby="chains-heading"><h2 id="chains-heading">Accepted chains and tokens</h2>
+  const boxes = Object.entries(SUPPORTED_CHAINS).flatMap(([chain, tokens]) =>
+    tokens.map((token) => {
+      const id = `accept-${chain}-${token}`.toLowerCase();
+      return html`<li><input type="checkbox" id="${id}" name="accept" value="${`${chain}:${token}`}"${ticked.has(`${chain}:${token}`) ? html` checked` : ''}><label for="${id}">${token} on ${chainLabel(chain)}</label></li>`;
+    }),
+  );
+  const chains = html`<section aria-labelledby="chains-heading"><h2 id="chains-heading">Accepted chains and tokens</h2>
 <form method="post" action="${SETTINGS_PATH}/chains">${csrfInput(signedIn.csrfToken)}
-<fieldset${chainsInvalid ? ' aria-describedby="accept-problem"' : ''}><legend>Buyers can pay with</legend><ul class="choices">${boxes}</ul>
-${chainsInvalid ? `<p id="accept-problem" class="field-problem">${escapeHtml(`${LABELS.accept} ${problem.message}.`)}</p>` : ''}</fieldset>
+<fieldset${chainsInvalid ? html` aria-describedby="accept-problem"` : ''}><legend>Buyers can pay with</legend><ul class="choices">${boxes}</ul>
+${chainsInvalid ? html`<p id="accept-problem" class="field-problem">${`${LABELS.accept} ${problem.message}.`}</p>` : ''}</fieldset>
 <p class="note">Today Till supports USDC on Base; more chains and tokens will be listed here as they come.</p>
 <p><button type="submit">Save accepted chains</button></p></form></section>`;
-  return business + wallet + chains;
+  return html`${business}${wallet}${chains}`;
 }
 
 /** The settings page, as stored, or again with a refused form's values and the problem named. */

@@ -1,20 +1,18 @@
-import { escapeHtml } from '../../http/html.ts';
+import { type Html, html, joinHtml } from '../kit/html.ts';
 
 /** A moment as people read it, in UTC, with its machine-readable form. */
-export function moment(ms: number | null): string {
-  if (ms === null) return 'Never';
+export function moment(ms: number | null): Html {
+  if (ms === null) return html`Never`;
   const iso = new Date(ms).toISOString();
-  return `<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC</time>`;
+  return html`<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC</time>`;
 }
 
 /** The hidden CSRF field of a dashboard form. */
-export const csrfInput = (token: string) => `<input type="hidden" name="csrf" value="${escapeHtml(token)}">`;
+export const csrfInput = (token: string): Html => html`<input type="hidden" name="csrf" value="${token}">`;
 
 /** A long id or digest shortened for a table cell, the whole in its title. */
-export const shortened = (value: string, head = 8, tail = 4) =>
-  value.length > head + tail + 1
-    ? `<code title="${escapeHtml(value)}">${escapeHtml(value.slice(0, head))}…${escapeHtml(value.slice(-tail))}</code>`
-    : `<code>${escapeHtml(value)}</code>`;
+export const shortened = (value: string, head = 8, tail = 4): Html =>
+  value.length > head + tail + 1 ? html`<code title="${value}">${value.slice(0, head)}…${value.slice(-tail)}</code>` : html`<code>${value}</code>`;
 
 /**
  * The links of a list paged by cursor: "Newest" once past the first page, and the older page when
@@ -28,16 +26,16 @@ export function cursorPager(view: {
   older: string;
   label: string;
   fragment?: string;
-}): string {
+}): Html {
   const query = new URLSearchParams(Object.entries(view.filter).filter(([, value]) => value !== ''));
   const fragment = view.fragment ? `#${view.fragment}` : '';
   const links = [
-    view.paged ? `<a href="${view.path}${query.size ? `?${escapeHtml(query.toString())}` : ''}${fragment}">Newest</a>` : '',
+    view.paged ? html`<a href="${view.path}${query.size ? `?${query.toString()}` : ''}${fragment}">Newest</a>` : undefined,
     view.next === undefined
-      ? ''
-      : `<a rel="next" href="${view.path}?${escapeHtml(new URLSearchParams([...query, ['after', view.next]]).toString())}${fragment}">${view.older}</a>`,
-  ].filter(Boolean);
-  return links.length ? `<nav aria-label="${escapeHtml(view.label)}" class="pager">${links.join(' ')}</nav>` : '';
+      ? undefined
+      : html`<a rel="next" href="${view.path}?${new URLSearchParams([...query, ['after', view.next]]).toString()}${fragment}">${view.older}</a>`,
+  ].filter((link) => link !== undefined);
+  return links.length ? html`<nav aria-label="${view.label}" class="pager">${joinHtml(links, html` `)}</nav>` : html``;
 }
 
 /** The answer of a list page whose filter cannot be read. */

@@ -1,8 +1,11 @@
 // The shared stylesheet: every block it opens it closes, so no rule ends up inside a media query
 // by accident (a phone-only rule set would leave the desktop pages unstyled).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { STYLESHEET } from './html.ts';
+
+const STYLESHEET = readFileSync(join(import.meta.dirname, 'till.css'), 'utf8');
 
 test('the stylesheet’s braces balance, and never close more than they opened', () => {
   let depth = 0;

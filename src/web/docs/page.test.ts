@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startTestService, type TestService } from '../testing/harness.ts';
-import { renderInlineMarkdown } from './docs-page.ts';
-import { ERROR_CODES } from './errors.ts';
+import { ERROR_CODES } from '../../http/errors.ts';
+import { startTestService, type TestService } from '../../testing/harness.ts';
+import { renderInlineMarkdown } from './page.ts';
 
 describe('the API reference page', () => {
   test('renders the Markdown of descriptions and nothing else as markup', () => {
     assert.equal(
-      renderInlineMarkdown('Send `Idempotency-Key` to **retry** *safely*'),
+      String(renderInlineMarkdown('Send `Idempotency-Key` to **retry** *safely*')),
       'Send <code>Idempotency-Key</code> to <strong>retry</strong> <em>safely</em>',
     );
     assert.equal(
-      renderInlineMarkdown('see [x402](/docs#x402) and [it](https://x402.org)'),
+      String(renderInlineMarkdown('see [x402](/docs#x402) and [it](https://x402.org)')),
       'see <a href="/docs#x402">x402</a> and <a href="https://x402.org">it</a>',
     );
-    assert.equal(renderInlineMarkdown('<script>alert(1)</script> `<b>`'), '&lt;script&gt;alert(1)&lt;/script&gt; <code>&lt;b&gt;</code>');
-    assert.equal(renderInlineMarkdown('[click](javascript:alert(1))'), '[click](javascript:alert(1))');
+    assert.equal(String(renderInlineMarkdown('<script>alert(1)</script> `<b>`')), '&lt;script&gt;alert(1)&lt;/script&gt; <code>&lt;b&gt;</code>');
+    assert.equal(String(renderInlineMarkdown('[click](javascript:alert(1))')), '[click](javascript:alert(1))');
   });
 
   describe('served at /docs', () => {

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import packageJson from '../../package.json' with { type: 'json' };
-import type { AppContext } from '../context.ts';
-import { escapeHtml, page, prefersHtml } from './html.ts';
+import packageJson from '../../../package.json' with { type: 'json' };
+import type { AppContext } from '../../context.ts';
+import { type Html, html } from '../kit/html.ts';
+import { page, prefersHtml } from '../kit/page.ts';
 
 type SandboxStatus = { answering: true; blockNumber: string; usdcAddress: string } | { answering: false };
 
@@ -17,27 +18,27 @@ async function sandboxStatus(sandboxUrl: string): Promise<SandboxStatus> {
   }
 }
 
-function sandboxSection(status: SandboxStatus, usdcAddress: string | undefined): string {
+function sandboxSection(status: SandboxStatus, usdcAddress: string | undefined): Html {
   const chain = status.answering
-    ? `answering, block ${escapeHtml(status.blockNumber)}`
-    : '<strong>not answering</strong>: start it with <code>npm start</code> or <code>till sandbox</code>';
-  return `<h2>Sandbox</h2>
+    ? html`answering, block ${status.blockNumber}`
+    : html`<strong>not answering</strong>: start it with <code>npm start</code> or <code>till sandbox</code>`;
+  return html`<h2>Sandbox</h2>
 <table><tbody>
 <tr><th>Chain</th><td>${chain}</td></tr>
-<tr><th>Token</th><td><code>${escapeHtml(usdcAddress ?? '')}</code> (sandbox USDC, 6 decimals)</td></tr>
+<tr><th>Token</th><td><code>${usdcAddress ?? ''}</code> (sandbox USDC, 6 decimals)</td></tr>
 <tr><th>Faucet</th><td><code>POST /sandbox/faucet {"address":"0x…","usdc":"100"}</code></td></tr>
 <tr><th>JSON-RPC</th><td><code>POST /sandbox/rpc</code> (chain id 8453)</td></tr>
 </tbody></table>`;
 }
 
-function renderLanding(view: { mode: string; version: string; baseUrl: string; sandbox: SandboxStatus | undefined; usdcAddress: string | undefined }): string {
+function renderLanding(view: { mode: string; version: string; baseUrl: string; sandbox: SandboxStatus | undefined; usdcAddress: string | undefined }): Html {
   const banner = view.sandbox
-    ? '<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> test money only. Payments here move a USDC-like token that is worth nothing, on a local chain.</p>'
+    ? html`<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> test money only. Payments here move a USDC-like token that is worth nothing, on a local chain.</p>`
     : '';
   return page(
     'Till',
-    `${banner}<h1>Till <small>${escapeHtml(view.version)}</small></h1>
-<p>Self-hostable payment sessions in USDC, payable by buyers and AI agents over x402. This service runs in <strong>${escapeHtml(view.mode)}</strong> mode at <code>${escapeHtml(view.baseUrl)}</code>.</p>
+    html`${banner}<h1>Till <small>${view.version}</small></h1>
+<p>Self-hostable payment sessions in USDC, payable by buyers and AI agents over x402. This service runs in <strong>${view.mode}</strong> mode at <code>${view.baseUrl}</code>.</p>
 <h2>Start here</h2>
 <ul>
 <li><a href="/docs">API reference</a> — every endpoint, its fields and its answers</li>
@@ -58,7 +59,7 @@ export function registerLanding(app: FastifyInstance, context: AppContext): void
     if (prefersHtml(request.headers.accept)) {
       return reply
         .type('text/html; charset=utf-8')
-        .send(renderLanding({ mode: config.mode, version: packageJson.version, baseUrl: config.baseUrl, sandbox, usdcAddress: config.usdcAddress }));
+        .send(String(renderLanding({ mode: config.mode, version: packageJson.version, baseUrl: config.baseUrl, sandbox, usdcAddress: config.usdcAddress })));
     }
     return {
       service: 'till',

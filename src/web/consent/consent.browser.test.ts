@@ -8,10 +8,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { createUser } from '../accounts/users.ts';
-import { assertAccessible, browserSkip, launchChromium, screenshots } from '../testing/browser.ts';
-import { freePort } from '../testing/environment.ts';
-import { startTestService, type TestService } from '../testing/harness.ts';
+import { createUser } from '../../accounts/users.ts';
+import { assertAccessible, browserSkip, launchChromium, screenshots } from '../../testing/browser.ts';
+import { freePort } from '../../testing/environment.ts';
+import { startTestService, type TestService } from '../../testing/harness.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';

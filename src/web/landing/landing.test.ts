@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startPayingService, startTestService, type TestService } from '../testing/harness.ts';
+import { startPayingService, startTestService, type TestService } from '../../testing/harness.ts';
 
 describe('the landing page at /', () => {
   let paying: Awaited<ReturnType<typeof startPayingService>>;
