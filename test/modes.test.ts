@@ -195,7 +195,7 @@ for (const { engine, skip } of engines) {
       const status = await db().selectFrom('payment_sessions').select('status').where('id', '=', expiring).executeTakeFirstOrThrow();
       assert.equal(status.status, 'OPEN');
 
-      const leased = await createDeliveryStore(live.context, 60_000).claimDue(100);
+      const leased = await createDeliveryStore(live.context, 60_000).claimDue(100, new Set());
       assert.deepEqual(leased, { ready: [], unreadable: [] });
       assert.equal(hook.received.length, 0);
 

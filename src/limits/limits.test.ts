@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { TillError } from '../common/errors.ts';
+import { clearOfMinuteEnd } from '../testing/clock.ts';
 import { describeOnEngine, engines, startListeningTestService, type TestService } from '../testing/harness.ts';
 import { newAccount } from '../testing/payer.ts';
 import { challenge, createSession, pay, signedPayment } from '../testing/shop.ts';
@@ -107,6 +108,7 @@ for (const { engine, skip } of engines) {
 
     test('new quotes of a session are counted once across both instances', async () => {
       const sessionId = await createSession(first.baseUrl, apiKey, { amount: 1, currency: 'USD', editable: true, minAmount: 0.5, orderType: 'STATIC' });
+      await clearOfMinuteEnd();
       const ask = (i: number) => fetch(`${(i % 2 ? second : first).baseUrl}/x402/session/${sessionId}?amount=1.0${i}`);
       for (const i of [1, 2, 3, 4]) assert.equal((await ask(i)).status, 402, `quote ${i}`);
       for (const i of [5, 6]) {
@@ -119,6 +121,7 @@ for (const { engine, skip } of engines) {
 
     test('proofs for a session are counted once across both instances', async () => {
       const sessionId = await createSession(first.baseUrl, apiKey, { amount: 1, currency: 'USD' });
+      await clearOfMinuteEnd();
       const offer = await challenge(first.baseUrl, sessionId);
       const statuses: number[] = [];
       for (let i = 0; i < 8; i++) {

@@ -18,8 +18,11 @@ export type FinishedAttempt = { claimed: LeasedDelivery; outcome: AttemptOutcome
 export type UnrecordedAttempt = { finished: FinishedAttempt; error: unknown };
 
 export type DeliveryStore = {
-  /** Leases up to `limit` due deliveries of the service's mode to enabled endpoints of that mode, each under its next attempt number. */
-  claimDue(limit: number): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }>;
+  /**
+   * Leases up to `limit` due deliveries of the service's mode to enabled endpoints of that mode, each
+   * under its next attempt number; never one of `held` (the caller's own, whose result is still on its way).
+   */
+  claimDue(limit: number, held: ReadonlySet<string>): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }>;
   /**
    * Records finished attempts, in one transaction when it can; returns those whose lease still held,
    * and those that could not be recorded (they stay leased and are tried again once the lease ends).
@@ -32,8 +35,8 @@ export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 
   const { db, dbKind } = context;
   const { secretKey } = context.config;
   return {
-    async claimDue(limit) {
-      const leased = await leaseDue(db, dbKind === 'postgres', context.config.mode, limit, leaseMs, Date.now());
+    async claimDue(limit, held) {
+      const leased = await leaseDue(db, dbKind === 'postgres', context.config.mode, limit, leaseMs, Date.now(), held);
       return leased.size === 0 ? { ready: [], unreadable: [] } : loadMessages(db, secretKey, context.config.mode, leased);
     },
     async record(finished) {
@@ -68,16 +71,27 @@ export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 
  * compare-and-set, on PostgreSQL SKIP LOCKED keeps concurrent workers off the same rows. Only
  * deliveries of events of `mode` to an endpoint of `mode` are leased: a service never sends what
  * the other mode made, nor to an endpoint saved in the other mode (those stay as they are).
+ * A delivery in `held` is left alone even once its lease has run out: taking it again would raise
+ * its attempt number, so the result already on its way would be dropped and the event sent twice.
  */
-async function leaseDue(db: Db, skipLocked: boolean, mode: Mode, limit: number, leaseMs: number, now: number): Promise<Map<string, number>> {
+async function leaseDue(
+  db: Db,
+  skipLocked: boolean,
+  mode: Mode,
+  limit: number,
+  leaseMs: number,
+  now: number,
+  held: ReadonlySet<string>,
+): Promise<Map<string, number>> {
   const lock = skipLocked ? sql`FOR UPDATE OF d SKIP LOCKED` : sql``;
+  const notHeld = held.size > 0 ? sql`AND d.id NOT IN (${sql.join([...held])})` : sql``;
   const leased = await sql<{ id: string; attempts: number }>`
     UPDATE webhook_deliveries SET attempts = attempts + 1, lease_until = ${now + leaseMs}, updated_at = ${now}
     WHERE id IN (
       SELECT d.id FROM webhook_deliveries d
       WHERE d.status = 'PENDING' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
         AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.merchant_id = d.merchant_id AND e.disabled_at IS NULL AND e.mode = ${mode})
-        AND EXISTS (SELECT 1 FROM webhook_events ev WHERE ev.id = d.event_id AND ev.mode = ${mode})
+        AND EXISTS (SELECT 1 FROM webhook_events ev WHERE ev.id = d.event_id AND ev.mode = ${mode}) ${notHeld}
       ORDER BY d.next_attempt_at LIMIT ${limit} ${lock})
     AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < ${now})
     RETURNING id, attempts`.execute(db);

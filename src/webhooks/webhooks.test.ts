@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
+import { sql } from 'kysely';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { openDatabase } from '../db/index.ts';
@@ -400,6 +401,43 @@ for (const { engine, skip } of engines) {
       if (!other) service.context.webhookWake.notify();
       assert.equal((await settled(eventId)).status, 'SUCCEEDED');
       await other?.close();
+    });
+
+    test('results slow to be recorded: a worker never leases again what it still holds, so each event is sent once', {
+      skip: engine === 'sqlite' && 'PostgreSQL only: SQLite serialises claims and records on one connection',
+    }, async () => {
+      const hook = await receiver();
+      const { session } = await merchantWithSession(hook.url);
+      const events: string[] = [];
+      for (let i = 0; i < 20; i++) events.push((await enqueue(session)).eventId);
+      // Another connection holds webhook_attempts locked for several leases: every record waits, claims do not.
+      const blocker = openDatabase(service.config);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const holding = blocker.db.transaction().execute(async (trx) => {
+        await sql`LOCK TABLE webhook_attempts IN EXCLUSIVE MODE`.execute(trx);
+        locked();
+        await released;
+      });
+      await isLocked;
+      const slow = startWebhookWorker(service.context, {
+        settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true },
+        leaseMs: 300,
+        requestTimeoutMs: 200,
+        pollIntervalMs: 20,
+      });
+      workers.push(slow);
+      await waitFor(() => events.every((id) => hook.received.some((r) => r.headers['webhook-id'] === id)), 'every event posted once');
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // five leases run out while the records wait
+      release();
+      await holding;
+      await blocker.close();
+      for (const eventId of events) assert.equal((await settled(eventId)).status, 'SUCCEEDED');
+      const sent = hook.received.map((r) => String(r.headers['webhook-id'])).filter((id) => events.includes(id));
+      assert.equal(sent.length, events.length, 'each event sent once');
+      for (const eventId of events) assert.equal((await attempts(eventId)).length, 1, `one recorded attempt for ${eventId}`);
     });
 
     test('two workers on one database never deliver the same attempt at the same time', async () => {

@@ -84,7 +84,8 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   const agent = createGuardedAgent({ ...webhookTargetAllowance(tuning.settings), ...(options.lookup ? { lookup: options.lookup } : {}) });
 
   let stopped = false;
-  let inFlight = 0;
+  /** Deliveries this worker leased whose result is not recorded yet: they fill its room, and it never leases them again meanwhile. */
+  const held = new Set<string>();
   let claiming = false;
   let claimAgain = false;
   const posting = new Set<Promise<void>>();
@@ -110,9 +111,11 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   }
 
   async function claimIntoRoom(): Promise<void> {
-    const room = tuning.concurrency - inFlight;
+    const room = tuning.concurrency - held.size;
     if (room <= 0) return;
-    const { ready, unreadable } = await store.claimDue(room);
+    const { ready, unreadable } = await store.claimDue(room, held);
+    for (const delivery of ready) held.add(delivery.id);
+    for (const { delivery } of unreadable) held.add(delivery.id);
     const claimed = ready.length + unreadable.length;
     if (claimed > 0) fault('after-claim');
     // A full claim may have left due deliveries behind.
@@ -170,7 +173,6 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
   }
 
   function startPosting(delivery: ClaimedDelivery): void {
-    inFlight++;
     const task = post(delivery);
     posting.add(task);
     void task.finally(() => posting.delete(task));
@@ -194,9 +196,8 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
       recorder.add({ claimed, outcome });
     } catch (error) {
       // Left leased: claimed again once the lease ends.
+      held.delete(claimed.id);
       reportRowFailure({ log, metrics: context.metrics }, PASS, rowOf(claimed), error, 'a webhook delivery failed before its attempt was recorded');
-    } finally {
-      inFlight--;
     }
   }
 
@@ -222,6 +223,9 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
         error,
         'a webhook attempt could not be recorded; the delivery is tried again once its lease ends',
       );
+    },
+    done(deliveryId) {
+      held.delete(deliveryId);
     },
     recorded(decision) {
       context.metrics.webhookAttempts.inc({ outcome: METRIC_OUTCOME[decision.status] });
@@ -274,6 +278,8 @@ type RecorderHooks = {
   fault: (point: FaultPoint) => void;
   recorded(decision: AttemptDecision): void;
   unrecorded(attempt: UnrecordedAttempt): void;
+  /** The delivery's result is recorded, or given up on (then it is leased again once its lease ends). */
+  done(deliveryId: string): void;
   idle(): void;
 };
 
@@ -296,6 +302,8 @@ function createAttemptRecorder(store: DeliveryStore, tuning: Tuning, hooks: Reco
     } catch (error) {
       // Unrecorded attempts stay leased and are retried once the lease ends.
       hooks.log.error({ err: error }, 'recording webhook attempts failed');
+    } finally {
+      for (const { claimed } of batch) hooks.done(claimed.id);
     }
   }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { clearOfMinuteEnd } from '../testing/clock.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession } from '../testing/shop.ts';
 import { purgeOldQuotes } from './quotes.ts';
@@ -31,6 +32,7 @@ for (const { engine, skip } of engines) {
 
     test('new quotes per session are limited; a reused quote is not counted', async () => {
       const sessionId = await newSession({ amount: 1, currency: 'USD', editable: true, minAmount: 0.5, orderType: 'STATIC' });
+      await clearOfMinuteEnd();
       for (const amount of ['1.01', '1.02', '1.03']) assert.equal((await challenge(sessionId, amount)).statusCode, 402);
       // The same amounts again reuse their quotes.
       for (const amount of ['1.01', '1.02', '1.03']) assert.equal((await challenge(sessionId, amount)).statusCode, 402);

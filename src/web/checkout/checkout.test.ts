@@ -17,6 +17,7 @@ import {
   type TestWalletOptions,
   type WalletCall,
 } from '../../testing/browser.ts';
+import { clearOfMinuteEnd } from '../../testing/clock.ts';
 import { sandboxSettings } from '../../testing/environment.ts';
 import { type PayingShop, startPayingShop, startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
@@ -392,6 +393,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
     // A second new quote within the minute is refused: the page says to come back.
     const editable = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'USD', editable: true });
+    await clearOfMinuteEnd();
     assert.equal((await fetch(`${laterUrl}/x402/session/${editable}?amount=7`)).status, 402);
     await assertStatePage(editable, laterUrl, 429, 'Too many requests for this payment', 'too-many-quotes');
     const eur = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'EUR' });
