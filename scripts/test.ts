@@ -1,6 +1,6 @@
 // Runs the whole suite with Node's test runner: SQLite always, PostgreSQL when TILL_TEST_POSTGRES_URL is set.
 // `--quick` (npm run test:quick): the unit and route tests on SQLite only, passwords hashed at Argon2's
-// minimum cost — no browser, cluster, reliability or x402 chain tests (QUICK_EXCLUDED).
+// minimum cost — no browser, cluster, reliability or x402 chain tests (QUICK_EXCLUDED) — all in one process.
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
 
@@ -31,9 +31,11 @@ if (quick) {
 }
 const patterns = given.length > 0 ? given : ['src/**/*.test.ts', 'test/**/*.test.ts'];
 const files = quick ? patterns.flatMap((pattern) => globSync(pattern)).filter((file) => !QUICK_EXCLUDED.some((rule) => rule.test(file))) : patterns;
-const result = spawnSync(
-  process.execPath,
-  ['--import', './src/testing/password-hash-cost.ts', '--test', '--test-concurrency=3', '--test-timeout=600000', ...files],
-  { stdio: 'inherit', env },
-);
+// The quick tier runs every file in this one process: the service's modules load once instead of once per
+// file, which is most of its time on two cores. The whole suite keeps a process per file.
+const isolation = quick ? ['--test-isolation=none'] : ['--test-concurrency=3'];
+const result = spawnSync(process.execPath, ['--import', './src/testing/password-hash-cost.ts', '--test', ...isolation, '--test-timeout=600000', ...files], {
+  stdio: 'inherit',
+  env,
+});
 process.exit(result.status ?? 1);

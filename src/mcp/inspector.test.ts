@@ -11,7 +11,9 @@ import { runNodeScript, type ScriptRun } from '../testing/child-process.ts';
 import { temporaryDirectories } from '../testing/environment.ts';
 import { startListeningTestService, type TestService } from '../testing/harness.ts';
 
-const INSPECTOR = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url));
+const INSPECTOR = fileURLToPath(
+  new URL('../../test/tools/mcp-inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url),
+);
 const temporaryDirectory = temporaryDirectories('till-inspector-');
 
 /**
