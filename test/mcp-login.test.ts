@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createUser } from '../src/accounts/users.ts';
 import { listGrants } from '../src/oauth/grants.ts';
 import { mcpRequest } from '../src/testing/agent.ts';
@@ -15,9 +14,9 @@ import { runNodeScript } from '../src/testing/child-process.ts';
 import { temporaryDirectories } from '../src/testing/environment.ts';
 import { describeOnEngine, engines, startListeningTestService, type TestService } from '../src/testing/harness.ts';
 import { merchantAtConsent } from '../src/testing/oauth-flow.ts';
+import { MCP_INSPECTOR_CLI } from '../src/testing/tools.ts';
 
 const CLI = resolve(import.meta.dirname, '../src/cli/main.ts');
-const INSPECTOR = fileURLToPath(new URL('../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
 const temporaryDirectory = temporaryDirectories('till-mcp-login-');
 
@@ -98,7 +97,7 @@ for (const { engine, skip } of engines) {
       assert.ok(printed, stdout);
       const args = printed.match(/"[^"]*"|\S+/g)!.map((arg) => arg.replace(/^"|"$/g, ''));
       const home = temporaryDirectory();
-      const inspected = await runNodeScript(INSPECTOR, args, {
+      const inspected = await runNodeScript(MCP_INSPECTOR_CLI, args, {
         env: { ...process.env, HOME: home, MCP_CATALOG_PATH: `${home}/mcp.json`, NO_COLOR: '1' },
         timeoutMs: 60_000,
       });

@@ -4,16 +4,13 @@
 // is tested is the protocol as the Inspector speaks it, which does not depend on the engine.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { revokeGrant } from '../oauth/grants.ts';
 import { authorizedAgent } from '../testing/agent.ts';
 import { runNodeScript, type ScriptRun } from '../testing/child-process.ts';
 import { temporaryDirectories } from '../testing/environment.ts';
 import { startListeningTestService, type TestService } from '../testing/harness.ts';
+import { MCP_INSPECTOR_CLI } from '../testing/tools.ts';
 
-const INSPECTOR = fileURLToPath(
-  new URL('../../test/tools/mcp-inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js', import.meta.url),
-);
 const temporaryDirectory = temporaryDirectories('till-inspector-');
 
 /**
@@ -22,7 +19,7 @@ const temporaryDirectory = temporaryDirectories('till-inspector-');
  */
 function inspector(args: string[]): Promise<ScriptRun> {
   const home = temporaryDirectory();
-  return runNodeScript(INSPECTOR, ['--cli', ...args], {
+  return runNodeScript(MCP_INSPECTOR_CLI, ['--cli', ...args], {
     env: { ...process.env, HOME: home, MCP_CATALOG_PATH: `${home}/mcp.json`, NO_COLOR: '1' },
     timeoutMs: 60_000,
   });
