@@ -23,12 +23,14 @@ import { registerReceiptRoutes } from './payments/receipt.route.ts';
 import { registerSandboxProxy } from './sandbox/service-routes.ts';
 import { startExpirySweeper } from './sessions/expiry.ts';
 import { registerSessionRoutes } from './sessions/routes.ts';
+import { registerBrandAssets } from './web/brand/brand.route.ts';
 import { registerCheckoutPage } from './web/checkout/page.route.ts';
 import { loadAssets, registerAssets } from './web/kit/assets.ts';
 import { receiptPage } from './web/receipt/page.ts';
 import { registerWebPages } from './web/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { startWebhookWorker } from './webhooks/worker.ts';
+import { purgeOldAttempts } from './x402/attempts.ts';
 import { createChainReader } from './x402/chain.ts';
 import { purgeOldQuotes } from './x402/quotes.ts';
 import { startReconciler } from './x402/reconciler.ts';
@@ -97,6 +99,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerSandboxProxy,
     registerCheckoutPage(x402),
     registerAssets,
+    registerBrandAssets,
     registerTokenRoute,
     registerCodingAgentsRoutes,
     registerDiscoveryRoutes,
@@ -110,7 +113,15 @@ export async function createService(config: Config, options: CreateServiceOption
     workers.push(
       startExpirySweeper(context, {
         intervalMs: config.expirySweepIntervalMs,
-        purges: [purgeOldQuotes, purgeEndedUserSessions, purgeForgottenFailures, purgeEndedAuthorizationRequests, purgeEndedGrantSecrets, purgeEndedWindows],
+        purges: [
+          purgeOldQuotes,
+          purgeEndedUserSessions,
+          purgeForgottenFailures,
+          purgeEndedAuthorizationRequests,
+          purgeEndedGrantSecrets,
+          purgeEndedWindows,
+          purgeOldAttempts,
+        ],
       }),
     );
     if (x402 && config.baseRpcUrl) {

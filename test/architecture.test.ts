@@ -110,6 +110,9 @@ const TABLE_OWNERS: Record<string, string> = {
   mcp_tool_calls: 'src/mcp/audit.ts',
   merchant_events: 'src/merchants/events.ts',
   rate_limit_windows: 'src/limits/limits.ts',
+  payment_attempts: 'src/x402/attempts.ts',
+  merchant_brands: 'src/merchants/brand.ts',
+  refunds: 'src/payments/refunds.ts',
 };
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };

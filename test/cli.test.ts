@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
+import { getAddress } from 'viem';
 import { temporaryDirectories } from '../src/testing/environment.ts';
 
 const CLI = resolve(import.meta.dirname, '../src/cli/main.ts');
@@ -34,6 +35,19 @@ describe('till merchant and keys', () => {
     assert.equal(json.warning, undefined);
   });
 
+  test('merchant set-wallet stores the address checksummed and refuses a mistyped checksum or the zero address, naming the argument', () => {
+    const json = JSON.parse(till(['merchant', 'create', '--name', 'Wallets', '--json'], env).stdout);
+    const lower = `0x${'cd'.repeat(20)}`;
+    const set = till(['merchant', 'set-wallet', json.merchantId, lower, '--json'], env);
+    assert.equal(set.status, 0, set.stderr);
+    assert.equal(JSON.parse(set.stdout).walletAddress, getAddress(lower));
+    const mistyped = getAddress(lower).replace(/[A-F]/, (c) => c.toLowerCase());
+    const refused = till(['merchant', 'set-wallet', json.merchantId, mistyped], env);
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /the address has capitals that do not match its EIP-55 checksum/);
+    assert.match(till(['merchant', 'create', '--name', 'Zero', '--wallet', `0x${'0'.repeat(40)}`], env).stderr, /--wallet is the zero address/);
+  });
+
   test('merchant set-chains stores supported chains and tokens and refuses the rest by name', () => {
     const json = JSON.parse(till(['merchant', 'create', '--name', 'Chains', '--json'], env).stdout);
     const set = till(['merchant', 'set-chains', json.merchantId, 'BASE:usdc', '--json'], env);
@@ -53,7 +67,8 @@ describe('till merchant and keys', () => {
     const listed = till(['merchant', 'list'], env);
     assert.equal(listed.status, 0, listed.stderr);
     assert.match(listed.stdout, new RegExp(`${json.merchantId}  Listed\\n  wallet: not set\\n  keys: ${json.keyId} \\(sk_test_…${json.apiKey.slice(-4)}\\)`));
-    assert.match(listed.stdout, /wallet: 0xabab/);
+    // Typed in lower case, shown checksummed (EIP-55) as wallets show it.
+    assert.ok(listed.stdout.includes(`wallet: ${getAddress(`0x${'ab'.repeat(20)}`)}`), listed.stdout);
     assert.match(listed.stdout, /till keys create --merchant MERCHANT_ID/);
     assert.ok(!listed.stdout.includes(json.apiKey));
     const { merchants } = JSON.parse(till(['merchant', 'list', '--json'], env).stdout);

@@ -36,6 +36,7 @@ const LARGE_TABLES = new Set([
   'oauth_grants',
   'oauth_grant_secrets',
   'oauth_authorization_requests',
+  'payment_attempts',
 ]);
 
 /** Statements with no plan: transaction control and settings. */
@@ -155,6 +156,14 @@ for (const { engine, skip } of engines) {
       }
       await serve('E2', sessionRequest(service, apiKey, 'PUT', { sessionId, amount: 2.5 }), 200);
       await serve('session read', readSession(service, apiKey, sessionId), 200);
+      // The session list: its first page, a page after a cursor with every filter, and by orderId.
+      const list = (query: string) => app.inject({ method: 'GET', url: `/api/checkout/v2/payment_session?${query}`, headers: { 'x-sc-apikey': apiKey } });
+      const first = await list('limit=1');
+      await serve('session list', Promise.resolve(first), 200);
+      const cursor = first.json().nextCursor as string;
+      const range = 'createdFrom=2020-01-01T00:00:00Z&createdTo=2100-01-01T00:00:00Z';
+      await serve('session list, filtered, after a cursor', list(`status=OPEN,EXPIRED&${range}&limit=5&cursor=${cursor}`), 200);
+      await serve('session list by orderId', list('orderId=plans-1'), 200);
       // The buyer: the hosted page, the challenge and a paid proof.
       await serve('checkout page', app.inject({ method: 'GET', url: `/checkout/pay?uid=${sessionId}` }), 200);
       const { sessionId: paidSession, payer, offer } = await env.readyToPay({ amount: 0.01, currency: 'USD', orderId: 'plans-paid' });
@@ -162,6 +171,10 @@ for (const { engine, skip } of engines) {
       const paid = await env.pay(paidSession, (await env.signedPayment(payer, offer)).header);
       const paymentId = ((await paid.json()) as { paymentId: string }).paymentId;
       await serve('E3 paid proof', Promise.resolve(paid), 200);
+      // A refused proof, new and repeated, is recorded against its session (x402/attempts.ts).
+      const open = await env.challenge(sessionId);
+      for (const round of [1, 2])
+        await serve(`E3 refused proof (${round})`, env.pay(sessionId, (await env.signedPayment(payer, { ...open, value: open.value + 1n })).header), 402);
       await serve('receipt JSON', app.inject({ method: 'GET', url: `/checkout/v2/orders/receipt/${paymentId}` }), 200);
       await serve('receipt HTML', app.inject({ method: 'GET', url: `/checkout/v2/orders/receipt/${paymentId}`, headers: { accept: 'text/html' } }), 200);
       await serve('webhook deliveries', app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries', headers: { 'x-sc-apikey': apiKey } }), 200);
@@ -186,6 +199,7 @@ for (const { engine, skip } of engines) {
         ...filters.map((filter) => `/dashboard/orders?${filter}`),
         '/dashboard/orders.csv',
         '/dashboard/links',
+        `/dashboard/links/${sessionId}`,
         '/dashboard/notifications',
         '/dashboard/developers',
       ]) {
@@ -197,7 +211,7 @@ for (const { engine, skip } of engines) {
 
     test('the requests were served and their statements captured', () => {
       assert.ok(served.length >= 20, served.join(', '));
-      for (const table of ['payment_sessions', 'payments', 'payment_quotes', 'idempotency_keys', 'user_sessions', 'mcp_tool_calls']) {
+      for (const table of ['payment_sessions', 'payments', 'payment_quotes', 'idempotency_keys', 'user_sessions', 'mcp_tool_calls', 'payment_attempts']) {
         assert.ok(
           [...captured.keys()].some((text) => text.includes(table)),
           `no captured statement reads or writes ${table}`,

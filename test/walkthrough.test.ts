@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,13 +10,13 @@ import { freePort } from '../src/testing/environment.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-/** The README's walkthrough block, exactly as a reader copies it. */
-function walkthroughBlock(): string {
+/** The README's walkthrough blocks (the walkthrough, then the new session for a browser), exactly as a reader copies them. */
+function walkthroughBlocks(): string[] {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Walkthrough'));
-  const match = /```sh\n([\s\S]*?)```/.exec(section);
-  assert.ok(match, 'README has a walkthrough block');
-  return match[1]!;
+  const section = readme.slice(readme.indexOf('## Walkthrough'), readme.indexOf('\n## ', readme.indexOf('## Walkthrough') + 1));
+  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+  assert.equal(blocks.length, 2, 'README has the walkthrough block and the new-session block');
+  return blocks;
 }
 
 /** Collects a child's output and resolves once a pattern appears in it. */
@@ -112,7 +112,7 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   };
 
   // The documented substitutions: the printed key, and free ports for the service and the receiver.
-  const block = walkthroughBlock();
+  const [block] = walkthroughBlocks() as [string];
   assert.ok(block.includes('sk_test_…') && block.includes('localhost:8080') && block.includes('3000'));
   const script = block.replaceAll('sk_test_…', apiKey!).replaceAll('localhost:8080', `localhost:${port}`).replaceAll('3000', String(receiverPort));
   const walk = spawn('bash', ['-e', '-o', 'pipefail', '-c', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -147,13 +147,16 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
 
 test("README walkthrough in a browser: a new session's redirectUrl is paid with the sandbox wallet", { skip: browserSkip }, async () => {
   assert.ok(serving, 'the service of the first test is running');
-  const till = `http://localhost:${serving.port}`;
-  const response = await fetch(`${till}/api/checkout/v2/payment_session`, {
-    method: 'POST',
-    headers: { 'x-sc-apikey': serving.apiKey, 'content-type': 'application/json' },
-    body: JSON.stringify({ amount: 3, currency: 'USD', orderId: 'order-1002', successUrl: 'https://shop.example/thanks' }),
+  // The new-session block as written, with the two variables the walkthrough's terminal holds.
+  const [, newSession] = walkthroughBlocks() as [string, string];
+  const made = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', newSession], {
+    cwd: ROOT,
+    env: { ...process.env, TILL: `http://localhost:${serving.port}`, KEY: serving.apiKey },
+    encoding: 'utf8',
   });
-  const { redirectUrl } = (await response.json()) as { redirectUrl: string };
+  assert.equal(made.status, 0, made.stderr);
+  const redirectUrl = made.stdout.trim();
+  assert.match(redirectUrl, /^http:\/\/localhost:\d+\/checkout\/pay\?uid=ps_/);
   const browser = await launchChromium();
   try {
     const page = await browser.newPage();

@@ -384,8 +384,9 @@ for (const { engine, skip } of engines) {
       assert.equal(response.status, 422);
       const { error } = await response.json();
       assert.equal(error.code, 'no_pay_to');
-      assert.match(error.message, /till merchant set-wallet MERCHANT_ID 0x/, 'names the command that fixes it');
-      assert.doesNotMatch(error.message, /Settings|mer_/, 'names no page that does not exist, and no merchant id to the public');
+      assert.match(error.message, /in the dashboard under Settings → Payout wallet \(\/dashboard\/settings\)/, 'points the merchant to the dashboard');
+      assert.match(error.message, /till merchant set-wallet MERCHANT_ID 0x/, 'names the operator command too');
+      assert.doesNotMatch(error.message, /mer_/, 'names no merchant id to the public');
     });
 
     test('400 for ?amount= on a fixed-amount session', async () => {

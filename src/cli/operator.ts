@@ -3,17 +3,19 @@ import type { Config } from '../config.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
 import { changeWallet } from '../merchants/events.ts';
-import { createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains, WALLET_ADDRESS } from '../merchants/merchants.ts';
+import { checkPayoutAddress, createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains } from '../merchants/merchants.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { setWebhookCommand } from './webhooks.ts';
 import { withDatabase } from './with-database.ts';
 
 const keyModeFor = (config: Config) => (config.mode === 'sandbox' ? 'test' : 'live');
 
-function wallet(value: string | undefined): string | undefined {
-  if (value !== undefined && !WALLET_ADDRESS.test(value))
-    throw new UsageError(`--wallet must be a 0x address of 40 hex characters, got ${JSON.stringify(value)}`);
-  return value;
+/** The address checksummed (EIP-55), as it is stored and shown; a usage error naming the argument otherwise. */
+function wallet(value: string | undefined, argument = '--wallet'): string | undefined {
+  if (value === undefined) return undefined;
+  const checked = checkPayoutAddress(value);
+  if ('problem' in checked) throw new UsageError(`${argument} ${checked.problem}, got ${JSON.stringify(value)}`);
+  return checked.address;
 }
 
 export async function migrateCommand(args: string[]): Promise<void> {
@@ -81,11 +83,12 @@ export async function merchantCommand(args: string[]): Promise<void> {
     return;
   }
   if (sub === 'set-wallet') {
-    const [merchantId, address] = args.splice(0, 2);
+    const [merchantId, typed] = args.splice(0, 2);
     noneLeft(args);
-    if (!merchantId || !wallet(address)) throw new UsageError('merchant set-wallet needs MERCHANT_ID 0xADDRESS');
+    if (!merchantId || !typed) throw new UsageError('merchant set-wallet needs MERCHANT_ID 0xADDRESS');
+    const address = wallet(typed, 'the address')!;
     await withDatabase(async ({ db }) => {
-      if (!(await changeWallet(db, { merchantId, userId: null, walletAddress: address! }))) throw new UsageError(`no merchant ${merchantId}`);
+      if (!(await changeWallet(db, { merchantId, userId: null, walletAddress: address }))) throw new UsageError(`no merchant ${merchantId}`);
     });
     printResult(json, { merchantId, walletAddress: address }, `Payout wallet of ${merchantId} set to ${address}.`);
     return;

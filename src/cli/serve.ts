@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createUser, findUserByEmail } from '../accounts/users.ts';
 import { type Config, loadConfig } from '../config.ts';
@@ -28,21 +30,29 @@ async function withSandbox(config: Config): Promise<{ config: Config; sandbox: S
   };
 }
 
+/** In the data folder of a sandbox only: the private key of the demo merchant's payout wallet (mode 0600). */
+export const SANDBOX_PAYOUT_KEY_FILE = 'sandbox-demo-payout.key';
+
 /**
  * The demo merchant, its key and its user, in one transaction. Instances started at once on an
  * empty database all try: the one whose user is written first makes it, the others (refused on the
  * user's unique email, their merchant rolled back) start without. Undefined when another made it.
  */
-async function createDemoMerchant(db: Db) {
-  const wallet = privateKeyToAccount(generatePrivateKey()).address;
+async function createDemoMerchant(db: Db, dataDir: string) {
+  const payoutKey = generatePrivateKey();
+  const wallet = privateKeyToAccount(payoutKey).address;
   const password = generatePassword();
   try {
-    return await db.transaction().execute(async (trx) => {
+    const demo = await db.transaction().execute(async (trx) => {
       const merchant = await createMerchant(trx, { name: 'Demo store (sandbox)', walletAddress: wallet });
       const key = await createApiKey(trx, merchant.id, 'test');
       const user = await createUser(trx, { merchantId: merchant.id, email: DEMO_USER_EMAIL, password });
       return { merchantId: merchant.id, wallet, apiKey: key.apiKey, email: user.email, password };
     });
+    // Sandbox only: the demo payout wallet's key, so its refunds can be signed with the sandbox wallet (fake money).
+    const payoutKeyFile = join(dataDir, SANDBOX_PAYOUT_KEY_FILE);
+    writeFileSync(payoutKeyFile, `${payoutKey}\n`, { mode: 0o600 });
+    return { ...demo, payoutKeyFile };
   } catch (error) {
     if (await findUserByEmail(db, DEMO_USER_EMAIL)) return undefined;
     throw error;
@@ -89,10 +99,10 @@ export async function serveCommand(args: string[]): Promise<void> {
 
   // First start of a sandbox with an empty database: a demo merchant, so the README walkthrough works at once.
   if (config.mode === 'sandbox' && (await countMerchants(db)) === 0) {
-    const demo = await createDemoMerchant(db);
+    const demo = await createDemoMerchant(db, config.dataDir);
     if (demo)
       process.stdout.write(
-        `\n  Sandbox demo merchant ${demo.merchantId} created, paid out to ${demo.wallet}.\n  TEST API key (sandbox only, fake money; shown once): ${demo.apiKey}\n  Sign in at ${config.baseUrl}/sign-in as ${demo.email} with password (shown once): ${demo.password}\n\n`,
+        `\n  Sandbox demo merchant ${demo.merchantId} created, paid out to ${demo.wallet} (its key, for refunds with fake money: ${demo.payoutKeyFile}).\n  TEST API key (sandbox only, fake money; shown once): ${demo.apiKey}\n  Sign in at ${config.baseUrl}/sign-in as ${demo.email} with password (shown once): ${demo.password}\n\n`,
       );
   }
 

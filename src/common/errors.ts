@@ -114,7 +114,7 @@ export const ERROR_CATALOGUE = {
     422,
     'The merchant has no payout wallet, so the session cannot be paid yet',
     () =>
-      "The merchant has no payout wallet configured, so no payTo can be quoted; the merchant's operator sets one with: till merchant set-wallet MERCHANT_ID 0x…",
+      'The merchant has no payout wallet configured, so no payTo can be quoted; the merchant sets one in the dashboard under Settings → Payout wallet (/dashboard/settings), or an operator runs: till merchant set-wallet MERCHANT_ID 0x…',
   ),
   rate_limited: entry(
     429,

@@ -11,6 +11,14 @@ export const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 /** EIP-712 domain of USDC on Base (and of the sandbox token, which copies it). */
 export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;
 
+/** The EIP712Domain type of USDC's domain, which eth_signTypedData_v4 wants listed with the message's types. */
+export const EIP712_DOMAIN_TYPE = [
+  { name: 'name', type: 'string' },
+  { name: 'version', type: 'string' },
+  { name: 'chainId', type: 'uint256' },
+  { name: 'verifyingContract', type: 'address' },
+] as const;
+
 /** EIP-712 types of the EIP-3009 TransferWithAuthorization a buyer signs to pay. */
 export const TRANSFER_WITH_AUTHORIZATION = {
   TransferWithAuthorization: [

@@ -21,6 +21,10 @@ import { boundWebhookSecrets } from './migrations/0018_bound_webhook_secrets.ts'
 import * as webhookSecretOverlap from './migrations/0019_webhook_secret_overlap.ts';
 import { boundSigningKeys } from './migrations/0020_bound_signing_keys.ts';
 import * as modes from './migrations/0021_modes.ts';
+import * as paymentAttempts from './migrations/0022_payment_attempts.ts';
+import * as merchantBrand from './migrations/0023_merchant_brand.ts';
+import * as sessionList from './migrations/0024_session_list.ts';
+import * as refunds from './migrations/0025_refunds.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
@@ -45,6 +49,10 @@ const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration
   '0019_webhook_secret_overlap': webhookSecretOverlap,
   '0020_bound_signing_keys': boundSigningKeys(secretKey),
   '0021_modes': modes,
+  '0022_payment_attempts': paymentAttempts,
+  '0023_merchant_brand': merchantBrand,
+  '0024_session_list': sessionList,
+  '0025_refunds': refunds,
 });
 
 /** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */

@@ -127,6 +127,83 @@ export interface PaymentsTable {
   mode: Mode;
 }
 
+/**
+ * Refused proofs of one payer for one session with one x402 refusal code: how many, first and last
+ * seen, and the USDC value (base units) of the last one. Bounded per session and by age.
+ */
+export interface PaymentAttemptsTable {
+  id: string;
+  session_id: string;
+  merchant_id: string;
+  mode: Mode;
+  /** `authorization.from` as the proof names it, lower-case; unproven when the signature was not checked. */
+  payer: string;
+  /** The x402 `error` code of the refusal. */
+  reason: string;
+  /** The value the last of them authorized, in USDC base units; null when beyond a 64-bit column. */
+  value: bigint | null;
+  count: number;
+  first_seen_at: number;
+  last_seen_at: number;
+}
+
+/** The sniffed type of a merchant's logo: the only types taken, whatever a file's name or declared type says. */
+export type LogoType = 'image/png' | 'image/jpeg' | 'image/webp';
+
+/** A merchant's brand on its hosted pages and receipts (both modes): accent colour and logo. */
+export interface MerchantBrandsTable {
+  merchant_id: string;
+  /** `#rrggbb`, lower-case; white text on it passes WCAG AA (4.5:1). */
+  accent_color: string | null;
+  /** The logo's bytes as base64; null when there is no logo (and so are the other logo_ columns). */
+  logo_base64: string | null;
+  logo_type: LogoType | null;
+  /** SHA-256 of the logo's bytes, hex: its URL's name. */
+  logo_hash: string | null;
+  logo_width: number | null;
+  logo_height: number | null;
+  updated_at: number;
+}
+
+export type RefundStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED';
+
+/** A refund from the merchant's payout wallet to a payment's payer: an EIP-3009 authorization signed by the payout wallet. */
+export interface RefundsTable {
+  /** `rf_…` */
+  id: string;
+  mode: Mode;
+  merchant_id: string;
+  payment_id: string;
+  session_id: string;
+  /** The token contract, lower-case (the payment's). */
+  asset: string;
+  /** USDC base units. */
+  value: bigint;
+  /** The same refund in the payment's currency, minor units (its share of the payment, rounded down). */
+  amount_minor: bigint;
+  currency: string;
+  /** The merchant's words, at most 200 characters. */
+  reason: string | null;
+  status: RefundStatus;
+  /** The payout wallet (the payment's pay_to), lower-case. */
+  from_address: string;
+  /** The payment's payer, lower-case. */
+  to_address: string;
+  /** The authorization's nonce, 0x and 64 hex digits. */
+  nonce: string;
+  /** Unix seconds: after this the authorization can no longer be used. */
+  valid_before: bigint;
+  signature: string;
+  /** The transaction the facilitator named, then the one the chain shows. */
+  tx_hash: string | null;
+  block_number: bigint | null;
+  last_error: string | null;
+  /** When the chain is read for a PENDING refund next; null once it is decided. */
+  next_check_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface IdempotencyKeysTable {
   merchant_id: string;
   idempotency_key: string;
@@ -159,6 +236,9 @@ export interface Database {
   mcp_tool_calls: McpToolCallsTable;
   merchant_events: MerchantEventsTable;
   rate_limit_windows: RateLimitWindowsTable;
+  merchant_brands: MerchantBrandsTable;
+  payment_attempts: PaymentAttemptsTable;
+  refunds: RefundsTable;
 }
 
 export type { Generated };

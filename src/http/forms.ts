@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { TillError } from '../common/errors.ts';
 
-/** Form posts are small: a few fields of a page. */
+/** Form posts are small: a few fields of a page (a route that takes a file sets its own limit). */
 const FORM_BODY_LIMIT = 16 * 1024;
 
 /**
@@ -10,21 +11,63 @@ const FORM_BODY_LIMIT = 16 * 1024;
  */
 export function registerFormParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
-    const fields: Record<string, string> = {};
-    const repeated: string[] = [];
-    const pairs = [...new URLSearchParams(body.toString())];
-    for (const [name, value] of pairs) {
-      if (Object.hasOwn(fields, name)) repeated.push(name);
-      else fields[name] = value;
+    done(null, fieldsOf([...new URLSearchParams(body.toString())]));
+  });
+}
+
+/**
+ * Lets the pages' forms also come as `multipart/form-data` (a form with a file input): its text
+ * fields are read as `registerFormParser`'s are, so the CSRF guard reads them the same way, and its
+ * files are kept apart (`formFile`). Parsed by the platform's own FormData (undici's), within
+ * FORM_BODY_LIMIT unless the route sets its own `bodyLimit`.
+ */
+export function registerMultipartParser(app: FastifyInstance): void {
+  app.addContentTypeParser('multipart/form-data', { parseAs: 'buffer', bodyLimit: FORM_BODY_LIMIT }, async (request: FastifyRequest, body: Buffer) => {
+    let form: FormData;
+    try {
+      form = await new Response(new Uint8Array(body), { headers: { 'content-type': String(request.headers['content-type']) } }).formData();
+    } catch {
+      throw new TillError('invalid_request', { problem: 'The body is not a well-formed multipart/form-data form' });
     }
-    Object.defineProperty(fields, REPEATED, { value: repeated, enumerable: false });
-    Object.defineProperty(fields, ALL_PAIRS, { value: pairs, enumerable: false });
-    done(null, fields);
+    const pairs: [string, string][] = [];
+    const blobs = new Map<string, File>();
+    form.forEach((value, name) => {
+      if (typeof value === 'string') pairs.push([name, value]);
+      else if (!blobs.has(name)) blobs.set(name, value);
+    });
+    const files = new Map<string, FormFile>();
+    for (const [name, file] of blobs) files.set(name, { fileName: file.name, bytes: new Uint8Array(await file.arrayBuffer()) });
+    const fields = fieldsOf(pairs);
+    Object.defineProperty(fields, FILES, { value: files, enumerable: false });
+    return fields;
   });
 }
 
 const REPEATED = Symbol('repeated form fields');
 const ALL_PAIRS = Symbol('every form field, in order');
+const FILES = Symbol('the files of a multipart form');
+
+/** A file of a multipart form: the name the browser gave it and its bytes (its declared type is not kept: nothing should trust it). */
+export type FormFile = { fileName: string; bytes: Uint8Array };
+
+/** Form fields as flat strings, the first value of each name; the rest kept apart (`repeatedFields`, `formValues`). */
+function fieldsOf(pairs: [string, string][]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  const repeated: string[] = [];
+  for (const [name, value] of pairs) {
+    if (Object.hasOwn(fields, name)) repeated.push(name);
+    else fields[name] = value;
+  }
+  Object.defineProperty(fields, REPEATED, { value: repeated, enumerable: false });
+  Object.defineProperty(fields, ALL_PAIRS, { value: pairs, enumerable: false });
+  return fields;
+}
+
+/** The file sent as `name` in a multipart form body (the first, when several), or undefined. */
+export function formFile(request: FastifyRequest, name: string): FormFile | undefined {
+  const body = request.body as Record<symbol, unknown> | undefined;
+  return (body && (body[FILES] as Map<string, FormFile> | undefined))?.get(name);
+}
 
 /** The fields of a form body (or of a JSON object of strings); anything else is an empty form. */
 export function formFields(request: FastifyRequest): Record<string, string> {

@@ -1,3 +1,4 @@
+import { getAddress, zeroAddress } from 'viem';
 import { invalidField, TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import { SUPPORTED_CHAINS } from '../common/network.ts';
@@ -26,9 +27,26 @@ export const PAYMENT_API_BASE_PATH = '/api/checkout/v2';
 
 export const WALLET_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
+/**
+ * A typed payout address in its checksummed (EIP-55) form, as every page and command shows it, or why
+ * it is refused: all one case carries no checksum; mixed case must be the EIP-55 one; never the zero address.
+ */
+export function checkPayoutAddress(typed: string): { address: string } | { problem: string } {
+  if (!WALLET_ADDRESS.test(typed)) return { problem: 'is not an address: 0x followed by 40 hexadecimal characters' };
+  const hex = typed.slice(2);
+  if (hex !== hex.toLowerCase() && hex !== hex.toUpperCase() && getAddress(typed) !== typed)
+    return { problem: 'has capitals that do not match its EIP-55 checksum: check it for a typo, or paste it exactly as your wallet shows it' };
+  const address = getAddress(typed);
+  if (address === zeroAddress) return { problem: 'is the zero address, whose money nobody can ever spend' };
+  return { address };
+}
+
+/** Stored addresses are shown checksummed, also those saved in lower case before addresses were normalised. */
+const checksummed = (address: string | null) => (address !== null && WALLET_ADDRESS.test(address) ? getAddress(address) : address);
+
 /** What a merchant without a payout wallet is told wherever it acts, with the command that fixes it. */
 export function noWalletWarning(merchantId: string): string {
-  return `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set: till merchant set-wallet ${merchantId} 0xYourAddress`;
+  return `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set in the dashboard under Settings → Payout wallet (/dashboard/settings); an operator can also run: till merchant set-wallet ${merchantId} 0xYourAddress`;
 }
 
 export async function createMerchant(
@@ -67,7 +85,7 @@ function merchantOf(row: MerchantRow): Merchant {
   return {
     id: row.id,
     name: row.name,
-    walletAddress: row.wallet_address,
+    walletAddress: checksummed(row.wallet_address),
     createdAt: row.created_at,
     acceptedChains: parseAcceptedChains(row.accepted_chains),
     supportEmail: row.support_email,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { currencyExponent, formatMoney, normalizeCurrency } from './iso4217.ts';
+import { currencyExponent, formatMoney, formatMoneyNumber, normalizeCurrency } from './iso4217.ts';
 
 test('exponents come from the ISO 4217 table, case-insensitively', () => {
   assert.equal(currencyExponent('USD'), 2);
@@ -35,4 +35,11 @@ test('formatMoney writes every decimal of the currency', () => {
   assert.equal(formatMoney(1234n, 'KWD'), '1.234 KWD');
   assert.equal(formatMoney(5n, 'EUR'), '0.05 EUR');
   assert.equal(formatMoney(10000n, 'CLF'), '1.0000 CLF');
+});
+
+test("formatMoneyNumber writes an API amount with the currency's decimals", () => {
+  assert.equal(formatMoneyNumber(3.5, 'USD'), '3.50 USD');
+  assert.equal(formatMoneyNumber(0, 'USD'), '0.00 USD');
+  assert.equal(formatMoneyNumber(500, 'JPY'), '500 JPY');
+  assert.equal(formatMoneyNumber(1.2, 'KWD'), '1.200 KWD');
 });

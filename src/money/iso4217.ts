@@ -1,4 +1,4 @@
-import { formatMinor, minorToJsonNumber } from './decimal.ts';
+import { formatMinor, minorToJsonNumber, parseDecimalAmount } from './decimal.ts';
 
 /**
  * ISO 4217 List One (published 2025-05-12): every active currency code with its minor-unit
@@ -36,6 +36,15 @@ export function currencyExponent(code: string): number | undefined {
 /** An amount for people to read, with the currency's own decimals: 12.50 USD, 500 JPY, 1.234 KWD. */
 export function formatMoney(minor: bigint, currency: string): string {
   return `${formatMinor(minor, currencyExponent(currency) ?? 2)} ${currency}`;
+}
+
+/**
+ * An amount as the API shows it (a JSON number, e.g. 12.5) written like formatMoney: "12.50 USD".
+ * A number that is not an amount of the currency is written as it is.
+ */
+export function formatMoneyNumber(amount: number, currency: string): string {
+  const parsed = parseDecimalAmount(String(amount), currencyExponent(currency) ?? 2, { allowZero: true });
+  return parsed.ok ? formatMoney(parsed.minor, currency) : `${amount} ${currency}`;
 }
 
 /** An amount in a currency's minor units as the JSON number the API shows, e.g. 1250n USD → 12.5. */

@@ -111,6 +111,21 @@ export async function listGrants(db: Db, merchantId: string): Promise<Grant[]> {
 }
 
 /**
+ * The agents' names of some of the merchant's grants, revoked ones included (their tool calls
+ * outlive them): grant id → client name. Ids of other merchants are left out.
+ */
+export async function grantClientNames(db: Db, merchantId: string, grantIds: readonly string[]): Promise<Map<string, string>> {
+  if (grantIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('oauth_grants')
+    .select(['id', 'client_name'])
+    .where('merchant_id', '=', merchantId)
+    .where('id', 'in', [...new Set(grantIds)])
+    .execute();
+  return new Map(rows.map((row) => [row.id, row.client_name]));
+}
+
+/**
  * Ends a grant at once: its refresh tokens stop working, and its access tokens are refused at the
  * next call (the grant is read on every call). With `merchantId`, only that merchant's grant.
  */

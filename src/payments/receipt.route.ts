@@ -21,8 +21,8 @@ const doc: RouteDoc = {
   responses: { 200: { description: 'The receipt', schema: Receipt }, 404: { description: 'No such order', schema: ErrorResponse } },
 };
 
-/** What a receipt lookup found: the receipt and its amount in words, or nothing. */
-export type FoundReceipt = { receipt: ReceiptView; amountText: string } | undefined;
+/** What a receipt lookup found: the receipt, its amount in words and its merchant, or nothing. */
+export type FoundReceipt = { receipt: ReceiptView; amountText: string; merchantId: string } | undefined;
 
 /**
  * The readable page of a receipt, given by the web layer (wired in main.ts): it answers a browser
@@ -34,7 +34,7 @@ export type ReceiptPage = (
   reply: FastifyReply,
   found: FoundReceipt,
   publicOrderId: string,
-) => FastifyReply | undefined;
+) => Promise<FastifyReply | undefined>;
 
 /** E4: the receipt as JSON, or as the page `readable` renders when the client asks for one. */
 export const registerReceiptRoutes =
@@ -44,7 +44,7 @@ export const registerReceiptRoutes =
       const { publicOrderId } = validate(Params, request.params);
       const found = await findReceiptWithAmountText(context.db, publicOrderId, { mode: context.config.mode, explorerTxUrl: context.config.explorerTxUrl });
       reply.header('vary', 'Accept');
-      const page = readable?.(context, request, reply, found, publicOrderId);
+      const page = await readable?.(context, request, reply, found, publicOrderId);
       if (page) return page;
       if (!found) throw new TillError('not_found', { what: `Order ${publicOrderId}` });
       return found.receipt;

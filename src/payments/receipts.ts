@@ -28,6 +28,20 @@ export const Receipt = z
     transactionHash: z.string(),
     explorerUrl: z.string(),
     settledAt: z.string(),
+    refundedAmount: z.number().meta({ description: "What the merchant refunded to the payer (refunds that succeeded), in the order's currency; 0 when none" }),
+    refundedTokenAmount: z.string().meta({ description: 'The same in USDC, as a decimal string' }),
+    refunds: z
+      .array(
+        z.object({
+          id: z.string(),
+          amount: z.number(),
+          tokenAmount: z.string(),
+          transactionHash: z.string(),
+          explorerUrl: z.string(),
+          refundedAt: z.string(),
+        }),
+      )
+      .meta({ description: "The refunds that succeeded, from the merchant's payout wallet to the payer, oldest first" }),
   })
   .meta({ id: 'OrderReceipt' });
 
@@ -38,12 +52,12 @@ export function normalizePublicOrderId(publicOrderId: string): string {
   return publicOrderId.toUpperCase().startsWith('TX-') ? `TX-${publicOrderId.slice(3).toUpperCase()}` : `TX-${publicOrderId.toUpperCase()}`;
 }
 
-/** The receipt and the amount written with its currency's decimals (for the page). */
+/** The receipt, the amount written with its currency's decimals and the merchant's id (for the page, in its brand). */
 export async function findReceiptWithAmountText(
   db: Db,
   publicOrderId: string,
   options: { mode: Mode; explorerTxUrl: string; merchantId?: string },
-): Promise<{ receipt: ReceiptView; amountText: string } | undefined> {
+): Promise<{ receipt: ReceiptView; amountText: string; merchantId: string } | undefined> {
   const row = await db
     .selectFrom('payments')
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
@@ -60,6 +74,7 @@ export async function findReceiptWithAmountText(
       'payments.pay_to',
       'payments.tx_hash',
       'payments.settled_at',
+      'payments.merchant_id',
       'payment_sessions.order_id',
       'merchants.name',
     ])
@@ -69,6 +84,15 @@ export async function findReceiptWithAmountText(
     .$if(options.merchantId !== undefined, (qb) => qb.where('payments.merchant_id', '=', options.merchantId!))
     .executeTakeFirst();
   if (!row?.tx_hash || row.settled_at === null || row.public_order_id === null) return undefined;
+  const refunds = await db
+    .selectFrom('payments')
+    .innerJoin('refunds', 'refunds.payment_id', 'payments.id')
+    .select(['refunds.id', 'refunds.amount_minor', 'refunds.value', 'refunds.tx_hash', 'refunds.updated_at'])
+    .where('payments.public_order_id', '=', row.public_order_id)
+    .where('refunds.status', '=', 'SUCCEEDED')
+    .orderBy('refunds.created_at')
+    .orderBy('refunds.id')
+    .execute();
   const receipt: ReceiptView = {
     publicOrderId: row.public_order_id,
     status: row.status as 'SUCCESS' | 'REVERSED',
@@ -87,8 +111,21 @@ export async function findReceiptWithAmountText(
     transactionHash: row.tx_hash,
     explorerUrl: explorerUrl(options.explorerTxUrl, row.tx_hash),
     settledAt: new Date(row.settled_at).toISOString(),
+    refundedAmount: decimalNumber(
+      refunds.reduce((sum, r) => sum + r.amount_minor, 0n),
+      row.currency,
+    ),
+    refundedTokenAmount: formatUsdc(refunds.reduce((sum, r) => sum + r.value, 0n)),
+    refunds: refunds.map((r) => ({
+      id: r.id,
+      amount: decimalNumber(r.amount_minor, row.currency),
+      tokenAmount: formatUsdc(r.value),
+      transactionHash: r.tx_hash ?? '',
+      explorerUrl: r.tx_hash ? explorerUrl(options.explorerTxUrl, r.tx_hash) : '',
+      refundedAt: new Date(r.updated_at).toISOString(),
+    })),
   };
-  return { receipt, amountText: formatMoney(row.amount_minor, row.currency) };
+  return { receipt, amountText: formatMoney(row.amount_minor, row.currency), merchantId: row.merchant_id };
 }
 
 /**
@@ -203,8 +240,18 @@ export type OrderFilter = {
 /** Where a page of orders ends: the next page starts after this order. */
 export type OrdersCursor = { settledAt: number; id: string };
 
+/** Whether an order was refunded (refunds that succeeded): none of it, part, or all. */
+export type RefundState = 'none' | 'partial' | 'full';
+
 export type MerchantOrder = PaidOrder & {
   status: OrderStatus;
+  /** What was paid for: the session's concept, if it has one. */
+  concept: string | null;
+  refundState: RefundState;
+  /** USDC refunded (refunds that succeeded), as a decimal string. */
+  refundedTokenAmount: string;
+  /** USDC that may still be refunded (paid less refunds that succeeded or are pending), as a decimal string; 0 unless SUCCESS. */
+  refundableTokenAmount: string;
   settledAtMs: number;
   id: string /** The amount with its currency's decimals, e.g. `12.00 USD`. */;
   amountText: string;
@@ -243,7 +290,7 @@ export async function searchOrders(
   const rows = await db
     .selectFrom('payments')
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
-    .select([...ORDER_COLUMNS, 'payments.status'])
+    .select([...ORDER_COLUMNS, 'payments.status', 'payment_sessions.concept'])
     .$if(!oneSession, (qb) => qb.where('payments.merchant_id', '=', merchantId))
     .$if(oneSession, (qb) => qb.where('payment_sessions.merchant_id', '=', merchantId).where('payment_sessions.mode', '=', mode))
     .where('payments.mode', '=', mode)
@@ -262,11 +309,32 @@ export async function searchOrders(
     .orderBy('payments.id', 'desc')
     .limit(size + 1)
     .execute();
-  const orders = rows.slice(0, size).map(
+  const shown = rows.slice(0, size);
+  const refunded = new Map<string, bigint>();
+  const held = new Map<string, bigint>();
+  if (shown.length > 0)
+    for (const r of await db
+      .selectFrom('refunds')
+      .select(['payment_id', 'value', 'status'])
+      .where(
+        'payment_id',
+        'in',
+        shown.map((row) => row.id),
+      )
+      .where('status', 'in', ['SUCCEEDED', 'PENDING'])
+      .execute()) {
+      held.set(r.payment_id, (held.get(r.payment_id) ?? 0n) + r.value);
+      if (r.status === 'SUCCEEDED') refunded.set(r.payment_id, (refunded.get(r.payment_id) ?? 0n) + r.value);
+    }
+  const orders = shown.map(
     (row): MerchantOrder => ({
       ...paidOrderOf(row),
+      refundState: !refunded.has(row.id) ? 'none' : refunded.get(row.id)! >= row.value ? 'full' : 'partial',
+      refundedTokenAmount: formatUsdc(refunded.get(row.id) ?? 0n),
+      refundableTokenAmount: formatUsdc(row.status === 'SUCCESS' && row.value > (held.get(row.id) ?? 0n) ? row.value - (held.get(row.id) ?? 0n) : 0n),
       id: row.id,
       status: row.status as OrderStatus,
+      concept: row.concept,
       settledAtMs: Number(row.settled_at),
       amountText: formatMoney(row.amount_minor, row.currency),
     }),

@@ -52,7 +52,16 @@ export async function paidVolume(db: Db, mode: Mode, merchantId: string, now: nu
   return { today: total(daily.slice(-1)), lastDays: total(daily), daily };
 }
 
-export type RecentOrder = { publicOrderId: string; orderId: string | null; amountMinor: bigint; currency: string; usdc: bigint; paidAt: number };
+export type RecentOrder = {
+  publicOrderId: string;
+  orderId: string | null;
+  /** What was paid for: the session's concept, if it has one. */
+  concept: string | null;
+  amountMinor: bigint;
+  currency: string;
+  usdc: bigint;
+  paidAt: number;
+};
 
 /**
  * A merchant's latest paid orders of `mode`, newest first: `limit` rows read off the end of the
@@ -62,7 +71,15 @@ export async function latestPaidOrders(db: Db, mode: Mode, merchantId: string, l
   const rows = await db
     .selectFrom('payments')
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
-    .select(['payments.public_order_id', 'payments.amount_minor', 'payments.currency', 'payments.value', 'payments.settled_at', 'payment_sessions.order_id'])
+    .select([
+      'payments.public_order_id',
+      'payments.amount_minor',
+      'payments.currency',
+      'payments.value',
+      'payments.settled_at',
+      'payment_sessions.order_id',
+      'payment_sessions.concept',
+    ])
     .where('payments.merchant_id', '=', merchantId)
     .where('payments.status', '=', 'SUCCESS')
     .where('payments.mode', '=', mode)
@@ -73,6 +90,7 @@ export async function latestPaidOrders(db: Db, mode: Mode, merchantId: string, l
   return rows.map((row) => ({
     publicOrderId: row.public_order_id ?? '',
     orderId: row.order_id,
+    concept: row.concept,
     amountMinor: BigInt(row.amount_minor),
     currency: row.currency,
     usdc: BigInt(row.value),

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { TillError } from '../common/errors.ts';
+import type { SessionStatus } from '../db/schema.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import { MAX_SESSIONS_PAGE_SIZE } from './sessions.ts';
 
 /** The zod schemas of the payment-session resource (E1, E2, GET): validation, types and OpenAPI in one. Null means "not given". */
 export const MAX_ORDER_ID = 255;
@@ -72,7 +74,7 @@ export const SessionCreated = z
       .optional()
       .meta({
         description:
-          'Present only when the session cannot be paid yet: `no_payout_wallet` — the merchant has no payout wallet (set it with `till merchant set-wallet`)',
+          'Present only when the session cannot be paid yet: `no_payout_wallet` — the merchant has no payout wallet (set it in the dashboard under Settings → Payout wallet; operators: `till merchant set-wallet`)',
       }),
   })
   .meta({ id: 'PaymentSessionResponse' });
@@ -98,6 +100,18 @@ export const SESSION_WRITE_REFUSALS = {
 
 export const SessionParams = z.strictObject({ sessionId: z.string().min(1).max(64) });
 
+export const SessionRefund = z
+  .object({
+    id: z.string().meta({ description: 'The refund id (rf_…)' }),
+    amount: z.number().meta({ description: "In the payment's currency (its share of the payment, rounded down)" }),
+    currency: z.string(),
+    tokenAmount: z.string().meta({ description: 'USDC given back, as a decimal string' }),
+    status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']),
+    txHash: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'SessionRefund' });
+
 export const SessionPayment = z
   .object({
     paymentId: z.string().nullable().meta({ description: 'The order id (TX-…) once settled; null while pending or failed' }),
@@ -113,14 +127,20 @@ export const SessionPayment = z
     failureReason: z.string().nullable(),
     createdAt: z.string(),
     settledAt: z.string().nullable(),
+    refunds: z.array(SessionRefund).meta({ description: "Refunds of this payment from the merchant's payout wallet to the payer, oldest first" }),
+    refundedAmount: z.number().meta({ description: "What refunds that SUCCEEDED gave back, in the payment's currency" }),
+    refundedTokenAmount: z.string().meta({ description: 'The same in USDC, as a decimal string' }),
   })
   .meta({ id: 'SessionPayment' });
+
+/** A session's status as the API shows it (EXPIRED as soon as the deadline passes, before the sweep marks it). */
+export const SESSION_STATUSES = ['OPEN', 'SUCCESS', 'EXPIRED'] as const satisfies readonly SessionStatus[];
 
 export const SessionDetails = z
   .object({
     sessionId: z.string(),
     redirectUrl: z.string(),
-    status: z.enum(['OPEN', 'SUCCESS', 'EXPIRED']),
+    status: z.enum(SESSION_STATUSES),
     orderType: z.enum(['STATIC', 'TRANSIENT']),
     amount: z.number(),
     currency: z.string(),
@@ -139,6 +159,37 @@ export const SessionDetails = z
       .meta({ description: 'Every payment attempt that was claimed for this session, oldest first; each successful one is an order' }),
   })
   .meta({ id: 'PaymentSessionDetails' });
+
+const isStatusList = (value: string) => value.split(',').every((status) => (SESSION_STATUSES as readonly string[]).includes(status));
+
+/** The query of the session list; each parameter is given at most once. */
+export const SessionListQuery = z.strictObject({
+  status: z
+    .string()
+    .refine(isStatusList, `must be one or more of ${SESSION_STATUSES.join(', ')}, comma-separated`)
+    .optional()
+    .meta({ description: 'Only sessions with one of these statuses, comma-separated (`OPEN,EXPIRED`)', example: 'SUCCESS' }),
+  orderId: z.string().min(1, 'must not be empty').max(MAX_ORDER_ID, `must be at most ${MAX_ORDER_ID} characters`).optional().meta({
+    description: 'Only the session with this orderId (exact match)',
+  }),
+  createdFrom: z.iso.datetime().optional().meta({ description: 'Only sessions created at or after this time (ISO 8601, UTC: `2026-01-31T00:00:00Z`)' }),
+  createdTo: z.iso.datetime().optional().meta({ description: 'Only sessions created before this time (ISO 8601, UTC)' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_SESSIONS_PAGE_SIZE)
+    .default(20)
+    .meta({ description: `Sessions a page, 1 to ${MAX_SESSIONS_PAGE_SIZE}` }),
+  cursor: z.string().min(1).max(200).optional().meta({ description: 'Where the page starts: the `nextCursor` of the page before' }),
+});
+
+export const SessionList = z
+  .object({
+    sessions: z.array(SessionDetails).meta({ description: 'Newest first; each exactly as the read of one session answers it' }),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+  })
+  .meta({ id: 'PaymentSessionList' });
 
 /** Keys (lower case, without `_` and `-`) that would name a payout wallet; E1 and E2 refuse each by name. */
 const PAYOUT_WALLET_KEYS = new Set(['wallet', 'walletaddress', 'payoutaddress', 'payoutwallet', 'payto', 'publicaddress', 'merchantwallet', 'payout']);

@@ -123,7 +123,7 @@ for (const { engine, skip } of engines) {
         assert.deepEqual(warnings, [
           {
             code: 'no_payout_wallet',
-            message: `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set: till merchant set-wallet ${merchantId} 0xYourAddress`,
+            message: `merchant ${merchantId} has no payout wallet, so its sessions cannot be paid (x402 answers 422 no_pay_to) until one is set in the dashboard under Settings → Payout wallet (/dashboard/settings); an operator can also run: till merchant set-wallet ${merchantId} 0xYourAddress`,
           },
         ]);
         const updated = await update({ sessionId, concept: 'Donation' }, apiKey);

@@ -1,7 +1,7 @@
-import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Insertable, type RawBuilder, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
 import { TillError } from '../common/errors.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
-import type { Mode, PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
+import type { Database, Mode, PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
 
 /**
  * The owner of `payment_sessions`: every write to the table, with the state rules it keeps.
@@ -294,26 +294,31 @@ export function parseSessionsCursor(text: string): SessionsCursor | undefined {
   return match ? { createdAt: Number(match[1]), id: match[2]! } : undefined;
 }
 
+/** A condition on a merchant's sessions, for {@link pageOfSessions}. */
+export type SessionCondition = (eb: ExpressionBuilder<Database, 'payment_sessions'>) => Expression<SqlBool>;
+
 /**
- * A merchant's sessions created one way (`api`: through E1), newest first, one slice at a time after
- * `after` (keyset paging on the (merchant_id, created_via, created_at, id) index: a page costs the
- * same at any depth). `next` is the cursor of the following slice, absent on the last one.
+ * A merchant's sessions of `mode` that meet `condition`, newest first, one slice at a time after
+ * `after`: keyset paging on (created_at, id), so a page costs the same at any depth, and sessions
+ * created meanwhile sort before the cursor (the slices after it neither repeat nor skip one). `next`
+ * is the cursor of the following slice, absent on the last one.
  */
-export async function listSessionsCreatedVia(
+export async function pageOfSessions(
   db: Db,
   mode: Mode,
   merchantId: string,
-  origin: SessionOrigin,
+  condition: SessionCondition | undefined,
   paging: { after?: SessionsCursor | undefined; size: number },
 ): Promise<{ sessions: SessionRow[]; next: SessionsCursor | undefined }> {
   const size = Math.min(Math.max(Math.trunc(paging.size), 1), MAX_SESSIONS_PAGE_SIZE);
+  const { after } = paging;
   const rows = await db
     .selectFrom('payment_sessions')
     .selectAll()
     .where('merchant_id', '=', merchantId)
-    .where('created_via', '=', origin)
     .where('mode', '=', mode)
-    .$if(paging.after !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(paging.after!.createdAt, paging.after!.id))))
+    .$if(condition !== undefined, (qb) => qb.where(condition!))
+    .$if(after !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after!.createdAt, after!.id))))
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(size + 1)
@@ -321,6 +326,38 @@ export async function listSessionsCreatedVia(
   const sessions = rows.slice(0, size);
   const last = sessions.at(-1);
   return { sessions, next: rows.length > size && last ? { createdAt: Number(last.created_at), id: last.id } : undefined };
+}
+
+/**
+ * A merchant's sessions created one way (`api`: through E1), newest first, a slice at a time (on
+ * the (merchant_id, created_via, created_at, id) index).
+ */
+export function listSessionsCreatedVia(
+  db: Db,
+  mode: Mode,
+  merchantId: string,
+  origin: SessionOrigin,
+  paging: { after?: SessionsCursor | undefined; size: number },
+): Promise<{ sessions: SessionRow[]; next: SessionsCursor | undefined }> {
+  return pageOfSessions(db, mode, merchantId, (eb) => eb('created_via', '=', origin), paging);
+}
+
+/**
+ * Where a session shows `status` through the API, as {@link isExpired} decides it: EXPIRED is also
+ * an open session past its deadline (before the sweep marks it) or archived; OPEN is neither.
+ */
+export function showsStatus(eb: ExpressionBuilder<Database, 'payment_sessions'>, status: SessionStatus, now: number): Expression<SqlBool> {
+  switch (status) {
+    case 'SUCCESS':
+      return eb('status', '=', 'SUCCESS');
+    case 'EXPIRED':
+      return eb.or([
+        eb('status', '=', 'EXPIRED'),
+        eb.and([eb('status', '=', 'OPEN'), eb.or([eb('expires_at', '<=', now), eb('archived_at', 'is not', null)])]),
+      ]);
+    case 'OPEN':
+      return eb.and([eb('status', '=', 'OPEN'), eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]), eb('archived_at', 'is', null)]);
+  }
 }
 
 /**

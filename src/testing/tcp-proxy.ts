@@ -2,7 +2,8 @@
 // `cut()` drops every open connection and refuses new ones, as a database that has gone away;
 // `restore()` lets connections through again. The server itself is never touched.
 import { once } from 'node:events';
-import { connect, createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export type TcpProxy = {
   /** The port the proxy listens on (127.0.0.1). */
@@ -70,4 +71,31 @@ export async function proxiedPostgres(databaseUrl: string): Promise<{ proxy: Tcp
   const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
   url.port = String(proxy.port);
   return { proxy, url: url.toString() };
+}
+
+/**
+ * A TCP port that forwards to the service: the service's base URL must be known before it listens
+ * (its form posts are refused from any other origin), and the paying service listens on a port of
+ * its own choosing.
+ */
+export async function forwardingPort(): Promise<{ server: Server; port: number; forwardTo(port: number): void }> {
+  let target = 0;
+  const server = createServer((socket) => {
+    const upstream = connect(target, '127.0.0.1');
+    socket.pipe(upstream).pipe(socket);
+    const end = () => {
+      socket.destroy();
+      upstream.destroy();
+    };
+    socket.on('error', end);
+    upstream.on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    forwardTo(port) {
+      target = port;
+    },
+  };
 }

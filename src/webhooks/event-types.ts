@@ -1,4 +1,12 @@
-export const EVENT_TYPES = ['payment.succeeded', 'session.expired', 'payment.pending', 'payment.failed', 'payment.reversed'] as const;
+export const EVENT_TYPES = [
+  'payment.succeeded',
+  'session.expired',
+  'payment.pending',
+  'payment.failed',
+  'payment.reversed',
+  'refund.succeeded',
+  'refund.failed',
+] as const;
 export type WebhookEventType = (typeof EVENT_TYPES)[number];
 
 /**

@@ -14,6 +14,8 @@ const STATUS_OF: Record<WebhookEventType, 'PENDING' | 'SUCCESS' | 'FAILED' | 'EX
   // A payment undone by a chain reorganisation: money not received, in the spec's vocabulary FAILED.
   'payment.reversed': 'FAILED',
   'session.expired': 'EXPIRED',
+  'refund.succeeded': 'SUCCESS',
+  'refund.failed': 'FAILED',
 };
 
 export type WebhookSession = Pick<
@@ -39,6 +41,21 @@ export type WebhookBody = {
   status: string;
   chain: string;
   receipts: string[];
+  /** Refund events only: the refund, whose amount and currency are the body's. */
+  refund?: WebhookRefundBody;
+};
+
+export type WebhookRefundBody = { id: string; reason: string | null; tokenAmount: string; transactionHash: string | null; failureReason: string | null };
+
+/** What a refund event tells of its refund: `amount_minor` and `currency` are the refund's share in the payment's currency. */
+export type WebhookRefund = {
+  id: string;
+  amount_minor: bigint;
+  currency: string;
+  reason: string | null;
+  tokenAmount: string;
+  tx_hash: string | null;
+  last_error: string | null;
 };
 
 export type WebhookEventInput = {
@@ -46,6 +63,8 @@ export type WebhookEventInput = {
   session: WebhookSession;
   /** The payment whose status changed; absent for session.expired. */
   payment?: WebhookPayment;
+  /** The refund of a `refund.*` event. */
+  refund?: WebhookRefund;
   /** Epoch milliseconds of the status change. */
   occurredAt: number;
   /** Block-explorer URL template with {hash}, as in config.explorerTxUrl. */
@@ -53,9 +72,10 @@ export type WebhookEventInput = {
 };
 
 export function buildWebhookBody(id: string, input: WebhookEventInput): WebhookBody {
-  const { session, payment } = input;
-  const amountMinor = payment?.amount_minor ?? session.amount_minor;
-  const currency = payment?.currency ?? session.currency;
+  const { session, payment, refund } = input;
+  const amountMinor = refund?.amount_minor ?? payment?.amount_minor ?? session.amount_minor;
+  const currency = refund?.currency ?? payment?.currency ?? session.currency;
+  const txHash = refund ? refund.tx_hash : payment?.tx_hash;
   return {
     id,
     event: input.type,
@@ -71,7 +91,18 @@ export function buildWebhookBody(id: string, input: WebhookEventInput): WebhookB
     paymentId: payment?.public_order_id ?? null,
     status: STATUS_OF[input.type],
     chain: NETWORK_V1,
-    receipts: payment?.tx_hash ? [input.explorerTxUrl.replace('{hash}', payment.tx_hash)] : [],
+    receipts: txHash ? [input.explorerTxUrl.replace('{hash}', txHash)] : [],
+    ...(refund
+      ? {
+          refund: {
+            id: refund.id,
+            reason: refund.reason,
+            tokenAmount: refund.tokenAmount,
+            transactionHash: refund.tx_hash,
+            failureReason: refund.last_error,
+          },
+        }
+      : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { TillError } from '../common/errors.ts';
 import { type ClaimResult, claimPayment, findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
 import { isExpired, type SessionRow } from '../sessions/sessions.ts';
 import { type Answer, challengeAnswer, inProgressAnswer, paidAnswer } from './answers.ts';
+import { recordRefusedProof } from './attempts.ts';
 import type { Offer } from './challenge.ts';
 import { facilitatorErrorCode, localCheck } from './checks.ts';
 import { decodeProof, type Proof } from './payload.ts';
@@ -78,6 +79,16 @@ function refuseProof(flow: PayFlow, offer: Offer, error: X402ErrorCode, message?
   return challengeAnswer(error, offer, message === undefined ? {} : { message });
 }
 
+/**
+ * A decoded proof is refused: recorded against its session for the merchant to see (attempts.ts),
+ * then answered as any refusal. Only refusals write it; a successful proof never does.
+ */
+async function refuseAttempt(attempt: Attempt, error: X402ErrorCode, message?: string): Promise<Answer> {
+  const { flow, session, proof, request } = attempt;
+  await recordRefusedProof(flow.context.db, { session, proof, reason: error, now: flow.context.now() }, request.log);
+  return refuseProof(flow, attempt.offer, error, message);
+}
+
 /** Duplicate → quote paid → local checks → facilitator verify → claim → settle. */
 async function payWithProof(attempt: Attempt): Promise<Answer> {
   const { flow, proof, offer } = attempt;
@@ -87,7 +98,7 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
 
   const quote = await quotePaidBy(attempt);
   const problem = localCheck({ proof, quote, offer, session: attempt.session, nowSeconds: BigInt(Math.floor(attempt.now / 1000)) });
-  if (problem) return refuseProof(flow, offer, problem);
+  if (problem) return refuseAttempt(attempt, problem);
 
   const request = facilitatorRequest(proof, quote!, { url: offer.resourceUrl, description: offer.description });
   const verification = await verifyWithFacilitator(flow.services.facilitator, request);
@@ -114,18 +125,18 @@ async function quotePaidBy({ flow, quote, proof, session, amountMinor, now }: At
 
 /** The facilitator refused the proof; a twin of it may have been claimed (and the nonce used) meanwhile. */
 async function answerInvalid(attempt: Attempt, reason: string | undefined): Promise<Answer> {
-  const { flow, proof, offer, session } = attempt;
+  const { flow, proof, session } = attempt;
   const twin = await findPaymentByAuthorization(flow.context.db, proof.from, proof.nonce);
   if (twin) return answerDuplicate(attempt, twin);
   attempt.request.log.info({ reason, sessionId: session.id }, 'payment proof refused by the facilitator');
   const code = facilitatorErrorCode(reason);
-  return refuseProof(flow, offer, code, `${X402_ERRORS[code]} (${reason ?? 'refused'})`);
+  return refuseAttempt(attempt, code, `${X402_ERRORS[code]} (${reason ?? 'refused'})`);
 }
 
 /** A retry of a claimed proof waits for the first outcome; the same nonce with any other signature or for another session is a replay. */
 async function answerDuplicate(attempt: Attempt, first: PaymentRow): Promise<Answer> {
   const { flow, proof, offer, session } = attempt;
-  if (first.session_id !== session.id || first.signature !== proof.signature) return refuseProof(flow, offer, 'nonce_used');
+  if (first.session_id !== session.id || first.signature !== proof.signature) return refuseAttempt(attempt, 'nonce_used');
   const payment = await waitForOutcome(flow.context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS);
   if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.context.config.explorerTxUrl);
   if (payment?.status === 'FAILED') return challengeAnswer(facilitatorErrorCode(payment.failure_reason ?? undefined), offer);
@@ -134,7 +145,7 @@ async function answerDuplicate(attempt: Attempt, first: PaymentRow): Promise<Ans
 
 /** The claim was lost: a duplicate of this proof, another payment in progress, or a session that closed or changed. */
 async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { kind: 'claimed' }>): Promise<Answer> {
-  const { flow, offer, session } = attempt;
+  const { flow, session } = attempt;
   const settled = () => firstSuccessfulPayment(flow.context.db, session.id);
   switch (claim.kind) {
     case 'duplicate':
@@ -147,7 +158,7 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
       const payment = claim.session?.status === 'SUCCESS' ? await settled() : undefined;
       if (payment) return paidAnswer(payment, flow.context.config.explorerTxUrl);
       if (!claim.session || isExpired(claim.session, flow.context.now())) throw new TillError('not_found', { what: `Payment session ${session.id}` });
-      return refuseProof(flow, offer, 'session_changed');
+      return refuseAttempt(attempt, 'session_changed');
     }
   }
 }

@@ -15,6 +15,7 @@ import { type Authorization, type Block, blockAtTime, type ChainReader } from '.
 import { sessionResourceUrl } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
 import { findQuote } from './quotes.ts';
+import { followUpRefunds } from './refunds.ts';
 import { facilitatorRequest, proofOf } from './settlement.ts';
 
 export type ReconcilerOptions = {
@@ -308,6 +309,7 @@ export function startReconciler(context: AppContext, options: ReconcilerOptions)
   const runOnce = async () => {
     await followUpPayments(context, options);
     await confirmSettled(context, options);
+    await followUpRefunds(context, options.chain, options.confirmations);
   };
   const tick = () => {
     running = runOnce()

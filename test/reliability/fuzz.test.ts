@@ -48,6 +48,7 @@ import { Browser, csrfField } from '../../src/testing/page-browser.ts';
 import { paymentSignatureHeader } from '../../src/testing/payer.ts';
 import { ASSET_SOURCES, assetManifest } from '../../src/web/kit/assets.ts';
 import { setWebhook } from '../../src/webhooks/endpoints.ts';
+import { ATTEMPTS_PER_SESSION } from '../../src/x402/attempts.ts';
 
 const RUNS = Number(process.env.TILL_FUZZ_RUNS ?? 600);
 const DOCUMENT_RUNS = Number(process.env.TILL_FUZZ_DOCUMENT_RUNS ?? 200);
@@ -70,6 +71,12 @@ const REFUSAL_WRITES: { route: RegExp; status: RegExp; table: string; why: strin
     status: /^4/,
     table: 'rate_limit_windows',
     why: 'proofs and new quotes count against their limits, refused ones included',
+  },
+  {
+    route: /^(GET|HEAD) \/(checkout\/v2\/)?x402\/session\//,
+    status: /^402$/,
+    table: 'payment_attempts',
+    why: 'a refused proof that names its payer is recorded for the merchant to see: repeats counted on one row, at most ATTEMPTS_PER_SESSION rows a session (checked after the run), purged by age',
   },
   { route: /^POST \/sign-in$/, status: /^4/, table: 'sign_in_throttle', why: 'failed sign-ins are counted to slow guessing' },
   {
@@ -365,6 +372,11 @@ function specs(f: Fixture): Record<string, Spec> {
     'GET /assets/:file': {
       params: { file: [...Object.keys(ASSET_SOURCES), ...Object.values(assetManifest()), 'nothing.css', '..%2Fmanifest.json', 'manifest.json'] },
     },
+    // A merchant's brand files: by hash (none stored: 404) and by colour (passing, failing, malformed).
+    'GET /brand/logo/:hash': { params: { hash: ['0'.repeat(64), 'ABC', '..%2F..%2Fetc%2Fpasswd'] } },
+    'GET /brand/accent/:file': { params: { file: ['0f766e.css', 'ffff00.css', '0F766E.css', 'x.css'] } },
+    'GET /favicon.svg': {},
+    'GET /favicon.ico': {},
     'GET /openapi.json': {},
     'GET /docs': {},
     'POST /api/checkout/v2/payment_session': {
@@ -376,6 +388,17 @@ function specs(f: Fixture): Record<string, Spec> {
       body: { json: sessionIds.map((sessionId) => ({ sessionId, amount: 2.5, concept: 'Changed', currency: 'USD' })), limit: 16 * 1024 },
     },
     'GET /api/checkout/v2/payment_session/:sessionId': { weight: 3, params: { sessionId: sessionIds } },
+    'GET /api/checkout/v2/payment_session': {
+      weight: 2,
+      query: {
+        status: oneOf('OPEN', 'SUCCESS,EXPIRED', 'PAID', ''),
+        orderId: oneOf('order-1', ''),
+        createdFrom: oneOf('2020-01-01T00:00:00Z', 'yesterday'),
+        createdTo: oneOf('2040-01-01T00:00:00Z', '2020-01-01T00:00:00Z'),
+        limit: oneOf('1', '100', '101', '0', '-1', '1.5'),
+        cursor: oneOf('AAAA', '%00', ''),
+      },
+    },
     'GET /api/checkout/v2/webhooks/deliveries': {
       query: { eventId: oneOf(...f.eventIds), limit: oneOf('1', '200', '201', '0', '-1', '1.5'), before: oneOf('2030-01-01T00:00:00Z', 'yesterday') },
     },
@@ -407,6 +430,10 @@ function specs(f: Fixture): Record<string, Spec> {
     }),
     'POST /dashboard/settings/wallet': form({ wallet, confirm: oneOf('1', 'yes', ''), password: oneOf(SIGNED_IN_PASSWORD, 'wrong') }),
     'POST /dashboard/settings/chains': form({ chain: oneOf('base', 'eip155:8453', 'solana'), token: oneOf('USDC', 'usdc') }),
+    // The logo form sent without a file (refused: no logo chosen), the removal, the accent colour.
+    'POST /dashboard/settings/logo': form({ logo: oneOf('logo.png', '') }),
+    'POST /dashboard/settings/logo/remove': form({}),
+    'POST /dashboard/settings/accent': form({ accent_color: oneOf('#0f766e', '#ffff00', 'teal', '') }),
     'GET /dashboard/account': {},
     'POST /dashboard/account/password': { ...form({ current_password: oneOf('wrong'), new_password: text, new_password_again: text }), keepsSession: true },
     'POST /dashboard/account/sign-out-everywhere': { ...form({}), keepsSession: true },
@@ -440,6 +467,20 @@ function specs(f: Fixture): Record<string, Spec> {
       },
     },
     'GET /dashboard/orders.csv': { query: { q: text, from: oneOf('2026-01-01'), to: oneOf('x') } },
+    'POST /dashboard/orders/:paymentId/refund/prepare': {
+      params: { paymentId: [f.publicOrderId] },
+      ...form({ amount: oneOf('0.001', '0.02', '-1', 'x', '') }),
+    },
+    'POST /dashboard/orders/:paymentId/refund': {
+      params: { paymentId: [f.publicOrderId] },
+      ...form({
+        amount: oneOf('0.001', '0.02', 'x'),
+        validBefore: oneOf('1', '99999999999', String(Math.floor(Date.now() / 1000) + 300)),
+        nonce: oneOf(`0x${'ab'.repeat(32)}`, '0x12', ''),
+        signature: oneOf(`0x${'1b'.repeat(65)}`, '0x', 'x'),
+        reason: text,
+      }),
+    },
     'GET /dashboard/developers': { query: { revoked: oneOf('1') } },
     'POST /dashboard/developers/agents/:grantId/revoke': { params: { grantId: [f.revocable.agent.grantId] }, ...form({}) },
     'GET /dashboard/notifications': { query: { eventId: oneOf(...f.eventIds) } },
@@ -715,6 +756,14 @@ for (const { engine, skip } of engines) {
           `fuzzing failed after ${outcome.numRuns} requests; replay with TILL_FUZZ_SEED=${outcome.seed} TILL_FUZZ_PATH=${outcome.counterexamplePath}\n${reason}`,
         );
       }
+      // What refused proofs recorded stays within its bound.
+      const crowded = await f.shop.service.context.db
+        .selectFrom('payment_attempts')
+        .select((eb) => ['session_id', eb.fn.countAll().as('rows')])
+        .groupBy('session_id')
+        .having((eb) => eb.fn.countAll(), '>', ATTEMPTS_PER_SESSION)
+        .execute();
+      assert.deepEqual(crowded, [], `at most ${ATTEMPTS_PER_SESSION} refused attempts per session`);
       const seconds = (Date.now() - started) / 1000;
       const lines = [...counts]
         .sort(([a], [b]) => a.localeCompare(b))

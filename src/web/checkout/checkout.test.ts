@@ -142,8 +142,11 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       assert.equal(await page.locator('#usdc-text').textContent(), '4.50');
       await screenshots(page, 'checkout', 'payable');
       await assertAccessible(page);
+      assert.ok(await page.locator('aside.qr').isVisible(), 'the QR code while there is something to pay');
       await page.getByRole('button', { name: 'Pay with Test Wallet' }).click();
       await page.locator('#outcome').getByText('Paid. Thank you!').waitFor();
+      assert.ok(await page.locator('aside.qr').isHidden(), 'no QR code once paid');
+      assert.ok(await page.locator('#countdown').isHidden(), 'no countdown once paid');
       await assertAccessible(page);
       await screenshots(page, 'checkout', 'paid-in-page');
       const receiptHref = await page.getByRole('link', { name: 'View the receipt' }).getAttribute('href');

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { addRoute, type RouteDoc } from '../../http/routes.ts';
+import { findBrand } from '../../merchants/brand.ts';
 import type { X402Services } from '../../x402/services.ts';
 import { sendPage } from '../kit/page.ts';
 import { renderCheckout } from './render.ts';
@@ -37,7 +38,10 @@ export function registerCheckoutPage(services: X402Services | undefined) {
       // Only uid is read; a malformed one is simply not a session.
       const parsed = Query.safeParse(request.query);
       const state = parsed.success ? await checkoutState(context, services, parsed.data.uid) : ({ kind: 'unknown', status: 404 } as const);
-      const html = await renderCheckout(state, { baseUrl: config.baseUrl, sandbox }, context.now());
+      // The merchant's logo and accent colour, on every page of one of its sessions.
+      const branding =
+        'session' in state ? { brand: await findBrand(context.db, state.session.merchant_id), businessName: state.session.merchant_name } : undefined;
+      const html = await renderCheckout(state, { baseUrl: config.baseUrl, sandbox, ...(branding ? { branding } : {}) }, context.now());
       if (state.kind === 'rate_unavailable' || state.kind === 'busy') reply.header('retry-after', state.kind === 'busy' ? '60' : '30');
       return sendPage(reply, state.status, html);
     });

@@ -1,15 +1,18 @@
 import QRCode from 'qrcode';
 import { CHAIN_ID } from '../../common/network.ts';
+import type { Brand } from '../../merchants/brand.ts';
 import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
 import { formatUsdc } from '../../money/usdc.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
 import type { SessionToQuote } from '../../x402/quotes.ts';
 import { assetHref } from '../kit/assets.ts';
+import { brandHead, brandLogo } from '../kit/brand.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import type { CheckoutState } from './state.ts';
 
-type View = { baseUrl: string; sandbox: boolean };
+/** `branding`: the session's merchant's brand, and its business name (the logo's text). */
+type View = { baseUrl: string; sandbox: boolean; branding?: { brand: Brand; businessName: string } };
 
 const SANDBOX_BANNER = html`<p class="sandbox-banner" role="note"><strong>Sandbox: test money.</strong> Nothing here is worth anything: the USDC on this page is a test token on a local chain.</p>`;
 
@@ -36,7 +39,7 @@ export function timeLeft(ms: number): string {
 }
 
 function shell(title: string, view: View, main: Html, scripts: Html = html``): Html {
-  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${title}</title><link rel="stylesheet" href="${assetHref('checkout.css')}"></head><body>${view.sandbox && SANDBOX_BANNER}<main id="checkout" class="card">${main}</main>${scripts}</body></html>`;
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${title}</title><link rel="stylesheet" href="${assetHref('checkout.css')}">${brandHead(view.branding?.brand)}</head><body>${view.sandbox && SANDBOX_BANNER}<main id="checkout" class="card">${view.branding && brandLogo(view.branding.brand, view.branding.businessName)}${main}</main>${scripts}</body></html>`;
 }
 
 function heading(session: SessionToQuote): Html {

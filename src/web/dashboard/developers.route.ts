@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
-import { type Grant, listGrants, revokeGrant } from '../../oauth/grants.ts';
+import { type Grant, grantClientNames, listGrants, revokeGrant } from '../../oauth/grants.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
@@ -75,6 +75,12 @@ async function auditSection(context: AppContext, merchantId: string, grants: Gra
     ? { calls: [], next: undefined }
     : await searchToolCalls(context.db, merchantId, parsed.filter, { after: parsed.after, size: AUDIT_PAGE_SIZE });
   const names = new Map(grants.map((grant) => [grant.id, grant.clientName]));
+  // A revoked agent's calls keep its name.
+  const revokedNames = await grantClientNames(
+    context.db,
+    merchantId,
+    slice.calls.map((call) => call.grantId).filter((id) => !names.has(id)),
+  );
   const aria = (field: string) => (invalid.has(field) ? html` aria-invalid="true"` : '');
   const selected = (value: string, current: string) => (value === current ? html` selected` : '');
   const grantOptions = grants.map((grant) => html`<option value="${grant.id}"${selected(grant.id, parsed.form.grant)}>${grant.clientName}</option>`);
@@ -89,7 +95,7 @@ async function auditSection(context: AppContext, merchantId: string, grants: Gra
     slice.calls.map(
       (call) => html`<tr>
 <td data-label="Time">${moment(call.createdAt)}</td>
-<td data-label="Agent">${names.has(call.grantId) ? names.get(call.grantId) : html`<span class="note">Revoked:</span> ${call.clientId}`}</td>
+<td data-label="Agent">${names.has(call.grantId) ? names.get(call.grantId) : html`<span class="note">Revoked:</span> ${revokedNames.get(call.grantId) ?? ''}<br><code class="id">${call.clientId}</code>`}</td>
 <td data-label="Tool" class="nowrap"><code>${call.tool}</code></td>
 <td data-label="Outcome">${OUTCOME_LABELS[call.outcome as AuditOutcome] ?? call.outcome}${call.reason ? html`<br><span class="note">${call.reason}</span>` : ''}</td>
 <td data-label="Arguments (SHA-256)" class="nowrap">${shortened(call.argumentsSha256, 12, 4)}</td>
@@ -99,9 +105,9 @@ async function auditSection(context: AppContext, merchantId: string, grants: Gra
   );
   const filtered = Object.values(parsed.form).some((value) => value !== '');
   const list = slice.calls.length
-    ? html`<table class="cards audit"><thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Tool</th><th scope="col">Outcome</th><th scope="col">Arguments (SHA-256)</th></tr></thead><tbody>
+    ? html`<div class="table-scroll" role="region" aria-label="Tool calls" tabindex="0"><table class="cards audit"><thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Tool</th><th scope="col">Outcome</th><th scope="col">Arguments (SHA-256)</th></tr></thead><tbody>
 ${rows}
-</tbody></table>`
+</tbody></table></div>`
     : html`<p>${parsed.problems.length ? 'Fix the filter to see the calls.' : filtered || parsed.after ? 'No call matches this filter.' : 'No tool call yet.'}</p>`;
   const pager = cursorPager({
     path: DEVELOPERS_PATH,

@@ -63,6 +63,7 @@ for (const { engine, skip } of engines) {
     test('revoking needs the session CSRF token and our Origin (403 otherwise); with them the grant is gone', async () => {
       const owner = await signedInMerchant(service);
       const grant = await consent(owner, 'Revocable Agent', ['orders:read']);
+      await call(grant, 'list_orders', 'ok', AUTHORIZED_AT + 60_000);
       const url = `/dashboard/developers/agents/${grant.id}/revoke`;
       for (const form of [{}, { csrf: 'forged' }] as Record<string, string>[]) assert.equal((await owner.browser.request('POST', url, form)).statusCode, 403);
       const csrf = await owner.browser.csrf('/dashboard/developers');
@@ -86,6 +87,8 @@ for (const { engine, skip } of engines) {
       const list = await owner.browser.request('GET', revoked.headers.location!);
       assert.match(list.body, /Access revoked/);
       assert.ok(!list.body.includes('Revocable Agent</strong>'));
+      assert.ok(list.body.includes('<span class="note">Revoked:</span> Revocable Agent<br>'), 'its calls keep the agent’s name');
+      assert.ok(list.body.includes(grant.clientId));
       assert.equal((await owner.browser.request('POST', url, { csrf })).statusCode, 404);
     });
 

@@ -6,7 +6,7 @@ export type FieldProblem = { field: string; message: string };
 export type InputOptions = {
   name: string;
   label: string;
-  type?: 'text' | 'email' | 'url' | 'password';
+  type?: 'text' | 'email' | 'url' | 'password' | 'file';
   value?: string;
   hint?: string;
   autocomplete?: string;

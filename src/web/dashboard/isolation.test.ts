@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createUser } from '../../accounts/users.ts';
 import { recordToolCall } from '../../mcp/audit.ts';
+import { setAccentColor } from '../../merchants/brand.ts';
 import { authorizedAgent } from '../../testing/agent.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../testing/harness.ts';
 import { Browser, type Form, signedInMerchant } from '../../testing/page-browser.ts';
@@ -25,6 +26,9 @@ const MERCHANT_TABLES = [
   'oauth_grants',
   'mcp_tool_calls',
   'merchant_events',
+  'merchant_brands',
+  'payment_attempts',
+  'refunds',
 ] as const;
 
 for (const { engine, skip } of engines) {
@@ -127,7 +131,10 @@ for (const { engine, skip } of engines) {
         const page = await owner.request('GET', path);
         for (const id of ids) assert.ok(page.body.includes(id), `A's ${path} shows ${id}`);
       }
+      // A's brand, which B's brand forms must leave as it is.
+      await setAccentColor(shop.service.context.db, shop.merchantId, '#7c2d12');
       const before = await rowsOfA();
+      assert.equal(before.merchant_brands!.length, 1, 'A has a brand');
       for (const table of ['api_keys', 'payment_sessions', 'payments', 'webhook_deliveries', 'oauth_grants', 'mcp_tool_calls'] as const)
         assert.ok(before[table]!.length > 0, `A has ${table}`);
       const b = await signedInMerchant(shop.service);
@@ -171,6 +178,16 @@ for (const { engine, skip } of engines) {
             ['merchantId', shop.merchantId],
           ]);
         },
+        // The brand is always the signed-in merchant's: a merchant id in the form changes nothing of A's.
+        'POST /dashboard/settings/accent': async () => {
+          await tryAs('POST', '/dashboard/settings/accent', { accent: '#0f766e', merchantId: shop.merchantId, merchant_id: shop.merchantId });
+        },
+        'POST /dashboard/settings/logo': async () => {
+          await tryAs('POST', '/dashboard/settings/logo', { merchantId: shop.merchantId, merchant_id: shop.merchantId });
+        },
+        'POST /dashboard/settings/logo/remove': async () => {
+          await tryAs('POST', '/dashboard/settings/logo/remove', { merchantId: shop.merchantId, merchant_id: shop.merchantId });
+        },
         'GET /dashboard/account': async () => {
           await tryAs('GET', '/dashboard/account');
         },
@@ -209,6 +226,9 @@ for (const { engine, skip } of engines) {
         },
         'POST /dashboard/links/{sessionId}': () => notFound('POST', `/dashboard/links/${a.linkId}`, { currency: 'USD', amount: '99', concept: 'Taken over' }),
         'POST /dashboard/links/{sessionId}/archive': () => notFound('POST', `/dashboard/links/${a.linkId}/archive`, {}),
+        'POST /dashboard/orders/{paymentId}/refund/prepare': () => notFound('POST', `/dashboard/orders/${a.publicOrderId}/refund/prepare`, { amount: '0.01' }),
+        'POST /dashboard/orders/{paymentId}/refund': () =>
+          notFound('POST', `/dashboard/orders/${a.publicOrderId}/refund`, { amount: '0.01', validBefore: '1', nonce: '0x', signature: '0x' }),
         'GET /dashboard/orders': async () => {
           await tryAs('GET', '/dashboard/orders');
           for (const query of [`session=${a.paidSessionId}`, `session=${a.linkId}`, `q=${a.publicOrderId}`, `q=${a.orderId}`, 'status=SUCCESS']) {

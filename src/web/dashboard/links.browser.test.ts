@@ -5,12 +5,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
+import { getAddress } from 'viem';
 import { createUser } from '../../accounts/users.ts';
 import { startSandbox } from '../../sandbox/index.ts';
 import { assertAccessible, browserSkip, launchChromium, payWithSandboxWallet, screenshots } from '../../testing/browser.ts';
 import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
+import { challenge, pay, signedPayment } from '../../testing/shop.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
@@ -98,9 +100,33 @@ describe('the Get paid and Payment links pages in Chromium', { skip: browserSkip
       await page.goto(`${shop.baseUrl}${new URL(page.url()).pathname}`);
       const order = page.getByRole('link', { name: /^TX-[0-9A-F]{32}$/ });
       await order.waitFor();
-      assert.match((await page.locator('section[aria-labelledby="payments-heading"]').textContent()) ?? '', /SUCCESS/);
+      const paymentsText = (await page.locator('section[aria-labelledby="payments-heading"]').textContent()) ?? '';
+      assert.match(paymentsText, /Paid/, 'the status in the words of Orders');
+      assert.doesNotMatch(paymentsText, /SUCCESS/);
+      // The payer's address checksummed (EIP-55), as wallets show it.
+      const payer = /0x[0-9a-fA-F]{40}/.exec(paymentsText)?.[0] ?? '';
+      assert.equal(payer, getAddress(payer), `the payer ${payer} is shown checksummed`);
+      assert.notEqual(payer, payer.toLowerCase());
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'link-paid');
+
+      // Refused proofs, an unfunded payer's twice and a wrong amount, under "Refused attempts".
+      const linkId = new URL(url).searchParams.get('uid') ?? '';
+      const offer = await challenge(shop.baseUrl, linkId);
+      const unfunded = newAccount();
+      for (const [payer, value] of [
+        [unfunded, offer.value],
+        [unfunded, offer.value],
+        [newAccount(), offer.value - 1n],
+      ] as const) {
+        const { header } = await signedPayment(payer, sandbox.usdcAddress, { payTo: offer.payTo, value });
+        assert.equal((await pay(shop.baseUrl, linkId, header)).status, 402);
+      }
+      await page.reload();
+      await page.getByRole('heading', { name: 'Refused attempts' }).waitFor();
+      assert.equal(await page.locator('section[aria-labelledby="attempts-heading"] tbody tr').count(), 2);
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'link-attempts');
 
       await page.getByRole('link', { name: '← All payment links' }).click();
       await page.getByRole('link', { name: 'Flat white' }).waitFor();

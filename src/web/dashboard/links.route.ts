@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import QRCode from 'qrcode';
+import { getAddress } from 'viem';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import { invalidField, TillError } from '../../common/errors.ts';
 import type { AppContext } from '../../context.ts';
@@ -15,8 +16,11 @@ import { CreateSessionBody } from '../../sessions/schemas.ts';
 import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, type SessionRow } from '../../sessions/sessions.ts';
 import { updatePaymentSession } from '../../sessions/update-session.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
+import { listRefusedAttempts } from '../../x402/attempts.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
+import { paymentStatusTag } from '../kit/status.ts';
+import { refusedAttemptsSection } from './attempts.ts';
 import { dashboardPage } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
@@ -198,12 +202,13 @@ async function detailBody(context: AppContext, signedIn: SignedIn, session: Sess
     payments.map(
       (
         p,
-      ) => html`<tr><td data-label="Order">${p.public_order_id ? html`<a href="/checkout/v2/orders/receipt/${encodeURIComponent(p.public_order_id)}">${p.public_order_id}</a>` : '—'}</td>
-<td data-label="Status">${p.status}</td><td data-label="Amount">${formatMoney(p.amount_minor, p.currency)} <span class="note">(${formatUsdc(p.value)} USDC)</span></td>
-<td data-label="Payer"><code>${p.payer}</code></td><td data-label="When">${moment(p.settled_at ?? p.created_at)}</td></tr>`,
+      ) => html`<tr><td data-label="Order">${p.public_order_id ? html`<a href="/checkout/v2/orders/receipt/${encodeURIComponent(p.public_order_id)}"><code>${p.public_order_id}</code></a>` : '—'}</td>
+<td data-label="Status">${paymentStatusTag(p.status)}</td><td data-label="Amount">${formatMoney(p.amount_minor, p.currency)} <span class="note">(${formatUsdc(p.value)} USDC)</span></td>
+<td data-label="Payer"><code>${getAddress(p.payer)}</code></td><td data-label="When">${moment(p.settled_at ?? p.created_at)}</td></tr>`,
     ),
     html`\n`,
   );
+  const attempts = await listRefusedAttempts(context.db, context.config.mode, session.merchant_id, session.id);
   const paymentsTable = payments.length
     ? html`<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Payer</th><th scope="col">When</th></tr></thead><tbody>${paymentRows}</tbody></table>`
     : html`<p>No payment yet.</p>`;
@@ -227,6 +232,7 @@ ${copyField('link-url', 'Link URL', url)}
 <p><a href="${url}">Open the payment page</a></p>
 <figure class="qr">${await qrCode(url)}<figcaption id="qr-caption">QR code of the link’s URL</figcaption></figure></section>
 <section aria-labelledby="payments-heading"><h2 id="payments-heading">Payments</h2>${paymentsTable}</section>
+${refusedAttemptsSection(attempts)}
 <section aria-labelledby="edit-heading"><h2 id="edit-heading">Edit</h2>${edit}</section>
 ${archive}${dashboardScript()}`;
 }

@@ -4,11 +4,15 @@ import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { explorerUrl } from '../../payments/payments.ts';
 import { cursorText, type MerchantOrder, type OrderFilter, type OrdersCursor, parseCursor, searchOrders } from '../../payments/receipts.ts';
+import { listRefusedAttempts } from '../../x402/attempts.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
+import { paymentStatusTag } from '../kit/status.ts';
+import { refusedAttemptsSection } from './attempts.ts';
 import { toCsvLine } from './csv.ts';
 import { dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
+import { refundPart, refundSection } from './refund-form.ts';
 import { cursorPager, FILTER_REFUSED, moment } from './views.ts';
 
 const PATH = '/dashboard/orders';
@@ -78,8 +82,9 @@ function orderRow(order: MerchantOrder, explorerTxUrl: string): Html {
   return html`<tr>
 <td data-label="Paid">${moment(order.settledAtMs)}</td>
 <td data-label="Order"><a href="${receipt}"><code>${order.publicOrderId}</code></a>${order.orderId === null ? '' : html`<br><span class="note">Your id: ${order.orderId}</span>`}</td>
+<td data-label="For">${order.concept ?? ''}</td>
 <td data-label="Amount" class="nowrap">${order.amountText}<br><span class="note">${order.tokenAmount} ${order.token}</span></td>
-<td data-label="Status">${order.status === 'SUCCESS' ? html`<span class="tag tag-granted">Paid</span>` : html`<span class="tag tag-opt-in">Reversed</span>`}</td>
+<td data-label="Status">${paymentStatusTag(order.status)}${refundPart(order)}</td>
 <td data-label="Session"><a href="${PATH}?session=${encodeURIComponent(order.paymentSessionId)}"><code>${order.paymentSessionId}</code></a></td>
 <td data-label="Transaction" class="nowrap"><a href="${explorerUrl(explorerTxUrl, order.transactionHash)}" title="Transaction ${order.transactionHash} on the explorer"><code>${shortHash(order.transactionHash)}</code></a></td>
 </tr>`;
@@ -96,16 +101,30 @@ ${field('from', 'From', 'date')}${field('to', 'To', 'date')}${field('session', '
 </form>`;
 }
 
-async function ordersPage(context: AppContext, signedIn: SignedIn, parsed: ParsedFilter): Promise<{ status: number; page: Html }> {
+/** Orders narrowed to one order by its TX- id: its refund form below it. */
+const refundOf = (orders: MerchantOrder[], parsed: ParsedFilter, signedIn: SignedIn, query: Record<string, unknown>): Html =>
+  orders.length === 1 && /^tx-/i.test(parsed.filter.search ?? '') ? refundSection(orders[0]!, signedIn.csrfToken, query) : html``;
+
+async function ordersPage(
+  context: AppContext,
+  signedIn: SignedIn,
+  parsed: ParsedFilter,
+  requestQuery: Record<string, unknown> = {},
+): Promise<{ status: number; page: Html }> {
   const invalid = new Set(parsed.problems.map((p) => p.field));
   const problem = parsed.problems.length ? parsed.problems.map((p) => `${p.label} ${p.message}.`).join(' ') : undefined;
   const slice = problem
     ? { orders: [], next: undefined }
     : await searchOrders(context.db, context.config.mode, signedIn.user.merchantId, parsed.filter, { after: parsed.after, size: ORDERS_PAGE_SIZE });
+  // The orders of one session come with its refused attempts.
+  const attempts =
+    problem || parsed.filter.sessionId === undefined
+      ? []
+      : await listRefusedAttempts(context.db, context.config.mode, signedIn.user.merchantId, parsed.filter.sessionId);
   const query = filterQuery(parsed.form);
   const filtered = query !== '';
   const list = slice.orders.length
-    ? html`<table class="cards orders"><caption class="note">Newest first${parsed.after ? ', older page' : ''}</caption><thead><tr><th scope="col">Paid</th><th scope="col">Order</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Session</th><th scope="col">Transaction</th></tr></thead><tbody>
+    ? html`<table class="cards orders"><caption class="note">Newest first${parsed.after ? ', older page' : ''}</caption><thead><tr><th scope="col">Paid</th><th scope="col">Order</th><th scope="col">For</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Session</th><th scope="col">Transaction</th></tr></thead><tbody>
 ${joinHtml(
   slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)),
   html`\n`,
@@ -130,7 +149,7 @@ ${joinHtml(
       section: 'orders',
       mode: context.config.mode,
       ...(problem ? { problem } : {}),
-      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}`,
+      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery)}${refusedAttemptsSection(attempts)}`,
     }),
   };
 }
@@ -149,6 +168,8 @@ export const ORDERS_CSV_HEADER = [
   'transaction_hash',
   'explorer_url',
   'receipt_url',
+  'refunded_token_amount',
+  'concept',
 ];
 
 /** Every order of the filter as CSV lines, read a slice at a time. */
@@ -174,6 +195,8 @@ async function* csvLines(context: AppContext, merchantId: string, filter: OrderF
         order.transactionHash,
         explorerUrl(context.config.explorerTxUrl, order.transactionHash),
         `${base}/checkout/v2/orders/receipt/${order.publicOrderId}`,
+        order.refundedTokenAmount,
+        order.concept ?? '',
       ]);
     if (chunk) yield chunk;
     after = slice.next;
@@ -192,7 +215,8 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
       responses: { 400: FILTER_REFUSED },
     },
     async (signedIn, request, reply) => {
-      const { status, page } = await ordersPage(context, signedIn, parseOrdersQuery(request.query as Record<string, unknown>));
+      const query = request.query as Record<string, unknown>;
+      const { status, page } = await ordersPage(context, signedIn, parseOrdersQuery(query), query);
       return sendPage(reply, status, page);
     },
   );

@@ -27,7 +27,12 @@ for (const { engine, skip } of engines) {
     before(async () => {
       env = await startPayingShop(engine, {}, { name: 'Coffee Shop' });
       for (const orderId of ['order-1', '=SUM(A1:A9)', 'order,3']) {
-        const { sessionId, payer, offer } = await env.readyToPay({ amount: 0.01, currency: 'USD', orderId });
+        const { sessionId, payer, offer } = await env.readyToPay({
+          amount: 0.01,
+          currency: 'USD',
+          orderId,
+          ...(orderId === 'order,3' ? { concept: 'Beans, 1 kg' } : {}),
+        });
         const response = await env.pay(sessionId, (await env.signedPayment(payer, offer)).header);
         const answer = await response.json();
         assert.equal(response.status, 200, JSON.stringify(answer));
@@ -69,6 +74,8 @@ for (const { engine, skip } of engines) {
       assert.ok(answer.body.includes(env.service.config.explorerTxUrl.replace('{hash}', tx.tx_hash!)));
       assert.match(answer.body, /Reversed/);
       assert.ok(answer.body.includes('Your id: =SUM(A1:A9)'));
+      assert.ok(answer.body.includes('<td data-label="For">Beans, 1 kg</td>'), 'what was paid for');
+      assert.equal(answer.body.match(/<td data-label="For"><\/td>/g)?.length, 2, 'empty without a concept');
     });
 
     test('filters: status, session, order id, TX- id in any case, dates', async () => {
@@ -124,11 +131,13 @@ for (const { engine, skip } of engines) {
       const lines = answer.body.split('\r\n');
       assert.equal(
         lines[0],
-        'paid_at,public_order_id,status,order_id,payment_session_id,amount,currency,token_amount,token,network,transaction_hash,explorer_url,receipt_url',
+        'paid_at,public_order_id,status,order_id,payment_session_id,amount,currency,token_amount,token,network,transaction_hash,explorer_url,receipt_url,refunded_token_amount,concept',
       );
       assert.equal(lines.length, 4); // header, two orders, the empty string after the last CRLF
       assert.ok(lines[1]!.includes(`${paid[2]!.paymentId},SUCCESS,"order,3",${paid[2]!.sessionId},0.01,USD,0.01,USDC,base,0x`));
+      assert.ok(lines[1]!.endsWith(',"Beans, 1 kg"'), lines[1]);
       assert.ok(lines[2]!.includes(`,SUCCESS,'=SUM(A1:A9),`));
+      assert.ok(lines[2]!.endsWith(','), 'an empty concept');
       assert.ok(lines[2]!.includes(`/checkout/v2/orders/receipt/${paid[1]!.paymentId}`));
       const all = await browser.request('GET', '/dashboard/orders.csv');
       assert.equal(all.body.split('\r\n').length, 5);

@@ -38,12 +38,13 @@ function ordersSection(orders: RecentOrder[]): Html {
       order,
     ) => html`<tr><td data-label="Order"><a href="/checkout/v2/orders/receipt/${encodeURIComponent(order.publicOrderId)}"><code>${order.publicOrderId}</code></a></td>
 <td data-label="Your reference">${order.orderId ? order.orderId : html`<span class="note">none</span>`}</td>
+<td data-label="For">${order.concept ?? ''}</td>
 <td data-label="Amount">${formatMoney(order.amountMinor, order.currency)}</td>
 <td data-label="Paid">${formatUsdc(order.usdc)} USDC</td>
 <td data-label="When"><time datetime="${new Date(order.paidAt).toISOString()}">${utcMinute(order.paidAt)}</time></td></tr>`,
   );
   return html`<section aria-labelledby="orders-heading"><h2 id="orders-heading">Last orders</h2>
-<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Your reference</th><th scope="col">Amount</th><th scope="col">Paid</th><th scope="col">When</th></tr></thead><tbody>${rows}</tbody></table>
+<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Your reference</th><th scope="col">For</th><th scope="col">Amount</th><th scope="col">Paid</th><th scope="col">When</th></tr></thead><tbody>${rows}</tbody></table>
 <p><a href="/dashboard/orders">All paid orders</a></p></section>`;
 }
 

@@ -31,7 +31,12 @@ for (const { engine, skip } of engines) {
         [0.01, 'first-order'],
         [0.02, 'second-order'],
       ] as const) {
-        const { sessionId, payer, offer } = await shop.readyToPay({ amount, currency: 'USD', orderId });
+        const { sessionId, payer, offer } = await shop.readyToPay({
+          amount,
+          currency: 'USD',
+          orderId,
+          ...(orderId === 'second-order' ? { concept: 'Oat latte' } : {}),
+        });
         const response = await shop.pay(sessionId, (await shop.signedPayment(payer, offer)).header);
         const answer = (await response.json()) as { paymentId: string };
         assert.equal(response.status, 200, JSON.stringify(answer));
@@ -78,6 +83,8 @@ for (const { engine, skip } of engines) {
       assert.ok(page.body.indexOf(orders[1]!) < page.body.indexOf(orders[0]!), 'newest first');
       assert.match(page.body, /second-order/);
       assert.match(page.body, /<td data-label="Amount">0\.02 USD<\/td>/);
+      assert.match(page.body, /<td data-label="For">Oat latte<\/td>/, 'what was paid for');
+      assert.match(page.body, /<td data-label="For"><\/td>/, 'empty without a concept');
       assert.ok(page.body.includes(`<code class="address">${shop.merchantWallet}</code>`));
       assert.match(
         page.body,

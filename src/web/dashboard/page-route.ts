@@ -10,7 +10,15 @@ export const HTML_RESPONSE = { description: 'An HTML page' };
 export const SIGN_IN_REDIRECT = { description: 'Not signed in: on to the sign-in page' };
 
 type Responses = Record<number, { description: string }>;
-export type DashboardRouteDoc = { method: 'GET' | 'POST'; url: string; summary: string; description?: string; responses?: Responses };
+export type DashboardRouteDoc = {
+  method: 'GET' | 'POST';
+  url: string;
+  summary: string;
+  description?: string;
+  responses?: Responses;
+  /** A form post that sends a file takes a larger body than a form's few fields. */
+  bodyLimit?: number;
+};
 export type DashboardHandler = (signedIn: SignedIn, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 const GET_RESPONSES: Responses = { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT };
@@ -24,7 +32,7 @@ const POST_RESPONSES: Responses = {
  * only a form of ours (the web scope's one guard: signed in, with the CSRF token, from our origin).
  * The handler gets the user.
  */
-export function addDashboardRoute(app: FastifyInstance, context: AppContext, doc: DashboardRouteDoc, handler: DashboardHandler): void {
+export function addDashboardRoute(app: FastifyInstance, context: AppContext, { bodyLimit, ...doc }: DashboardRouteDoc, handler: DashboardHandler): void {
   if (doc.method === 'POST') {
     const responses = { ...POST_RESPONSES, ...doc.responses };
     addFormRoute(
@@ -37,6 +45,7 @@ export function addDashboardRoute(app: FastifyInstance, context: AppContext, doc
         refuse: (_request, reply, signedIn) => refuseDashboardPost(context, reply, signedIn),
       },
       handler,
+      bodyLimit ? { bodyLimit } : {},
     );
     return;
   }

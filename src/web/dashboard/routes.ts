@@ -7,6 +7,7 @@ import { registerLinks } from './links.route.ts';
 import { registerNotifications } from './notifications.route.ts';
 import { registerOrders } from './orders.route.ts';
 import { registerOverview } from './overview.route.ts';
+import { registerRefunds } from './refunds.route.ts';
 import { registerSettings } from './settings.route.ts';
 
 /** Every dashboard page: each section registers its own routes (and form posts, through the web scope's guard) here. */
@@ -21,6 +22,7 @@ export function registerDashboard(app: FastifyInstance, context: AppContext): vo
     registerGetPaid(pages, context);
     registerLinks(pages, context);
     registerOrders(pages, context);
+    registerRefunds(pages, context);
     registerDevelopers(pages, context);
     registerNotifications(pages, context);
   });

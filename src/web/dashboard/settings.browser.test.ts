@@ -3,8 +3,6 @@
 // wrong password, accepted with the right one), sees the change on the overview, opens the account.
 // axe-core on every page; phone and desktop screenshots under artifacts/dashboard/.
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { connect, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { getAddress } from 'viem';
@@ -13,36 +11,10 @@ import { findMerchant } from '../../merchants/merchants.ts';
 import { assertAccessible, browserSkip, launchChromium, screenshots, typeInto } from '../../testing/browser.ts';
 import { type PayingShop, startPayingShop } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
+import { forwardingPort } from '../../testing/tcp-proxy.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
-
-/**
- * A TCP port that forwards to the service: the service's base URL must be known before it listens
- * (its form posts are refused from any other origin), and the paying service listens on a port of
- * its own choosing.
- */
-async function forwardingPort(): Promise<{ server: Server; port: number; forwardTo(port: number): void }> {
-  let target = 0;
-  const server = createServer((socket) => {
-    const upstream = connect(target, '127.0.0.1');
-    socket.pipe(upstream).pipe(socket);
-    const end = () => {
-      socket.destroy();
-      upstream.destroy();
-    };
-    socket.on('error', end);
-    upstream.on('error', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    server,
-    port: (server.address() as AddressInfo).port,
-    forwardTo(port) {
-      target = port;
-    },
-  };
-}
 
 describe('the dashboard in Chromium', { skip: browserSkip }, () => {
   let shop: PayingShop;
@@ -55,12 +27,12 @@ describe('the dashboard in Chromium', { skip: browserSkip }, () => {
     baseUrl = `http://127.0.0.1:${forward.port}`;
     [shop, browser] = await Promise.all([startPayingShop('sqlite', { TILL_BASE_URL: baseUrl }, { name: 'Corner Coffee' }), launchChromium()]);
     forward.forwardTo(Number(new URL(shop.baseUrl).port));
-    for (const [amount, orderId] of [
-      [0.25, 'latte-0001'],
-      [0.4, 'beans-0002'],
-      [0.1, 'espresso-0003'],
+    for (const [amount, orderId, concept] of [
+      [0.25, 'latte-0001', 'Oat latte'],
+      [0.4, 'beans-0002', 'House beans, 250 g'],
+      [0.1, 'espresso-0003', undefined],
     ] as const) {
-      const { sessionId, payer, offer } = await shop.readyToPay({ amount, currency: 'USD', orderId });
+      const { sessionId, payer, offer } = await shop.readyToPay({ amount, currency: 'USD', orderId, ...(concept ? { concept } : {}) });
       const response = await shop.pay(sessionId, (await shop.signedPayment(payer, offer)).header);
       assert.equal(response.status, 200, await response.text());
     }

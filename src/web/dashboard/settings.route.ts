@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { getAddress, zeroAddress } from 'viem';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
 import { SUPPORTED_CHAINS } from '../../common/network.ts';
 import type { AppContext } from '../../context.ts';
-import { formFields, formValues } from '../../http/forms.ts';
+import { formFields, formFile, formValues } from '../../http/forms.ts';
+import { type Brand, findBrand, LOGO_MAX_BYTES, LOGO_MAX_SIDE, LOGO_TYPE_NAMES, removeLogo, setAccentColor, setLogo } from '../../merchants/brand.ts';
 import { changeWallet } from '../../merchants/events.ts';
-import { findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
+import { checkPayoutAddress, findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
+import { accentStylesheetPath, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
@@ -25,6 +26,8 @@ const LABELS: Record<string, string> = {
   confirm: 'Last 4 characters',
   password: 'Your password',
   accept: 'Accepted chains and tokens',
+  logo: 'Logo',
+  accent_color: 'Accent colour',
 };
 
 /** The form field of a field the merchants module names. */
@@ -35,12 +38,16 @@ const SAVED: Record<string, string> = {
   wallet: 'Payout wallet saved. The overview shows the change for the next 7 days.',
   'wallet-unchanged': 'That is already the payout wallet: nothing changed.',
   chains: 'Accepted chains and tokens saved.',
+  logo: 'Logo saved: your payment page and receipts show it.',
+  'logo-removed': 'Logo removed: your payment page and receipts show your business name only.',
+  accent: 'Accent colour saved: your payment page and receipts use it.',
+  'accent-removed': "Accent colour removed: your payment page and receipts use Till's blue.",
 };
 
 type SettingsView = {
   merchant: Merchant;
   /** Which form the values and problem belong to; the other forms show what is stored. */
-  form?: 'business' | 'wallet' | 'chains';
+  form?: 'business' | 'wallet' | 'chains' | 'logo' | 'accent';
   values?: Record<string, string>;
   problem?: FieldProblem;
   /** The ticked boxes of a refused chains form. */
@@ -49,7 +56,30 @@ type SettingsView = {
 
 const chainLabel = (chain: string) => chain.charAt(0).toUpperCase() + chain.slice(1);
 
-function settingsBody(signedIn: SignedIn, view: SettingsView): Html {
+/** Brand: the logo (upload, remove) and the accent colour, each saved on its own; what buyers will see. */
+function brandSection(signedIn: SignedIn, view: SettingsView, brand: Brand): Html {
+  const { merchant, problem } = view;
+  const current = brand.logo
+    ? html`<div class="brand-current">${brandLogo(brand, merchant.name)}<p class="note">${LOGO_TYPE_NAMES[brand.logo.type]}, ${brand.logo.width}×${brand.logo.height} pixels.</p>
+<form method="post" action="${SETTINGS_PATH}/logo/remove">${csrfInput(signedIn.csrfToken)}<button type="submit" class="secondary">Remove logo</button></form></div>`
+    : html`<p>No logo yet: your pages show your business name.</p>`;
+  const accent = view.form === 'accent' ? (view.values?.accent_color ?? '') : (brand.accentColor ?? '');
+  const sample = brand.accentColor
+    ? html`<link rel="stylesheet" href="${accentStylesheetPath(brand.accentColor)}"><p class="accent-sample-row"><span class="accent-sample">Pay</span> Buttons and the bar at the top of your pages, in ${brand.accentColor}.</p>`
+    : html`<p class="note">No accent colour yet: your pages use Till's blue.</p>`;
+  return html`<section aria-labelledby="brand-heading"><h2 id="brand-heading">Brand</h2>
+<p class="note">Your logo and colour on your payment page and your receipts, in the sandbox and live.</p>
+${current}
+<form method="post" action="${SETTINGS_PATH}/logo" enctype="multipart/form-data" class="settings-form">${csrfInput(signedIn.csrfToken)}
+${labelledInput({ name: 'logo', label: LABELS.logo!, type: 'file', hint: `PNG, JPEG or WebP, at most ${LOGO_MAX_BYTES / 1024} KB and ${LOGO_MAX_SIDE}×${LOGO_MAX_SIDE} pixels. A wide logo about 80 pixels high looks best.`, required: true, attributes: html`accept="image/png,image/jpeg,image/webp"` }, problem)}
+<p><button type="submit">${brand.logo ? 'Replace logo' : 'Upload logo'}</button></p></form>
+${sample}
+<form method="post" action="${SETTINGS_PATH}/accent" class="settings-form">${csrfInput(signedIn.csrfToken)}
+${labelledInput({ name: 'accent_color', label: LABELS.accent_color!, value: accent, hint: "# and 6 hexadecimal digits, like #0f766e. White text on it must be readable: a contrast of at least 4.5:1 (WCAG AA). Empty: Till's blue.", autocomplete: 'off', attributes: html`spellcheck="false" autocapitalize="off" maxlength="7" class="short mono"` }, problem)}
+<p><button type="submit">Save accent colour</button></p></form></section>`;
+}
+
+function settingsBody(signedIn: SignedIn, view: SettingsView, brand: Brand): Html {
   const { merchant, problem } = view;
   const value = (form: SettingsView['form'], name: string, stored: string | null) => (view.form === form ? (view.values?.[name] ?? '') : (stored ?? ''));
   const business = html`<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
@@ -85,12 +115,13 @@ ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', a
 ${chainsInvalid ? html`<p id="accept-problem" class="field-problem">${`${LABELS.accept} ${problem.message}.`}</p>` : ''}</fieldset>
 <p class="note">Today Till supports USDC on Base; more chains and tokens will be listed here as they come.</p>
 <p><button type="submit">Save accepted chains</button></p></form></section>`;
-  return html`${business}${wallet}${chains}`;
+  return html`${business}${wallet}${chains}${brandSection(signedIn, view, brand)}`;
 }
 
 /** The settings page, as stored, or again with a refused form's values and the problem named. */
-function sendSettings(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, view: SettingsView, notice?: string) {
+async function sendSettings(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, view: SettingsView, notice?: string) {
   const { problem } = view;
+  const brand = await findBrand(context.db, view.merchant.id);
   return sendPage(
     reply,
     status,
@@ -100,7 +131,7 @@ function sendSettings(context: AppContext, reply: FastifyReply, signedIn: Signed
       mode: context.config.mode,
       ...(notice ? { notice } : {}),
       ...(problem ? { problem: `${LABELS[problem.field] ?? problem.field} ${problem.message}.` } : {}),
-      body: settingsBody(signedIn, view),
+      body: settingsBody(signedIn, view, brand),
     }),
   );
 }
@@ -116,13 +147,9 @@ function problemOf(error: TillError, field: string): FieldProblem {
 function checkWalletForm(fields: Record<string, string>): FieldProblem | { address: string } {
   const typed = (fields.wallet ?? '').trim();
   if (!typed) return { field: 'wallet', message: 'must not be empty' };
-  if (!/^0x[0-9a-fA-F]{40}$/.test(typed)) return { field: 'wallet', message: 'is not an address: 0x followed by 40 hexadecimal characters' };
-  // All one case carries no checksum; mixed case must be the EIP-55 one.
-  const hex = typed.slice(2);
-  if (hex !== hex.toLowerCase() && hex !== hex.toUpperCase() && getAddress(typed) !== typed)
-    return { field: 'wallet', message: 'has capitals that do not match its EIP-55 checksum: check it for a typo, or paste it exactly as your wallet shows it' };
-  const address = getAddress(typed);
-  if (address === zeroAddress) return { field: 'wallet', message: 'is the zero address, whose money nobody can ever spend' };
+  const checked = checkPayoutAddress(typed);
+  if ('problem' in checked) return { field: 'wallet', message: checked.problem };
+  const { address } = checked;
   if ((fields.confirm ?? '').trim().toLowerCase() !== address.slice(-4).toLowerCase())
     return { field: 'confirm', message: 'do not match the end of the address: type its last 4 characters again' };
   return { address };
@@ -140,20 +167,23 @@ const POST_RESPONSES = {
   403: { description: 'No CSRF token, or posted from another origin' },
 };
 
-/** Settings: business details, the payout wallet (behind the password), accepted chains and tokens. */
+/** A logo form's body: the file (at most LOGO_MAX_BYTES) and its multipart framing, with room to refuse a larger file by name. */
+const LOGO_FORM_BODY_LIMIT = 1024 * 1024;
+
+/** Settings: business details, the payout wallet (behind the password), accepted chains and tokens, the brand. */
 export function registerSettings(app: FastifyInstance, context: AppContext): void {
   addDashboardRoute(
     app,
     context,
-    { method: 'GET', url: SETTINGS_PATH, summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens" },
+    { method: 'GET', url: SETTINGS_PATH, summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens, brand" },
     async (signedIn, request, reply) => {
       const saved = (request.query as Record<string, string | undefined>).saved;
       return sendSettings(context, reply, signedIn, 200, { merchant: await merchantOf(context, signedIn) }, saved ? SAVED[saved] : undefined);
     },
   );
 
-  const post = (url: string, summary: string, description: string, handle: DashboardHandler) =>
-    addDashboardRoute(app, context, { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES }, handle);
+  const post = (url: string, summary: string, description: string, handle: DashboardHandler, options: { bodyLimit?: number } = {}) =>
+    addDashboardRoute(app, context, { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES, ...options }, handle);
 
   post(
     'business',
@@ -227,6 +257,49 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
         return refuse(`refused: ${error.message}`);
       }
       return reply.redirect(`${SETTINGS_PATH}?saved=chains`, 303);
+    },
+  );
+
+  /** A brand form refused by the brand module: the page again, naming the field and its problem. */
+  const refuseBrand = async (signedIn: SignedIn, reply: FastifyReply, error: unknown, form: 'logo' | 'accent', values?: Record<string, string>) => {
+    if (!(error instanceof TillError) || !error.field) throw error;
+    const merchant = await merchantOf(context, signedIn);
+    return sendSettings(context, reply, signedIn, 400, { merchant, form, ...(values ? { values } : {}), problem: problemOf(error, error.field) });
+  };
+
+  post(
+    'logo',
+    'Uploads the logo of the hosted payment page and receipts (multipart form post)',
+    'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB.',
+    async (signedIn, request, reply) => {
+      try {
+        await setLogo(context.db, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now());
+      } catch (error) {
+        return refuseBrand(signedIn, reply, error, 'logo');
+      }
+      return reply.redirect(`${SETTINGS_PATH}?saved=logo`, 303);
+    },
+    { bodyLimit: LOGO_FORM_BODY_LIMIT },
+  );
+
+  post('logo/remove', 'Removes the logo (form post)', 'Takes `csrf`.', async (signedIn, _request, reply) => {
+    await removeLogo(context.db, signedIn.user.merchantId, context.now());
+    return reply.redirect(`${SETTINGS_PATH}?saved=logo-removed`, 303);
+  });
+
+  post(
+    'accent',
+    'Sets the accent colour of the hosted payment page and receipts (form post)',
+    "Takes `accent_color` (`#rrggbb`; refused when white text on it has a contrast below 4.5:1, WCAG AA; empty: Till's own blue) and `csrf`.",
+    async (signedIn, request, reply) => {
+      const typed = formFields(request).accent_color ?? '';
+      let color: string | null;
+      try {
+        color = await setAccentColor(context.db, signedIn.user.merchantId, typed, context.now());
+      } catch (error) {
+        return refuseBrand(signedIn, reply, error, 'accent', { accent_color: typed });
+      }
+      return reply.redirect(`${SETTINGS_PATH}?saved=${color ? 'accent' : 'accent-removed'}`, 303);
     },
   );
 }

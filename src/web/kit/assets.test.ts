@@ -26,6 +26,21 @@ describe('built assets', () => {
     assert.equal(stylesheetHref(), assetHref('till.css'));
   });
 
+  test('the icon: every page links /favicon.svg, served as an inert SVG; /favicon.ico is sent to it', async () => {
+    const signIn = await get('/sign-in');
+    assert.match(signIn.body, /<link rel="icon" href="\/favicon\.svg" type="image\/svg\+xml">/);
+    const icon = await get('/favicon.svg');
+    assert.equal(icon.statusCode, 200);
+    assert.equal(icon.headers['content-type'], 'image/svg+xml');
+    assert.equal(icon.headers['x-content-type-options'], 'nosniff');
+    assert.match(String(icon.headers['content-security-policy']), /default-src 'none'.*sandbox/);
+    assert.match(icon.body, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    assert.doesNotMatch(icon.body, /<script|on\w+=/i);
+    const legacy = await get('/favicon.ico');
+    assert.equal(legacy.statusCode, 301);
+    assert.equal(legacy.headers.location, '/favicon.svg');
+  });
+
   test('a hashed URL is immutable for a year, the stable one revalidated, with the same bytes', async () => {
     for (const name of Object.keys(ASSET_SOURCES) as AssetName[]) {
       const hashed = await get(assetHref(name));

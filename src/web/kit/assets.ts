@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { registerFavicon } from './favicon.ts';
 
 /**
  * The pages' stylesheets and browser scripts, built once by `npm run build` (scripts/build-assets.ts,
@@ -107,4 +108,5 @@ export function registerAssets(app: FastifyInstance, context: AppContext): void 
     if (!found) return reply.callNotFound();
     return reply.type(found.asset.type).header('cache-control', found.cacheControl).send(found.asset.body);
   });
+  registerFavicon(app);
 }

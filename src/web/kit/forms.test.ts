@@ -50,7 +50,14 @@ for (const { engine, skip } of engines) {
       const webPosts = registeredRoutes(service)
         .filter((route) => route.methods.includes('POST') && !NOT_WEB.test(route.url))
         .map((route) => route.url);
-      for (const known of ['/sign-in', '/sign-out', '/oauth/consent/:id', '/dashboard/settings/wallet', '/dashboard/account/password'])
+      for (const known of [
+        '/sign-in',
+        '/sign-out',
+        '/oauth/consent/:id',
+        '/dashboard/settings/wallet',
+        '/dashboard/settings/logo',
+        '/dashboard/account/password',
+      ])
         assert.ok(webPosts.includes(known), `${known} is among the web posts found: ${webPosts.join(', ')}`);
 
       const { browser, email, password } = await signedInMerchant(service);

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { currentUser, formCsrfValid, type SignedIn, sessionCsrfValid } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
-import { formFields, registerFormParser } from '../../http/forms.ts';
+import { formFields, registerFormParser, registerMultipartParser } from '../../http/forms.ts';
 import { addRoute, type RouteDoc } from '../../http/routes.ts';
 
 /**
@@ -46,7 +46,7 @@ const guardedHandlers = new WeakSet<object>();
 
 /**
  * The one way to add a form post to the web scope: the guard runs before the handler, which is
- * given the signed-in user (for `signed-in` posts).
+ * given the signed-in user (for `signed-in` posts). A form that sends a file sets `bodyLimit`.
  */
 export function addFormRoute<G extends FormGuard>(
   app: FastifyInstance,
@@ -54,6 +54,7 @@ export function addFormRoute<G extends FormGuard>(
   doc: Omit<RouteDoc, 'method'> & { method: 'POST' },
   guard: G,
   handler: Handler<G>,
+  options: { bodyLimit?: number } = {},
 ): void {
   const guarded = async (request: FastifyRequest, reply: FastifyReply) => {
     if (guard.kind === 'signed-out') {
@@ -76,17 +77,19 @@ export function addFormRoute<G extends FormGuard>(
     return (handler as Handler<Extract<FormGuard, { kind: 'signed-in' }>>)(signedIn, request, reply);
   };
   guardedHandlers.add(guarded);
-  addRoute(app, doc, {}, guarded);
+  addRoute(app, doc, options, guarded);
 }
 
 const unsafeMethod = (method: RouteOptions['method']) => (Array.isArray(method) ? method : [method]).some((m) => !['GET', 'HEAD', 'OPTIONS'].includes(m));
 
 /**
- * The web scope: takes form bodies, and refuses at registration any route that changes something
- * (POST, PUT, DELETE …) unless addFormRoute made it, so no form post can go unguarded.
+ * The web scope: takes form bodies (url-encoded, or multipart for a form with a file), and refuses
+ * at registration any route that changes something (POST, PUT, DELETE …) unless addFormRoute made
+ * it, so no form post can go unguarded.
  */
 export function guardWebScope(app: FastifyInstance): void {
   registerFormParser(app);
+  registerMultipartParser(app);
   app.addHook('onRoute', (route) => {
     if (unsafeMethod(route.method) && !guardedHandlers.has(route.handler))
       throw new Error(`${String(route.method)} ${route.url}: a web form post must be added with addFormRoute (web/kit/forms.ts), which guards it`);

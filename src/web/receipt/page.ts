@@ -1,29 +1,53 @@
+import { type Brand, findBrand } from '../../merchants/brand.ts';
+import { formatMoneyNumber } from '../../money/iso4217.ts';
 import type { ReceiptPage } from '../../payments/receipt.route.ts';
 import type { ReceiptView } from '../../payments/receipts.ts';
+import { brandHead, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
 import { page, prefersHtml } from '../kit/page.ts';
+import { PAYMENT_STATUS_WORDS } from '../kit/status.ts';
+import { readableTime } from '../kit/time.ts';
 
 /** A sandbox page says at a glance that no real money moved. */
 const SANDBOX_BANNER = html`<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> test money, not a real payment.</p>`;
 
-function renderReceipt(receipt: ReceiptView, view: { amountText: string; sandbox: boolean }): Html {
-  const rows: [string, string][] = [
-    ['Order', receipt.publicOrderId],
-    ['Status', receipt.status === 'SUCCESS' ? 'Paid' : 'Reversed'],
+/** The merchant's logo and a bar of its accent colour above the receipt; nothing without a brand. */
+const brandHeader = (brand: Brand, businessName: string): Html =>
+  brand.logo || brand.accentColor ? html`<header class="brand-header">${brandLogo(brand, businessName)}</header>` : html``;
+
+/** What the merchant refunded to the payer, and each refund's transaction. */
+const refundRows = (receipt: ReceiptView): Html[] =>
+  receipt.refunds.length === 0
+    ? []
+    : [
+        html`<tr><th>Refunded</th><td>${formatMoneyNumber(receipt.refundedAmount, receipt.currency)} (${receipt.refundedTokenAmount} ${receipt.token})</td></tr>`,
+        ...receipt.refunds.map(
+          (r) =>
+            html`<tr><th>Refund transaction</th><td><a href="${r.explorerUrl}" rel="noopener noreferrer"><code>${r.transactionHash}</code></a> (${r.tokenAmount} ${receipt.token})</td></tr>`,
+        ),
+      ];
+
+function renderReceipt(receipt: ReceiptView, view: { amountText: string; sandbox: boolean; brand: Brand }): Html {
+  // Ids, addresses and hashes in monospace; names, amounts and dates in the page's text.
+  const id = (value: string): Html => html`<code>${value}</code>`;
+  const rows: [string, Html | string][] = [
+    ['Order', id(receipt.publicOrderId)],
+    ['Status', PAYMENT_STATUS_WORDS[receipt.status]],
     ['Merchant', receipt.merchantName],
     ['Amount', view.amountText],
     ['Paid', `${receipt.tokenAmount} ${receipt.token} on ${receipt.network} (chain ${receipt.chainId})`],
     ['Rate', `${receipt.rate} ${receipt.token} per ${receipt.currency}`],
-    ['Payer', receipt.payer],
-    ['Paid to', receipt.payTo],
-    ['Settled', receipt.settledAt],
-    ['Session', receipt.paymentSessionId],
-    ...(receipt.orderId ? ([['Merchant reference', receipt.orderId]] as [string, string][]) : []),
+    ['Payer', id(receipt.payer)],
+    ['Paid to', id(receipt.payTo)],
+    ['Settled', readableTime(Date.parse(receipt.settledAt))],
+    ['Session', id(receipt.paymentSessionId)],
+    ...(receipt.orderId ? ([['Merchant reference', id(receipt.orderId)]] as [string, Html][]) : []),
   ];
-  const table = rows.map(([k, v]) => html`<tr><th>${k}</th><td><code>${v}</code></td></tr>`);
+  const table = rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v}</td></tr>`);
   return page(
     `Receipt ${receipt.publicOrderId}`,
-    html`${view.sandbox ? SANDBOX_BANNER : ''}<h1>Receipt</h1><table>${table}<tr><th>Transaction</th><td><a href="${receipt.explorerUrl}" rel="noopener noreferrer">${receipt.transactionHash}</a></td></tr></table>`,
+    html`${view.sandbox ? SANDBOX_BANNER : ''}${brandHeader(view.brand, receipt.merchantName)}<h1>Receipt</h1><table class="receipt">${table}<tr><th>Transaction</th><td><a href="${receipt.explorerUrl}" rel="noopener noreferrer"><code>${receipt.transactionHash}</code></a></td></tr>${refundRows(receipt)}</table>`,
+    brandHead(view.brand),
   );
 }
 
@@ -34,10 +58,12 @@ const notFound = (publicOrderId: string, sandbox: boolean) =>
   );
 
 /** The receipt's page (E4 for a browser): payments/receipt.route.ts answers JSON to everyone else. */
-export const receiptPage: ReceiptPage = (context, request, reply, found, publicOrderId) => {
+export const receiptPage: ReceiptPage = async (context, request, reply, found, publicOrderId) => {
   if (!prefersHtml(request.headers.accept)) return undefined;
   const sandbox = context.config.mode === 'sandbox';
-  const body = found ? renderReceipt(found.receipt, { amountText: found.amountText, sandbox }) : notFound(publicOrderId, sandbox);
+  const body = found
+    ? renderReceipt(found.receipt, { amountText: found.amountText, sandbox, brand: await findBrand(context.db, found.merchantId) })
+    : notFound(publicOrderId, sandbox);
   return reply
     .code(found ? 200 : 404)
     .type('text/html; charset=utf-8')

@@ -28,10 +28,11 @@ const HTML_RESPONSE = { description: 'An HTML page' };
 /** The one answer to every refused sign-in: the same for an unknown email and a wrong password. */
 export const WRONG_CREDENTIALS = 'The email or password is not right.';
 
-function signInPage(view: { csrf: string; returnTo: string; email?: string; problem?: string; upstream: boolean }) {
+function signInPage(view: { csrf: string; returnTo: string; email?: string; problem?: string; upstream: boolean; sandbox: boolean }) {
   return page(
     'Sign in · Till',
-    html`<main><h1>Sign in</h1>
+    html`<main>${view.sandbox ? html`<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> the money here is fake.</p>` : ''}<h1>Sign in to Till</h1>
+<p>The dashboard of your Till merchant account: orders, payment links, payouts and developer access.</p>
 ${view.problem ? html`<p role="alert" class="problem">${view.problem}</p>` : ''}
 <form method="post" action="/sign-in">
 <input type="hidden" name="csrf" value="${view.csrf}">
@@ -75,7 +76,11 @@ export function registerSignInPages(app: FastifyInstance, context: AppContext): 
     async (request, reply) => {
       const returnTo = safeReturnPath((request.query as Record<string, unknown>).return_to);
       if (await currentUser(context, request)) return reply.redirect(returnTo, 303);
-      return sendPage(reply, 200, signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, upstream: !!context.config.oidc }));
+      return sendPage(
+        reply,
+        200,
+        signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, upstream: !!context.config.oidc, sandbox: context.config.mode === 'sandbox' }),
+      );
     },
   );
 
@@ -85,7 +90,14 @@ export function registerSignInPages(app: FastifyInstance, context: AppContext): 
     return sendPage(
       reply,
       status,
-      signInPage({ csrf: formCsrfToken(context, request, reply), returnTo: safeReturnPath(fields.return_to), email, problem, upstream: !!context.config.oidc }),
+      signInPage({
+        csrf: formCsrfToken(context, request, reply),
+        returnTo: safeReturnPath(fields.return_to),
+        email,
+        problem,
+        upstream: !!context.config.oidc,
+        sandbox: context.config.mode === 'sandbox',
+      }),
     );
   };
 

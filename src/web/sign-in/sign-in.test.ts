@@ -53,6 +53,9 @@ for (const { engine, skip } of engines) {
       assert.match(String(page.headers['content-type']), /^text\/html/);
       assert.match(String(page.headers['set-cookie']), /^till_csrf=[\w-]{43}; Path=\/; HttpOnly; SameSite=Lax$/);
       assert.match(String(page.headers['content-security-policy']), /form-action 'self'/);
+      // It names the product, and says the money is fake in the sandbox (this service's mode).
+      assert.match(page.body, /<h1>Sign in to Till<\/h1>/);
+      assert.match(page.body, /<strong>Sandbox:<\/strong> the money here is fake\./);
       // Without the field, with a wrong one, or without the cookie: refused, and the password is not even checked.
       for (const csrf of [undefined, 'forged']) {
         const refused = await browser.request('POST', '/sign-in', { email, password: PASSWORD, ...(csrf ? { csrf } : {}) });
@@ -260,5 +263,20 @@ describeOnEngine('sign-in cookies over https', false, () => {
     });
     assert.equal(signedIn.statusCode, 303);
     assert.match([signedIn.headers['set-cookie']].flat().join('\n'), /__Host-till_session=[\w-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure/);
+  });
+});
+
+describeOnEngine('the sign-in page in live mode', false, () => {
+  let service: TestService;
+  before(async () => {
+    service = await startTestService('sqlite', { TILL_FACILITATOR_URL: 'http://127.0.0.1:9' });
+  });
+  after(() => service?.stop());
+
+  test('names the product and shows no sandbox banner', async () => {
+    assert.equal(service.config.mode, 'live');
+    const page = await service.app.inject({ method: 'GET', url: '/sign-in' });
+    assert.match(page.body, /<h1>Sign in to Till<\/h1>/);
+    assert.doesNotMatch(page.body, /Sandbox/);
   });
 });

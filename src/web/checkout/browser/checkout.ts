@@ -4,11 +4,9 @@
 import { TRANSFER_WITH_AUTHORIZATION } from '../../../common/network.ts';
 import { formatMinor, MAX_AMOUNT_MAJOR_UNITS } from '../../../money/decimal.ts';
 import { formatUsdc } from '../../../money/usdc.ts';
+import { discoverWallets, type Eip1193, type Wallet } from '../../kit/wallets.ts';
 import { REQUOTE_CODES, X402_SENTENCES } from './messages.ts';
 
-type Eip1193 = { request(args: { method: string; params?: unknown }): Promise<unknown> };
-type WalletInfo = { uuid: string; name: string; icon: string; rdns: string };
-type Wallet = { info: WalletInfo; provider: Eip1193 };
 type Offer = { asset: string; payTo: string; maxAmountRequired: string; maxTimeoutSeconds: number; extra: { name?: string; version?: string } };
 type Paid = { status: 'SUCCESS'; paymentSessionId: string; paymentId: string; receipt: string };
 /** An amount in the session currency: its minor units, and its text with exactly the currency's decimals ("3.00"). */
@@ -116,19 +114,10 @@ function start(root: HTMLElement): void {
       ? 'Choose the wallet to pay from. It will ask you to approve the payment.'
       : 'No browser wallet was found. Open this page in a wallet app (scan the QR code with your phone) or install a wallet extension such as MetaMask, Coinbase Wallet or Rabby.';
   };
-  window.addEventListener('eip6963:announceProvider', (event) => {
-    const detail = (event as CustomEvent<Wallet>).detail;
-    if (!detail?.info?.uuid || typeof detail.provider?.request !== 'function') return;
-    wallets.set(detail.info.uuid, detail);
+  discoverWallets((found) => {
+    for (const wallet of found) wallets.set(wallet.info.uuid, wallet);
     renderWallets();
   });
-  window.dispatchEvent(new Event('eip6963:requestProvider'));
-  setTimeout(() => {
-    const injected = (window as unknown as { ethereum?: Eip1193 }).ethereum;
-    if (!wallets.size && injected && typeof injected.request === 'function')
-      wallets.set('window.ethereum', { info: { uuid: 'window.ethereum', name: 'your browser wallet', icon: '', rdns: '' }, provider: injected });
-    renderWallets();
-  }, 400);
 
   // Countdown to the session's expiry.
   if (countdown?.dataset.expiresAt) {
@@ -438,6 +427,10 @@ function start(root: HTMLElement): void {
     renderWallets();
     cancel?.remove();
     lockAmount(true);
+    // Nothing is left to pay: no time left to count, no page to open on a phone.
+    countdown?.parentElement?.parentElement?.setAttribute('hidden', '');
+    document.querySelector('aside.qr')?.setAttribute('hidden', '');
+    $('pay-data')?.classList.add('paid');
     say('Paid. Thank you! Your receipt is ready.', false);
     outcome.className = 'outcome success';
     const receipt = `/checkout/v2/orders/receipt/${encodeURIComponent(paid.paymentId)}`;

@@ -1,5 +1,6 @@
 // The dashboard's one script, served from our origin: selects a secret shown once, and reveals the
 // Copy buttons (pages work without it: the field is then selected by hand). Built by npm run build.
+import { startRefundForm } from './refund.ts';
 
 for (const field of Array.from(document.querySelectorAll<HTMLInputElement>('input[data-select]'))) {
   field.focus();
@@ -24,3 +25,5 @@ for (const button of Array.from(document.querySelectorAll<HTMLButtonElement>('bu
     }, 2000);
   });
 }
+
+for (const form of Array.from(document.querySelectorAll<HTMLFormElement>('form[data-refund-prepare]'))) startRefundForm(form);

@@ -1,0 +1,110 @@
+// A refund from the Orders page in Debian's Chromium: the merchant narrows Orders to a paid order,
+// its payout wallet (the injected test wallet, announced over EIP-6963) signs the refund, and the
+// payer gets exactly that back on the sandbox chain. axe-core on the form; phone and desktop
+// screenshots under artifacts/dashboard/.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser } from 'playwright-core';
+import { createPublicClient, erc20Abi, http } from 'viem';
+import { createUser } from '../../accounts/users.ts';
+import { startSandbox } from '../../sandbox/index.ts';
+import { assertAccessible, browserSkip, injectTestWallet, launchChromium, screenshots } from '../../testing/browser.ts';
+import { freePort, sandboxSettings } from '../../testing/environment.ts';
+import { startTestService, type TestService } from '../../testing/harness.ts';
+import { newAccount } from '../../testing/payer.ts';
+import { challenge, createSession, fundedPayer, pay, signedPayment } from '../../testing/shop.ts';
+
+const EMAIL = 'owner@refund-shop.example';
+const PASSWORD = 'correct horse battery staple';
+
+describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () => {
+  let sandbox: Awaited<ReturnType<typeof startSandbox>>;
+  let service: TestService;
+  let browser: Browser;
+  let baseUrl: string;
+  const payout = newAccount();
+  let orderId = '';
+  let payer: ReturnType<typeof newAccount>;
+
+  before(async () => {
+    const port = await freePort();
+    sandbox = await startSandbox({ blockIntervalMs: 0 });
+    [service, browser] = await Promise.all([
+      startTestService('sqlite', { ...sandboxSettings(sandbox), TILL_BASE_URL: `http://127.0.0.1:${port}` }, { workers: true }),
+      launchChromium(),
+    ]);
+    baseUrl = await service.app.listen({ port, host: '127.0.0.1' });
+    const { merchantId, apiKey } = await service.merchant({ name: 'Refund Shop', walletAddress: payout.address });
+    await createUser(service.context.db, { merchantId, email: EMAIL, password: PASSWORD });
+    const sessionId = await createSession(baseUrl, apiKey, { amount: 2, currency: 'USD', orderId: 'mug-7', concept: 'A mug' });
+    payer = await fundedPayer(sandbox, '5');
+    const offer = await challenge(baseUrl, sessionId);
+    const response = await pay(baseUrl, sessionId, (await signedPayment(payer, sandbox.usdcAddress, offer)).header);
+    const answer = (await response.json()) as { paymentId: string };
+    assert.equal(response.status, 200, JSON.stringify(answer));
+    orderId = answer.paymentId;
+  });
+  after(async () => {
+    await browser?.close();
+    await service?.stop();
+    await sandbox?.stop();
+  });
+
+  test('a wallet without the payout account is told to connect it, and is never asked to sign', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      const calls = await injectTestWallet(page, { account: newAccount(), rpcUrl: sandbox.rpcUrl });
+      await page.goto(`${baseUrl}/dashboard/orders?q=${orderId}`);
+      await page.getByLabel('Email').fill(EMAIL);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/dashboard\/orders\?q=/);
+      await page.getByLabel('Amount (USDC)').fill('0.10');
+      await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
+      await page.getByText(`Connect the payout wallet ${payout.address}`).waitFor();
+      assert.ok(!calls.some((c) => c.method === 'eth_signTypedData_v4'));
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('the payout wallet signs a partial refund on the order; the payer gets exactly that back; Orders says Partially refunded', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      const calls = await injectTestWallet(page, { account: payout, rpcUrl: sandbox.rpcUrl });
+      await page.goto(`${baseUrl}/dashboard/orders`);
+      await page.getByLabel('Email').fill(EMAIL);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.keyboard.press('Enter');
+      await page.waitForURL(`${baseUrl}/dashboard/orders`);
+      await page.getByRole('link', { name: 'Refund' }).click();
+      await page.waitForURL(/#refund$/);
+      assert.equal(await page.getByLabel('Amount (USDC)').inputValue(), '2.00', 'the rest of the payment by default');
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'refund-form');
+
+      const client = createPublicClient({ transport: http(sandbox.rpcUrl) });
+      const balance = () => client.readContract({ address: sandbox.usdcAddress, abi: erc20Abi, functionName: 'balanceOf', args: [payer.address] });
+      const before = await balance();
+      await page.getByLabel('Amount (USDC)').fill('0.75');
+      await page.getByLabel(/^Reason/).fill('chipped');
+      await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
+      await page.waitForURL(/refund=rf_/);
+      assert.ok(
+        calls.some((c) => c.method === 'eth_signTypedData_v4'),
+        'the wallet was asked to sign',
+      );
+      assert.match((await page.getByRole('status').first().textContent()) ?? '', /Refund rf_\S+ (sent|submitted)/);
+      assert.equal(await balance(), before + 750_000n, 'the payer got exactly the refund');
+      await page.goto(`${baseUrl}/dashboard/orders?q=${orderId}`);
+      assert.match((await page.locator('table.orders tbody tr').first().textContent()) ?? '', /Partially refunded/);
+      assert.equal(await page.getByLabel('Amount (USDC)').inputValue(), '1.25');
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'refund-partial');
+    } finally {
+      await context.close();
+    }
+  });
+});

@@ -1,0 +1,80 @@
+import type { FastifyInstance } from 'fastify';
+import { TillError } from '../../common/errors.ts';
+import type { AppContext } from '../../context.ts';
+import { formFields } from '../../http/forms.ts';
+import { createChainReader } from '../../x402/chain.ts';
+import { makeRefund, prepareRefund, type RefundServices, typedDataJson } from '../../x402/refunds.ts';
+import { createX402Services } from '../../x402/services.ts';
+import { addDashboardRoute } from './page-route.ts';
+
+const ORDERS_PATH = '/dashboard/orders';
+const REFUSED = { description: 'A field is refused (`error.field` names it: amount, signature, validBefore, nonce, reason); nothing was recorded or moved' };
+const NOT_FOUND = { description: 'No such order of this merchant in this mode' };
+
+/**
+ * Refunds from the order's payout wallet, in two form posts made by the Orders page's script:
+ * prepare (the EIP-712 typed data the payout wallet signs, as JSON), then the signed refund (checked,
+ * recorded, settled through the facilitator; 303 back to the order with the refund's state).
+ */
+export function registerRefunds(app: FastifyInstance, context: AppContext): void {
+  let services: RefundServices | undefined;
+  const refundServices = (): RefundServices | undefined => {
+    if (services) return services;
+    const x402 = createX402Services(context);
+    if (!x402) return undefined;
+    services = { facilitator: x402.facilitator, chain: context.config.baseRpcUrl ? createChainReader(context.config.baseRpcUrl) : undefined };
+    return services;
+  };
+  const scopeOf = (merchantId: string) => ({ merchantId, mode: context.config.mode });
+  const orderIdOf = (params: unknown) => String((params as { paymentId?: unknown }).paymentId ?? '').toUpperCase();
+
+  addDashboardRoute(
+    app,
+    context,
+    {
+      method: 'POST',
+      url: `${ORDERS_PATH}/{paymentId}/refund/prepare`,
+      summary: 'The EIP-712 typed data of a refund of an order (amount in USDC), for its payout wallet to sign (JSON)',
+      responses: { 200: { description: 'The typed data to sign (eth_signTypedData_v4) and the fields to post back' }, 400: REFUSED, 404: NOT_FOUND },
+    },
+    async (signedIn, request, reply) => {
+      const fields = formFields(request);
+      const { payment, typedData } = await prepareRefund(context, scopeOf(signedIn.user.merchantId), orderIdOf(request.params), fields.amount);
+      const json = typedDataJson(typedData);
+      return reply
+        .code(200)
+        .header('cache-control', 'no-store')
+        .send({
+          orderId: payment.public_order_id,
+          typedData: json,
+          fields: { amount: fields.amount?.trim(), validBefore: json.message.validBefore, nonce: json.message.nonce },
+        });
+    },
+  );
+
+  addDashboardRoute(
+    app,
+    context,
+    {
+      method: 'POST',
+      url: `${ORDERS_PATH}/{paymentId}/refund`,
+      summary: 'Makes a refund of an order from the authorization its payout wallet signed: checked, recorded, settled; back to Orders with its state',
+      responses: { 400: REFUSED, 404: NOT_FOUND, 503: { description: 'No facilitator is configured; nothing was recorded' } },
+    },
+    async (signedIn, request, reply) => {
+      const fields = formFields(request);
+      const orderId = orderIdOf(request.params);
+      const found = refundServices();
+      if (!found) throw new TillError('facilitator_unavailable');
+      const refund = await makeRefund(context, found, scopeOf(signedIn.user.merchantId), orderId, {
+        amount: fields.amount,
+        validBefore: fields.validBefore,
+        nonce: fields.nonce,
+        signature: fields.signature,
+        reason: fields.reason,
+      });
+      const query = new URLSearchParams({ q: orderId, refund: refund.id, refundStatus: refund.status });
+      return reply.code(303).header('location', `${ORDERS_PATH}?${query}`).send();
+    },
+  );
+}
