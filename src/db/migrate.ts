@@ -27,7 +27,7 @@ import * as sessionList from './migrations/0024_session_list.ts';
 import * as refunds from './migrations/0025_refunds.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
-const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
+export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
   '0001_foundation': foundation,
   '0002_payments': payments,
   '0003_webhooks': webhooks,

@@ -5,9 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { openSecret, sealSecret, signingKeyBinding, webhookSecretBinding } from '../common/secrets.ts';
-import { migrateToLatest } from '../db/migrate.ts';
-import * as overlapMigration from '../db/migrations/0019_webhook_secret_overlap.ts';
-import * as modesMigration from '../db/migrations/0021_modes.ts';
+import { migrateToLatest, migrationsWith } from '../db/migrate.ts';
 import { signingKeys } from '../oauth/signing-keys.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { getWebhook, setWebhook } from './endpoints.ts';
@@ -69,19 +67,15 @@ for (const { engine, skip } of engines) {
         .set({ private_jwk_sealed: sealSecret(privateJwk, key) })
         .where('kid', '=', signing.kid)
         .execute();
-      // Back to the schema before 0018: 0021 and 0019 undone, all four forgotten.
-      await modesMigration.down(db);
-      await overlapMigration.down(db);
-      await sql`DELETE FROM kysely_migration WHERE name IN ('0018_bound_webhook_secrets', '0019_webhook_secret_overlap', '0020_bound_signing_keys', '0021_modes')`.execute(
-        db,
-      );
+      // Back to the schema before 0018: every later schema change undone, newest first (0018 and 0020
+      // only re-seal stored data), and all of them forgotten.
+      const migrations = migrationsWith(key);
+      const since0018 = Object.keys(migrations).filter((name) => name >= '0018');
+      for (const name of since0018.toReversed())
+        if (name !== '0018_bound_webhook_secrets' && name !== '0020_bound_signing_keys') await migrations[name]!.down!(db);
+      await sql`DELETE FROM kysely_migration WHERE name IN (${sql.join(since0018)})`.execute(db);
       await assert.rejects(migrateToLatest(db), /needs TILL_SECRET_KEY/);
-      assert.deepEqual(await migrateToLatest(db, { secretKey: key }), [
-        '0018_bound_webhook_secrets',
-        '0019_webhook_secret_overlap',
-        '0020_bound_signing_keys',
-        '0021_modes',
-      ]);
+      assert.deepEqual(await migrateToLatest(db, { secretKey: key }), since0018);
       const resealedKey = await db.selectFrom('signing_keys').select('private_jwk_sealed').where('kid', '=', signing.kid).executeTakeFirstOrThrow();
       assert.equal(openSecret(resealedKey.private_jwk_sealed, key, signingKeyBinding(signing.kid)), privateJwk, 'the signing key is bound to its row');
       const stored = await row(merchant.merchantId);
