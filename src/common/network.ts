@@ -8,6 +8,9 @@ export const TOKEN_SYMBOL = 'USDC';
 /** Circle's USDC on Base mainnet: the token live mode takes by default. */
 export const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 
+/** The RPC a page hands a browser wallet that must add the chain: the sandbox's own, or Base's public one. */
+export const walletRpcUrl = (mode: 'sandbox' | 'live', baseUrl: string) => (mode === 'sandbox' ? `${baseUrl}/sandbox/rpc` : 'https://mainnet.base.org');
+
 /** EIP-712 domain of USDC on Base (and of the sandbox token, which copies it). */
 export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;
 

@@ -1,5 +1,5 @@
 import QRCode from 'qrcode';
-import { CHAIN_ID } from '../../common/network.ts';
+import { CHAIN_ID, walletRpcUrl } from '../../common/network.ts';
 import type { Brand } from '../../merchants/brand.ts';
 import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
@@ -93,7 +93,7 @@ function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: V
     'pay-to': payTo,
     usdc: quote.usdc_amount.toString(),
     'chain-id': String(CHAIN_ID),
-    'rpc-url': view.sandbox ? `${view.baseUrl}/sandbox/rpc` : 'https://mainnet.base.org',
+    'rpc-url': walletRpcUrl(view.sandbox ? 'sandbox' : 'live', view.baseUrl),
     editable: editable ? 'true' : 'false',
     currency: session.currency,
     exponent: String(exponent),

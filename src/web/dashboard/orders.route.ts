@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { SignedIn } from '../../accounts/web-session.ts';
+import { walletRpcUrl } from '../../common/network.ts';
 import type { AppContext } from '../../context.ts';
 import { explorerUrl } from '../../payments/payments.ts';
 import { cursorText, type MerchantOrder, type OrderFilter, type OrdersCursor, parseCursor, searchOrders } from '../../payments/receipts.ts';
@@ -102,8 +103,8 @@ ${field('from', 'From', 'date')}${field('to', 'To', 'date')}${field('session', '
 }
 
 /** Orders narrowed to one order by its TX- id: its refund form below it. */
-const refundOf = (orders: MerchantOrder[], parsed: ParsedFilter, signedIn: SignedIn, query: Record<string, unknown>): Html =>
-  orders.length === 1 && /^tx-/i.test(parsed.filter.search ?? '') ? refundSection(orders[0]!, signedIn.csrfToken, query) : html``;
+const refundOf = (orders: MerchantOrder[], parsed: ParsedFilter, signedIn: SignedIn, query: Record<string, unknown>, rpcUrl: string): Html =>
+  orders.length === 1 && /^tx-/i.test(parsed.filter.search ?? '') ? refundSection(orders[0]!, signedIn.csrfToken, query, rpcUrl) : html``;
 
 async function ordersPage(
   context: AppContext,
@@ -149,7 +150,7 @@ ${joinHtml(
       section: 'orders',
       mode: context.config.mode,
       ...(problem ? { problem } : {}),
-      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery)}${refusedAttemptsSection(attempts)}`,
+      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery, walletRpcUrl(context.config.mode, context.config.baseUrl))}${refusedAttemptsSection(attempts)}`,
     }),
   };
 }

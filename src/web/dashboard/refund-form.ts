@@ -25,7 +25,7 @@ const STATUS_WORDS: Record<string, string> = {
  * changed) and a reason. The dashboard's script connects the payout wallet (EIP-6963), asks for the
  * typed data, has the wallet sign it and posts the refund; without a wallet nothing can be signed.
  */
-export function refundSection(order: MerchantOrder, csrfToken: string, query: Record<string, unknown>): Html {
+export function refundSection(order: MerchantOrder, csrfToken: string, query: Record<string, unknown>, rpcUrl: string): Html {
   const refundId = typeof query.refund === 'string' ? query.refund : '';
   const refundStatus = typeof query.refundStatus === 'string' ? query.refundStatus : '';
   const outcome =
@@ -35,7 +35,7 @@ export function refundSection(order: MerchantOrder, csrfToken: string, query: Re
   const action = `${ORDERS_PATH}/${encodeURIComponent(order.publicOrderId)}/refund`;
   return html`<section id="refund" aria-labelledby="refund-h"><h2 id="refund-h">Refund</h2>${outcome}
 <p>A refund is paid by your payout wallet, the one that received this payment, straight to the payer: connect it and sign. It needs no ETH: Till submits the signed transfer. Up to ${order.refundableTokenAmount} ${order.token} is left to refund.</p>
-<form method="post" action="${action}" data-refund-prepare="${action}/prepare" class="link-form">${csrfInput(csrfToken)}
+<form method="post" action="${action}" data-refund-prepare="${action}/prepare" data-rpc-url="${rpcUrl}" class="link-form">${csrfInput(csrfToken)}
 <p><label for="refund-amount">Amount (USDC)</label><input id="refund-amount" name="amount" inputmode="decimal" required value="${order.refundableTokenAmount}"></p>
 <p><label for="refund-reason">Reason <span class="note">(optional, at most 200 characters)</span></label><input id="refund-reason" name="reason" maxlength="200"></p>
 <input type="hidden" name="validBefore" value=""><input type="hidden" name="nonce" value=""><input type="hidden" name="signature" value="">

@@ -73,7 +73,8 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     try {
-      const calls = await injectTestWallet(page, { account: payout, rpcUrl: sandbox.rpcUrl });
+      // A wallet on another chain that does not know Base yet: it is asked to add it, then to sign.
+      const calls = await injectTestWallet(page, { account: payout, rpcUrl: sandbox.rpcUrl, chainId: '0x1', lacksBase: true });
       await page.goto(`${baseUrl}/dashboard/orders`);
       await page.getByLabel('Email').fill(EMAIL);
       await page.getByLabel('Password').fill(PASSWORD);
@@ -92,10 +93,11 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       await page.getByLabel(/^Reason/).fill('chipped');
       await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
       await page.waitForURL(/refund=rf_/);
-      assert.ok(
-        calls.some((c) => c.method === 'eth_signTypedData_v4'),
-        'the wallet was asked to sign',
-      );
+      const added = calls.find((c) => c.method === 'wallet_addEthereumChain')?.params as [{ chainId: string; rpcUrls: string[] }] | undefined;
+      assert.equal(added?.[0].chainId, '0x2105', 'Base was added to the wallet');
+      assert.equal(added?.[0].rpcUrls[0], `${baseUrl}/sandbox/rpc`, "with the sandbox's RPC");
+      const signedAt = calls.findIndex((c) => c.method === 'eth_signTypedData_v4');
+      assert.ok(signedAt > calls.findIndex((c) => c.method === 'wallet_addEthereumChain'), 'the wallet was asked to sign, on Base');
       assert.match((await page.getByRole('status').first().textContent()) ?? '', /Refund rf_\S+ (sent|submitted)/);
       assert.equal(await balance(), before + 750_000n, 'the payer got exactly the refund');
       await page.goto(`${baseUrl}/dashboard/orders?q=${orderId}`);

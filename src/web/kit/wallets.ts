@@ -22,3 +22,30 @@ export function discoverWallets(changed: (wallets: Wallet[]) => void, fallbackMs
     changed([...wallets.values()]);
   }, fallbackMs);
 }
+
+/**
+ * Asks the wallet to be on the chain typed data is signed for (wallets sign only for the chain they
+ * are on), adding it first when the wallet does not know it (error 4902), with the RPC URL given.
+ */
+export async function switchToChain(provider: Eip1193, chainHex: string, rpcUrl: string, say: (line: string) => void): Promise<void> {
+  const current = await provider.request({ method: 'eth_chainId' });
+  if (typeof current === 'string' && BigInt(current) === BigInt(chainHex)) return;
+  say('Asking your wallet to switch to the Base network…');
+  try {
+    await provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId: chainHex }] });
+  } catch (error) {
+    if ((error as { code?: number }).code !== 4902) throw error;
+    await provider.request({
+      method: 'wallet_addEthereumChain',
+      params: [
+        {
+          chainId: chainHex,
+          chainName: 'Base',
+          nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+          rpcUrls: [rpcUrl],
+          blockExplorerUrls: ['https://basescan.org'],
+        },
+      ],
+    });
+  }
+}

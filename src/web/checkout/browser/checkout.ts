@@ -4,7 +4,7 @@
 import { TRANSFER_WITH_AUTHORIZATION } from '../../../common/network.ts';
 import { formatMinor, MAX_AMOUNT_MAJOR_UNITS } from '../../../money/decimal.ts';
 import { formatUsdc } from '../../../money/usdc.ts';
-import { discoverWallets, type Eip1193, type Wallet } from '../../kit/wallets.ts';
+import { discoverWallets, type Eip1193, switchToChain, type Wallet } from '../../kit/wallets.ts';
 import { REQUOTE_CODES, X402_SENTENCES } from './messages.ts';
 
 type Offer = { asset: string; payTo: string; maxAmountRequired: string; maxTimeoutSeconds: number; extra: { name?: string; version?: string } };
@@ -241,29 +241,6 @@ function start(root: HTMLElement): void {
     });
   }
 
-  async function switchToBase(provider: Eip1193): Promise<void> {
-    const current = await provider.request({ method: 'eth_chainId' });
-    if (typeof current === 'string' && BigInt(current) === BigInt(chainHex)) return;
-    say('Asking your wallet to switch to the Base network…');
-    try {
-      await provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId: chainHex }] });
-    } catch (error) {
-      if ((error as { code?: number }).code !== 4902) throw error;
-      await provider.request({
-        method: 'wallet_addEthereumChain',
-        params: [
-          {
-            chainId: chainHex,
-            chainName: 'Base',
-            nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-            rpcUrls: [data.rpcUrl],
-            blockExplorerUrls: ['https://basescan.org'],
-          },
-        ],
-      });
-    }
-  }
-
   async function pay(wallet: Wallet): Promise<void> {
     if (!payable()) return;
     // The amount on screen, fixed for this payment: the proof is for its quote and goes with its ?amount=.
@@ -279,7 +256,7 @@ function start(root: HTMLElement): void {
       const accounts = (await provider.request({ method: 'eth_requestAccounts' })) as string[];
       const from = accounts?.[0];
       if (!from) throw new Error('The wallet shared no account.');
-      await switchToBase(provider);
+      await switchToChain(provider, chainHex, data.rpcUrl ?? '', say);
       say('Getting the latest price…');
       const quotedNow = await fetchOffer(url);
       if ('paid' in quotedNow) return succeed(quotedNow.paid);

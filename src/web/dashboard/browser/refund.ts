@@ -1,7 +1,7 @@
 // The refund form of an order (Orders narrowed to one order): connects the payout wallet (EIP-6963),
 // asks the service for the typed data of the refund, has the wallet sign it (eth_signTypedData_v4)
 // and posts the signed refund; the service checks it, settles it and sends the page back to Orders.
-import { discoverWallets, type Wallet } from '../../kit/wallets.ts';
+import { discoverWallets, switchToChain, type Wallet } from '../../kit/wallets.ts';
 
 type Prepared = { typedData: { domain: { chainId: number }; message: { from: string; validBefore: string; nonce: string } } };
 
@@ -33,11 +33,7 @@ export function startRefundForm(form: HTMLFormElement): void {
       if (!from) return tell(`Connect the payout wallet ${answer.typedData.message.from}: the refund is paid by the wallet that received the payment.`);
       // Wallets sign typed data only for the chain they are on: the domain's, Base.
       const chainHex = `0x${answer.typedData.domain.chainId.toString(16)}`;
-      const current = await wallet.provider.request({ method: 'eth_chainId' });
-      if (typeof current !== 'string' || BigInt(current) !== BigInt(chainHex)) {
-        tell('Asking your wallet to switch to the Base network…');
-        await wallet.provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId: chainHex }] });
-      }
+      await switchToChain(wallet.provider, chainHex, form.dataset.rpcUrl ?? '', tell);
       tell('Sign the refund in your wallet…');
       const signature = (await wallet.provider.request({ method: 'eth_signTypedData_v4', params: [from, JSON.stringify(answer.typedData)] })) as string;
       field('validBefore').value = answer.typedData.message.validBefore;
