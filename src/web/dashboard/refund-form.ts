@@ -39,7 +39,7 @@ export function refundSection(order: MerchantOrder, csrfToken: string, query: Re
 <p><label for="refund-amount">Amount (USDC)</label><input id="refund-amount" name="amount" inputmode="decimal" required value="${order.refundableTokenAmount}"></p>
 <p><label for="refund-reason">Reason <span class="note">(optional, at most 200 characters)</span></label><input id="refund-reason" name="reason" maxlength="200"></p>
 <input type="hidden" name="validBefore" value=""><input type="hidden" name="nonce" value=""><input type="hidden" name="signature" value="">
-<p class="actions"><button type="submit">Sign with the payout wallet and refund</button></p>
+<p class="actions"><button type="submit" disabled>Sign with the payout wallet and refund</button></p>
 <p class="note" data-refund-say role="status" aria-live="polite">Signing needs a browser wallet holding the payout wallet.</p>
 </form></section>${dashboardScript()}`;
 }

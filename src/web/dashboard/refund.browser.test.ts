@@ -61,6 +61,8 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       await page.keyboard.press('Enter');
       await page.waitForURL(/\/dashboard\/orders\?q=/);
       await page.getByLabel('Amount (USDC)').fill('0.10');
+      // The button is enabled once the page has found the browser's wallet.
+      await page.getByText('Signing with Test Wallet.').waitFor();
       await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
       await page.getByText(`Connect the payout wallet ${payout.address}`).waitFor();
       assert.ok(!calls.some((c) => c.method === 'eth_signTypedData_v4'));

@@ -12,8 +12,10 @@ export function startRefundForm(form: HTMLFormElement): void {
     if (say) say.textContent = text;
   };
   let wallets: Wallet[] = [];
+  // The button waits for a wallet: without this script or a wallet, nothing could be signed.
   discoverWallets((found) => {
     wallets = found;
+    if (button) button.disabled = found.length === 0;
     tell(found.length ? `Signing with ${found[0]!.info.name}.` : 'No browser wallet was found: install one holding the payout wallet to sign refunds.');
   });
   const field = (name: string) => form.elements.namedItem(name) as HTMLInputElement;
