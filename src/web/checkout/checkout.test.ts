@@ -358,7 +358,9 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     try {
       await page.getByRole('button', { name: /Pay with Sandbox wallet/ }).focus();
       await page.keyboard.press('Enter');
-      await page.locator('#outcome').getByText('Paid. Thank you!').waitFor({ timeout: 30_000 });
+      // The sandbox wallet funds itself from the faucet, then pays and waits for the settlement: on a
+      // busy machine that takes longer than a click on an already funded wallet.
+      await page.locator('#outcome').getByText('Paid. Thank you!').waitFor({ timeout: 60_000 });
       assertOwnOrigin(requests, shop.baseUrl, [`${SHOP}/thanks?`]);
     } finally {
       await context.close();
