@@ -19,11 +19,10 @@ import {
 } from '../../oauth/consent.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import type { Html } from '../kit/html.ts';
-import { pageCsp, sendPage } from '../kit/page.ts';
+import { HTML_RESPONSE, pageCsp, sendPage } from '../kit/page.ts';
 import { authorizationErrorPage, consentPage } from './page.ts';
 
 const TAG = 'OAuth';
-const HTML_RESPONSE = { description: 'An HTML page' };
 
 const EXPIRED = 'This authorization request has expired or was already answered.';
 const NOT_YOURS = 'This authorization request was opened by another user. Sign in as that user, or start again from your coding agent.';

@@ -4,9 +4,9 @@ import type { AppContext } from '../../context.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
 import { type Grant, grantClientNames, listGrants, revokeGrant } from '../../oauth/grants.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
-import { sendPage } from '../kit/page.ts';
+import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
-import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
+import { addDashboardRoute } from './page-route.ts';
 import { csrfInput, cursorPager, FILTER_REFUSED, moment, shortened } from './views.ts';
 
 export const DEVELOPERS_PATH = '/dashboard/developers';

@@ -5,10 +5,10 @@ import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../.
 import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
-import { sendPage } from '../kit/page.ts';
+import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
-import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
+import { addDashboardRoute } from './page-route.ts';
 
 const PATH = '/dashboard/get-paid';
 

@@ -18,12 +18,12 @@ import { updatePaymentSession } from '../../sessions/update-session.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
 import { listRefusedAttempts } from '../../x402/attempts.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
-import { sendPage } from '../kit/page.ts';
+import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { paymentStatusTag } from '../kit/status.ts';
 import { refusedAttemptsSection } from './attempts.ts';
 import { dashboardPage } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
-import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
+import { addDashboardRoute } from './page-route.ts';
 
 const PATH = '/dashboard/links';
 const PAGE_SIZE = 20;

@@ -20,10 +20,10 @@ import {
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { limitTestEvents } from '../../webhooks/test-event-limit.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
-import { sendPage } from '../kit/page.ts';
+import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
 import { statusText } from './links.route.ts';
-import { addDashboardRoute, HTML_RESPONSE } from './page-route.ts';
+import { addDashboardRoute } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 import { csrfInput, cursorPager, moment } from './views.ts';
 

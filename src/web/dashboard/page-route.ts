@@ -3,10 +3,10 @@ import { redirectToSignIn, type SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
+import { HTML_RESPONSE } from '../kit/page.ts';
 import { refuseDashboardPost, signedInOrRedirect } from './guard.ts';
 
 export const DASHBOARD_TAG = 'Dashboard';
-export const HTML_RESPONSE = { description: 'An HTML page' };
 export const SIGN_IN_REDIRECT = { description: 'Not signed in: on to the sign-in page' };
 
 type Responses = Record<number, { description: string }>;

@@ -20,10 +20,9 @@ import { clearCookie, cookieName, formFields, readCookies, setCookie } from '../
 import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { html } from '../kit/html.ts';
-import { page, sendPage } from '../kit/page.ts';
+import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
 
 const TAG = 'Merchant sign-in';
-const HTML_RESPONSE = { description: 'An HTML page' };
 
 /** The one answer to every refused sign-in: the same for an unknown email and a wrong password. */
 export const WRONG_CREDENTIALS = 'The email or password is not right.';
