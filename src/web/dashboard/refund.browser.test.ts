@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import { createPublicClient, erc20Abi, http } from 'viem';
 import { createUser } from '../../accounts/users.ts';
 import { startSandbox } from '../../sandbox/index.ts';
@@ -13,6 +14,9 @@ import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment } from '../../testing/shop.ts';
+import { setWebhook } from '../../webhooks/endpoints.ts';
+import { startReceiver } from '../../webhooks/fixtures/receiver.ts';
+import { waitFor } from '../../webhooks/fixtures/wait.ts';
 
 const EMAIL = 'owner@refund-shop.example';
 const PASSWORD = 'correct horse battery staple';
@@ -25,6 +29,8 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
   const payout = newAccount();
   let orderId = '';
   let payer: ReturnType<typeof newAccount>;
+  let hook: Awaited<ReturnType<typeof startReceiver>>;
+  let signingSecret: string;
 
   before(async () => {
     const port = await freePort();
@@ -36,6 +42,15 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
     baseUrl = await service.app.listen({ port, host: '127.0.0.1' });
     const { merchantId, apiKey } = await service.merchant({ name: 'Refund Shop', walletAddress: payout.address });
     await createUser(service.context.db, { merchantId, email: EMAIL, password: PASSWORD });
+    // The merchant's backend, told of refunds.
+    hook = await startReceiver();
+    ({ signingSecret } = await setWebhook(
+      service.context.db,
+      service.config.secretKey,
+      merchantId,
+      { url: hook.url, events: ['payment.succeeded', 'refund.succeeded', 'refund.failed'] },
+      'sandbox',
+    ));
     const sessionId = await createSession(baseUrl, apiKey, { amount: 2, currency: 'USD', orderId: 'mug-7', concept: 'A mug' });
     payer = await fundedPayer(sandbox, '5');
     const offer = await challenge(baseUrl, sessionId);
@@ -45,6 +60,7 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
     orderId = answer.paymentId;
   });
   after(async () => {
+    await hook?.close();
     await browser?.close();
     await service?.stop();
     await sandbox?.stop();
@@ -107,6 +123,28 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       assert.equal(await page.getByLabel('Amount (USDC)').inputValue(), '1.25');
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'refund-partial');
+
+      // The merchant's backend gets the refund, signed; the public receipt shows it once confirmed.
+      const delivery = await waitFor(
+        () => hook.received.find((r) => JSON.parse(r.body).event === 'refund.succeeded' && JSON.parse(r.body).paymentId === orderId),
+        'refund.succeeded',
+        60_000,
+      );
+      new Webhook(signingSecret).verify(delivery.body, delivery.headers as Record<string, string>);
+      await page.goto(`${baseUrl}/checkout/v2/orders/receipt/${orderId}`);
+      assert.match((await page.locator('body').textContent()) ?? '', /Refunded\s*0\.75 USD \(0\.75 USDC\)/);
+
+      // A second refund beyond what is left is refused on the page, and nothing moves.
+      await page.goto(`${baseUrl}/dashboard/orders?q=${orderId}`);
+      await page.getByText('Signing with Test Wallet.').waitFor();
+      const rest = await balance();
+      await page.getByLabel('Amount (USDC)').fill('1.26');
+      await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
+      await page
+        .locator('[data-refund-say]')
+        .getByText(/amount/i)
+        .waitFor();
+      assert.equal(await balance(), rest, 'nothing moved');
     } finally {
       await context.close();
     }
