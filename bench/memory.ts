@@ -1,9 +1,10 @@
 // The service's resident memory under a long run of mixed traffic: `till serve` (SQLite, paying
 // through a spawned sandbox) gets --requests requests (1,000,000 unless given) of E1, the session
-// read, the x402 challenge, the E4 receipt and /healthz, taken in turn, from 127.0.0.1. Its RSS
-// (VmRSS of the child process) is read after the first 10,000 and after each tenth of the rest,
-// each time after a short pause so that no request is in flight, with the V8 heap in use from /metrics. Target: RSS at the end within 10 %
-// of RSS after the first 10,000 (no growth).
+// read, the x402 challenge, the E4 receipt and /healthz, taken in turn, from 127.0.0.1. The first
+// tenth is a warm-up; after it and after each further tenth, each time after a short pause so that
+// no request is in flight, the child's VmRSS, RssAnon and RssFile (/proc/PID/status) are read, with
+// the V8 heap in use from its /metrics. Target: RSS at the end at most 10 % above RSS at the end of
+// the warm-up (no growth).
 import { readFileSync } from 'node:fs';
 import type { Address } from 'viem';
 import { spawnSandbox } from '../src/sandbox/spawn.ts';
@@ -27,27 +28,42 @@ import {
 } from './support.ts';
 
 const REQUESTS = 1_000_000;
-const FIRST = 10_000;
-const SAMPLES = 10;
+/** The warm-up is the first of this many equal parts of the run; each further part is one sample. */
+const PARTS = 10;
 /** Sessions and orders in the database before the run; the reads rotate over all of them. */
 const ROWS = 10_000;
 const TARGET = 0.1;
 const PAUSE_MS = 1_000;
 
-const rssBytes = (pid: number) => {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!match) throw new Error(`no VmRSS in /proc/${pid}/status`);
-  return Number(match[1]) * 1024;
+type Resident = { rss: number; anon: number; file: number };
+/** VmRSS and its parts that can move apart: anonymous memory (heaps, SQLite's page cache) and file-backed pages (code, mmap). */
+const residentBytes = (pid: number): Resident => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status);
+    if (!match) throw new Error(`no ${name} in /proc/${pid}/status`);
+    return Number(match[1]) * 1024;
+  };
+  return { rss: field('VmRSS'), anon: field('RssAnon'), file: field('RssFile') };
 };
 const mb = (bytes: number) => fmt(bytes / 1024 / 1024, 1);
-/** The V8 heap in use, from the service's own /metrics: beside RSS it tells a leak from memory the allocator keeps. */
-async function heapUsed(base: string): Promise<number> {
+/**
+ * From the service's own /metrics: the V8 heap in use, which beside RSS tells a leak from memory the
+ * allocator keeps, and the size of V8's young generation, which V8 grows under load (by doubling,
+ * up to a bound set by the heap's limit) and which counts in RssAnon whole.
+ */
+async function heapOf(base: string): Promise<{ heap: number; young: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
-  return Number(/^till_nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+  const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
+  return {
+    heap: value(/^till_nodejs_heap_size_used_bytes (\S+)$/m),
+    young: value(/^till_nodejs_heap_space_size_total_bytes\{space="new"\} (\S+)$/m),
+  };
 }
 
 export async function run(options: BenchOptions, log: (line: string) => void = () => {}): Promise<BenchReport> {
-  const total = Math.max(options.requests ?? REQUESTS, 2 * FIRST);
+  const total = Math.max(options.requests ?? REQUESTS, 10 * PARTS);
+  const warmUp = Math.ceil(total / PARTS);
   const sandbox = await spawnSandbox();
   const storage = await createBenchStorage('sqlite', 'till-bench-memory-');
   try {
@@ -79,40 +95,44 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
         { method: 'GET', paths: every.map((i) => `/checkout/v2/orders/receipt/${publicOrderId(i)}`), headers: {}, expectedStatus: 200 },
         { method: 'GET', paths: ['/healthz'], headers: {}, expectedStatus: 200 },
       ];
-      const samples: { requests: number; rss: number; heap: number; requestsPerSecond: number; failures: number }[] = [];
+      const samples: (Resident & { requests: number; heap: number; young: number; requestsPerSecond: number; failures: number })[] = [];
       let done = 0;
-      const step = Math.ceil((total - FIRST) / SAMPLES);
+      const step = Math.ceil((total - warmUp) / (PARTS - 1));
       while (done < total) {
-        const amount = done === 0 ? FIRST : Math.min(step, total - done);
+        const amount = done === 0 ? warmUp : Math.min(step, total - done);
         const started = performance.now();
         const result = await runMixedLoad({ origin: base, kinds, connections: options.connections, amount });
         const requestsPerSecond = amount / ((performance.now() - started) / 1000);
         done += amount;
         await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
-        const sample = { requests: done, rss: rssBytes(server.process.pid!), heap: await heapUsed(base), requestsPerSecond, failures: result.failures };
+        const sample = { requests: done, ...residentBytes(server.process.pid!), ...(await heapOf(base)), requestsPerSecond, failures: result.failures };
         samples.push(sample);
         log(
-          `  after ${String(done).padStart(8)} requests  RSS ${mb(sample.rss).padStart(6)} MB  heap used ${mb(sample.heap).padStart(6)} MB  ${fmt(requestsPerSecond).padStart(5)} req/s${result.failures ? `  ${result.failures} FAILED` : ''}`,
+          `  after ${String(done).padStart(8)} requests${done === warmUp ? ' (warm-up)' : '          '}  RSS ${mb(sample.rss).padStart(6)} MB  anon ${mb(sample.anon).padStart(6)} MB  file ${mb(sample.file).padStart(6)} MB  heap used ${mb(sample.heap).padStart(6)} MB  young ${mb(sample.young).padStart(6)} MB  ${fmt(requestsPerSecond).padStart(5)} req/s${result.failures ? `  ${result.failures} FAILED` : ''}`,
         );
       }
       const first = samples[0]!;
       const last = samples.at(-1)!;
       const peak = Math.max(...samples.map((s) => s.rss));
       const ratio = last.rss / first.rss;
+      const growth = (key: keyof Resident | 'heap' | 'young') => `${last[key] >= first[key] ? '+' : ''}${mb(last[key] - first[key])} MB`;
       const failures = samples.reduce((sum, s) => sum + s.failures, 0);
-      const verdict = Math.abs(ratio - 1) <= TARGET ? `within the ${TARGET * 100} % target` : `OUTSIDE the ${TARGET * 100} % target`;
+      const verdict = ratio <= 1 + TARGET ? `within the ${TARGET * 100} % target` : `OUTSIDE the ${TARGET * 100} % target`;
       const markdown = [
-        `Measured ${new Date().toISOString().slice(0, 10)} on a shared 2-core machine: \`till serve\` on SQLite with ${ROWS.toLocaleString('en')} sessions and orders filled beforehand, ${total.toLocaleString('en')} requests from ${options.connections} connections, taking in turn E1, the session read, the x402 challenge, the E4 receipt and \`/healthz\` (reads over all ${ROWS.toLocaleString('en')} rows); RSS is the child's VmRSS, read ${PAUSE_MS / 1000} s after each batch.${failures ? ` ${failures} answers were not the expected status.` : ''}`,
+        `Measured ${new Date().toISOString().slice(0, 10)} on a shared 2-core machine: \`till serve\` on SQLite with ${ROWS.toLocaleString('en')} sessions and orders filled beforehand, ${total.toLocaleString('en')} requests from ${options.connections} connections, taking in turn E1, the session read, the x402 challenge, the E4 receipt and \`/healthz\` (reads over all ${ROWS.toLocaleString('en')} rows); the first ${warmUp.toLocaleString('en')} are the warm-up. RSS is the child's VmRSS, with its anonymous (RssAnon) and file-backed (RssFile) parts from \`/proc/PID/status\`, read ${PAUSE_MS / 1000} s after each batch; the V8 heap in use and the size of V8's young generation (new space) are from its \`/metrics\`.${failures ? ` ${failures} answers were not the expected status.` : ''}`,
         '',
-        '| Requests served | RSS MB | V8 heap used MB | req/s of the batch |',
-        '|---:|---:|---:|---:|',
-        ...samples.map((s) => `| ${s.requests.toLocaleString('en')} | ${mb(s.rss)} | ${mb(s.heap)} | ${fmt(s.requestsPerSecond)} |`),
+        '| Requests served | RSS MB | RssAnon MB | RssFile MB | V8 heap used MB | V8 young generation MB | req/s of the batch |',
+        '|---:|---:|---:|---:|---:|---:|---:|',
+        ...samples.map(
+          (s) =>
+            `| ${s.requests.toLocaleString('en')}${s === first ? ' (end of warm-up)' : ''} | ${mb(s.rss)} | ${mb(s.anon)} | ${mb(s.file)} | ${mb(s.heap)} | ${mb(s.young)} | ${fmt(s.requestsPerSecond)} |`,
+        ),
         '',
-        `RSS after ${total.toLocaleString('en')} requests / after the first ${FIRST.toLocaleString('en')}: **${fmt(ratio, 3)}** (${mb(last.rss)} MB / ${mb(first.rss)} MB; peak ${mb(peak)} MB; target within ±${TARGET * 100} %).`,
+        `RSS after ${total.toLocaleString('en')} requests / at the end of the warm-up (${warmUp.toLocaleString('en')}): **${fmt(ratio, 3)}** (${mb(last.rss)} MB / ${mb(first.rss)} MB; peak ${mb(peak)} MB; target ≤ ${fmt(1 + TARGET, 2)}). Over the same span: RssAnon ${growth('anon')}, RssFile ${growth('file')}, V8 heap used ${growth('heap')}, V8 young generation ${growth('young')}.`,
       ].join('\n');
       return {
         name: 'memory',
-        summary: `memory: RSS ${mb(first.rss)} MB after ${FIRST} requests, ${mb(last.rss)} MB after ${total} → ${fmt(ratio, 3)} (${verdict}); peak ${mb(peak)} MB${failures ? `; ${failures} unexpected answers` : ''}`,
+        summary: `memory: RSS ${mb(first.rss)} MB after the ${warmUp}-request warm-up, ${mb(last.rss)} MB after ${total} → ${fmt(ratio, 3)} (${verdict}); RssAnon ${growth('anon')}, RssFile ${growth('file')}, heap used ${growth('heap')}, young generation ${growth('young')}; peak ${mb(peak)} MB${failures ? `; ${failures} unexpected answers` : ''}`,
         markdown,
       };
     } catch (error) {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { openDatabase } from '../src/db/index.ts';
-import { createServiceStorage, createTestDatabase, type Engine } from '../src/testing/environment.ts';
+import { createServiceStorage, createTestDatabase, type Engine, sandboxSettings } from '../src/testing/environment.ts';
 
 /** What every bench module's `run` returns: lines for the terminal and the figures for bench/README.md. */
 export type BenchReport = { name: string; summary: string; markdown: string };
@@ -55,11 +55,35 @@ export function childEnv(settings: Record<string, string>): Record<string, strin
   return { ...env, TILL_SESSIONS_PER_MINUTE_PER_KEY: '1000000000', ...settings };
 }
 
+/**
+ * The environment of a `till serve` under load: its storage, port and base URL, warnings only, paying
+ * through `sandbox` (without starting one of its own), the proof limits far above any load here, and `settings`.
+ */
+export function serviceEnv(
+  storage: { settings: Record<string, string> },
+  port: number,
+  sandbox: Parameters<typeof sandboxSettings>[0],
+  settings: Record<string, string> = {},
+): Record<string, string> {
+  return childEnv({
+    ...storage.settings,
+    TILL_BASE_URL: `http://127.0.0.1:${port}`,
+    PORT: String(port),
+    TILL_LOG_LEVEL: 'warn',
+    TILL_NO_SANDBOX: 'true',
+    ...sandboxSettings(sandbox),
+    TILL_X402_PROOFS_PER_MINUTE_PER_IP: '1000000',
+    TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '1000000',
+    ...settings,
+  });
+}
+
 export type ChildServer = { process: ChildProcess; output(): string; stop(): Promise<void> };
 
 /** A bench failure with the output of the server under load appended, which usually says why. */
 export function failureWithOutput(error: unknown, server: { output(): string }): Error {
-  return new Error(`${(error as Error).message}\n${server.output()}`);
+  const cause = (error as Error).cause;
+  return new Error(`${(error as Error).message}${cause instanceof Error ? ` (${cause.message})` : ''}\n${(error as Error).stack}\n${server.output()}`);
 }
 
 /** Runs `node …args` from the repository root and waits until `readyUrl` answers anything. */

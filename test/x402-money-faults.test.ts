@@ -232,8 +232,12 @@ for (const { engine, skip } of engines) {
       );
       assert.equal(payment.transactionHash, (await transfersFrom(payer.address))[0]?.txHash);
       assert.equal(await succeededEvents(sessionId), 1);
-      const metrics = await (await fetch(`${env.baseUrl}/metrics`)).text();
-      assert.match(metrics, /till_x402_payments_recovered_total [1-9]/);
+      // Counted once the reconciler's write is on disk, which may be just after the read above saw it.
+      await waitFor(
+        async () => /till_x402_payments_recovered_total [1-9]/.test(await (await fetch(`${env.baseUrl}/metrics`)).text()),
+        'the recovery to be counted in /metrics',
+        5_000,
+      );
     });
 
     test('operators see PENDING payments: `till payments pending` with age and the last finding, and the oldest one’s age in /metrics', async () => {

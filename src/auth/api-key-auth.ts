@@ -7,7 +7,8 @@ import { verifyCheckoutToken } from '../oauth/tokens.ts';
 
 export const API_KEY_HEADER = 'x-sc-apikey';
 
-export type AuthenticatedMerchant = { merchantId: string; walletConfigured: boolean };
+/** `keyHash`: the SHA-256 of the API key it authenticated with (none for a bearer token). */
+export type AuthenticatedMerchant = { merchantId: string; walletConfigured: boolean; keyHash?: string };
 
 /**
  * The merchant behind the request: its X-SC-ApiKey, or a client-credentials bearer token for the
@@ -28,7 +29,7 @@ export async function requireMerchant(context: AppContext, request: FastifyReque
   if (!presented) throw new TillError('unauthorized', { presented: false });
   const key = await authenticateApiKey(context.db, presented.trim(), context.config.mode, context.now());
   if (!key) throw new TillError('unauthorized', { presented: true });
-  return { merchantId: key.merchantId, walletConfigured: key.walletConfigured };
+  return { merchantId: key.merchantId, walletConfigured: key.walletConfigured, keyHash: key.keyHash };
 }
 
 async function requireBearer(context: AppContext, token: string): Promise<AuthenticatedMerchant> {

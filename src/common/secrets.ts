@@ -1,7 +1,11 @@
+import * as crypto from 'node:crypto';
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
+// One call, no Hash object (it runs on every API-key request), where Node has it (20.12 and later).
+const oneShot = typeof crypto.hash === 'function' ? crypto.hash : undefined;
+
 export function sha256Hex(value: string | Buffer): string {
-  return createHash('sha256').update(value).digest('hex');
+  return oneShot ? oneShot('sha256', value, 'hex') : createHash('sha256').update(value).digest('hex');
 }
 
 /** Compares two strings without leaking, through timing, where they first differ. */

@@ -27,8 +27,14 @@ import {
  * changes arrive another way: PostgreSQL triggers NOTIFY them (migration 0016, `CHANGES_CHANNEL`),
  * and on SQLite `PRAGMA data_version` tells that another connection committed.
  */
-export const WATCHED_TABLES = ['payment_sessions', 'merchants'] as const;
+export const WATCHED_TABLES = ['payment_sessions', 'merchants', 'api_keys'] as const;
 export type WatchedTable = (typeof WATCHED_TABLES)[number];
+/**
+ * What a subscriber is told of unless it names other tables: the rows the x402 answers are built
+ * from. `api_keys` is watched for the cache of authenticated keys (merchants/api-keys.ts), which
+ * names it; PostgreSQL notifies no change of it (that cache is SQLite's only).
+ */
+export const ANSWER_TABLES: readonly WatchedTable[] = ['payment_sessions', 'merchants'];
 
 /** Rows of `table` changed: the ids when the write returned them, else `undefined` (any row may have). */
 export type DataChange = { table: WatchedTable; ids: string[] | undefined };
@@ -41,13 +47,14 @@ export function parseChangePayload(payload: string | undefined): DataChange | un
   const colon = payload?.indexOf(':') ?? -1;
   if (!payload || colon < 0) return undefined;
   const table = payload.slice(0, colon) as WatchedTable;
-  return WATCHED_TABLES.includes(table) ? { table, ids: [payload.slice(colon + 1)] } : undefined;
+  return ANSWER_TABLES.includes(table) ? { table, ids: [payload.slice(colon + 1)] } : undefined;
 }
 
 type Listener = (change: DataChange) => void;
 
 export type ChangeFeed = {
-  subscribe(listener: Listener): () => void;
+  /** Tells `listener` each committed change to one of `tables`; answers the unsubscribe. */
+  subscribe(listener: Listener, tables?: readonly WatchedTable[]): () => void;
   /** SQLite only: `PRAGMA data_version`, which moves when another connection commits. */
   externalVersion: (() => number) | undefined;
   /**
@@ -126,17 +133,17 @@ function changedIds(query: CompiledQuery, result: QueryResult<unknown>): string[
 
 /** Wraps a dialect so that its driver reports committed writes of watched tables; `register` is called with the handle's publisher. */
 export function trackChanges(dialect: Dialect, { externalVersion, isOwnBackend }: TrackOptions = {}) {
-  const listeners = new Set<Listener>();
+  const listeners = new Map<Listener, readonly WatchedTable[]>();
   const feed = {
-    subscribe(listener: Listener) {
-      listeners.add(listener);
+    subscribe(listener: Listener, tables: readonly WatchedTable[] = ANSWER_TABLES) {
+      listeners.set(listener, tables);
       return () => void listeners.delete(listener);
     },
     externalVersion,
     isOwnBackend,
     publish(change: DataChange) {
       if (change.ids?.length === 0) return;
-      for (const listener of listeners) listener(change);
+      for (const [listener, tables] of listeners) if (tables.includes(change.table)) listener(change);
     },
   };
   const tracked: Dialect = {

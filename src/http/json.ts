@@ -8,6 +8,40 @@ import { TillError } from '../common/errors.ts';
 const numberSources = new WeakMap<object, Map<string, string>>();
 
 export function parseJsonKeepingNumberText(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  // Where every number is written as JavaScript writes it back ("12.5", "100"), its text is the
+  // number's own, and numberText's callers fall back to the number: no text need be kept (a
+  // reviver costs several times the plain parse). Any other spelling ("10.50", "1e2") keeps them all.
+  return numbersWrittenCanonically(text) ? value : parseKeepingSources(text);
+}
+
+/** Whether each number of valid JSON text is written as String(number) writes it; strings are skipped. */
+function numbersWrittenCanonically(text: string): boolean {
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 0x22) {
+      // A string: to its closing quote, past escaped characters.
+      for (i++; i < length; i++) {
+        const inner = text.charCodeAt(i);
+        if (inner === 0x5c) i++;
+        else if (inner === 0x22) break;
+      }
+    } else if (code === 0x2d || (code >= 0x30 && code <= 0x39)) {
+      // A number (outside strings, nothing else in valid JSON starts with "-" or a digit): to its last character.
+      const start = i;
+      while (i + 1 < length && isNumberCharacter(text.charCodeAt(i + 1))) i++;
+      const token = text.slice(start, i + 1);
+      if (String(Number(token)) !== token) return false;
+    }
+  }
+  return true;
+}
+
+/** Digits, ".", "e", "E", "+" and "-". */
+const isNumberCharacter = (code: number) => (code >= 0x30 && code <= 0x39) || code === 0x2e || code === 0x65 || code === 0x45 || code === 0x2b || code === 0x2d;
+
+function parseKeepingSources(text: string): unknown {
   return JSON.parse(text, function (this: object, key: string, value: unknown, context?: { source?: string }) {
     if (typeof value === 'number' && context?.source !== undefined) {
       let sources = numberSources.get(this);
@@ -21,7 +55,7 @@ export function parseJsonKeepingNumberText(text: string): unknown {
   });
 }
 
-/** The exact text of a number property as the client wrote it, e.g. "10.50" or "1e2". */
+/** The exact text of a number property as the client wrote it, e.g. "10.50" or "1e2"; undefined when it is the number's own ("12.5"). */
 export function numberText(holder: unknown, key: string): string | undefined {
   if (typeof holder !== 'object' || holder === null) return undefined;
   return numberSources.get(holder)?.get(key);
@@ -36,6 +70,16 @@ const ACCEPTED_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
  * so another charset is refused rather than misread. Undefined when the header is acceptable.
  */
 export function jsonContentTypeProblem(header: string | undefined): TillError | undefined {
+  // A client sends the same header on every request: the last one accepted is not read again.
+  if (header === lastAccepted && header !== undefined) return undefined;
+  const problem = contentTypeProblem(header);
+  if (!problem) lastAccepted = header;
+  return problem;
+}
+
+let lastAccepted: string | undefined;
+
+function contentTypeProblem(header: string | undefined): TillError | undefined {
   const [mediaType = '', ...parameters] = (header ?? '').split(';');
   if (!JSON_MEDIA_TYPE.test(mediaType.trim().toLowerCase())) {
     return new TillError('unsupported_media_type', { mediaType: header ? mediaType.trim() : undefined });

@@ -33,9 +33,8 @@ export function decorateRouteDocs(app: FastifyInstance): void {
 }
 
 /** A route that takes a body refuses a non-JSON one before anything else runs, even an empty one. */
-async function requireJsonBody(request: FastifyRequest): Promise<void> {
-  const problem = jsonContentTypeProblem(request.headers['content-type']);
-  if (problem) throw problem;
+function requireJsonBody(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+  done(jsonContentTypeProblem(request.headers['content-type']));
 }
 
 /** Registers a route's handler and remembers its doc for the app's /openapi.json. */

@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
-import type { Selectable } from 'kysely';
+import { CompiledQuery, type Insertable, PostgresAdapter, type Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
-import type { Db } from '../db/index.ts';
+import { type Db, isDatabaseUnavailable } from '../db/index.ts';
+import { namedStatements } from '../db/prepared.ts';
 import type { McpToolCallsTable } from '../db/schema.ts';
+import { writeLastUse } from '../oauth/grants.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
+import { GroupCommit } from './group-commit.ts';
 
 export type AuditOutcome = 'ok' | 'refused' | 'failed';
 
@@ -32,26 +35,112 @@ export const argumentsDigest = (args: unknown) =>
     .update(canonicalJson(args ?? {}))
     .digest('hex');
 
-export async function recordToolCall(db: Db, call: Omit<AuditedCall, 'argumentsSha256' | 'createdAt'> & { arguments: unknown }, now: number): Promise<void> {
-  await db
-    .insertInto('mcp_tool_calls')
-    .values({
-      id: newId('call_'),
-      created_at: now,
-      grant_id: call.grantId,
-      client_id: call.clientId,
-      merchant_id: call.merchantId,
-      tool: call.tool,
-      outcome: call.outcome,
-      reason: call.reason,
-      arguments_sha256: argumentsDigest(call.arguments),
-    })
-    .execute();
+type AuditRow = Insertable<McpToolCallsTable>;
+type CallToAudit = Omit<AuditedCall, 'argumentsSha256' | 'createdAt'> & { arguments: unknown };
+
+const auditRow = (call: CallToAudit, now: number): AuditRow => ({
+  id: newId('call_'),
+  created_at: now,
+  grant_id: call.grantId,
+  client_id: call.clientId,
+  merchant_id: call.merchantId,
+  tool: call.tool,
+  outcome: call.outcome,
+  reason: call.reason,
+  arguments_sha256: argumentsDigest(call.arguments),
+});
+
+/**
+ * Audits one call with its own INSERT, on `db`, which may be a transaction: a tool that audits its
+ * success inside the transaction of what it did (create_api_key) uses this.
+ */
+export async function recordToolCall(db: Db, call: CallToAudit, now: number): Promise<void> {
+  await db.insertInto('mcp_tool_calls').values(auditRow(call, now)).execute();
+}
+
+// Many rows in one statement whose text never changes, from one JSON parameter: SQLite reads it
+// with json_each, PostgreSQL with json_to_recordset (and prepares it once per connection).
+const COLUMNS = ['id', 'created_at', 'grant_id', 'client_id', 'merchant_id', 'tool', 'outcome', 'reason', 'arguments_sha256'] as const;
+const SQLITE_BATCH = `INSERT INTO mcp_tool_calls (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map((column) => `value ->> '${column}'`).join(', ')} FROM json_each(?)`;
+const POSTGRES_BATCH = `INSERT INTO mcp_tool_calls (${COLUMNS.join(', ')}) SELECT ${COLUMNS.join(', ')} FROM json_to_recordset($1::json) AS r(${COLUMNS.map((column) => `${column} ${column === 'created_at' ? 'bigint' : 'text'}`).join(', ')})`;
+namedStatements.set(POSTGRES_BATCH, 'till_mcp_audit_batch');
+
+/** What the group commit writes: a call's audit row, or a grant's last use (`oauth_grants.last_used_at`). */
+type Write = { row: AuditRow } | { touch: { grantId: string; at: number } };
+
+/**
+ * One batch: the audit rows in one INSERT, and the grants' last uses (at most once a minute per
+ * grant) in the same transaction, so they share its commit (on SQLite, its fsync).
+ */
+async function writeBatch(db: Db, postgres: boolean, writes: Write[]): Promise<void> {
+  const rows: AuditRow[] = [];
+  const touches = new Map<string, number>();
+  for (const write of writes) {
+    if ('row' in write) rows.push(write.row);
+    else touches.set(write.touch.grantId, Math.max(write.touch.at, touches.get(write.touch.grantId) ?? 0));
+  }
+  const insert = CompiledQuery.raw(postgres ? POSTGRES_BATCH : SQLITE_BATCH, [JSON.stringify(rows)]);
+  if (touches.size === 0) {
+    await db.executeQuery(insert);
+    return;
+  }
+  await db.transaction().execute(async (trx) => {
+    if (rows.length > 0) await trx.executeQuery(insert);
+    for (const [grantId, at] of touches) await writeLastUse(trx, grantId, at);
+  });
+}
+
+/** A batch's rows at most (a few hundred fit well inside one statement on both engines). */
+const MAX_BATCH = 256;
+
+const writers = new WeakMap<Db, GroupCommit<Write>>();
+
+/**
+ * PostgreSQL: batches written at once. A commit waits for the WAL's flush in the database, which
+ * groups concurrent commits itself, so a few batches in flight keep a call from waiting for the
+ * batch before its own, leaving the rest of the pool to the calls' reads. SQLite writes on one
+ * connection, one batch at a time.
+ */
+const POSTGRES_BATCHES_IN_FLIGHT = 3;
+
+function writerOf(db: Db): GroupCommit<Write> {
+  let writer = writers.get(db);
+  if (!writer) {
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    // A database that cannot be reached, or a statement whose answer was lost, fails the whole
+    // batch: its rows may have been written, so none is written again on its own.
+    writer = new GroupCommit((writes) => writeBatch(db, postgres, writes), {
+      isFinal: isDatabaseUnavailable,
+      maxBatch: MAX_BATCH,
+      concurrency: postgres ? POSTGRES_BATCHES_IN_FLIGHT : 1,
+    });
+    writers.set(db, writer);
+  }
+  return writer;
+}
+
+/**
+ * Audits a call on the request path: its row is committed with those of the calls audited at the
+ * same moment, in one statement (group commit: on SQLite with `synchronous = FULL` one fsync for
+ * all of them, on PostgreSQL one round trip), and the promise settles only once that statement has
+ * committed, so a call is answered only after its row is durable. A failed write rejects, and the
+ * call must then be answered an error, never its result.
+ */
+export function auditCall(db: Db, call: CallToAudit, now: number): Promise<void> {
+  return writerOf(db).add({ row: auditRow(call, now) });
+}
+
+/**
+ * Writes a grant's last use with the next batch of audit rows (it shares their commit). The
+ * merchant's list shows it to the minute; the call's tool does not wait for it, its answer does.
+ */
+export function touchGrantLater(db: Db, grantId: string, at: number): Promise<void> {
+  return writerOf(db).add({ touch: { grantId, at } });
 }
 
 /** Audits a call refused before its tool ran (scope, limit, revoked grant, unknown tool). */
 export const recordRefusal = (context: Pick<AppContext, 'db' | 'now'>, caller: Caller, tool: string, reason: string, args: unknown) =>
-  recordToolCall(context.db, { ...caller, tool: tool.slice(0, 100), outcome: 'refused', reason, arguments: args }, context.now());
+  auditCall(context.db, { ...caller, tool: tool.slice(0, 100), outcome: 'refused', reason, arguments: args }, context.now());
 
 /**
  * The grant's calls since a time that count against its hourly limit, oldest first: calls refused

@@ -3,7 +3,7 @@ import { countedCallsSince } from './audit.ts';
 
 /** Spec 8: tool calls per hour per authorization (grant). */
 export const TOOL_CALLS_PER_HOUR = 300;
-const HOUR_MS = 3_600_000;
+export const HOUR_MS = 3_600_000;
 
 /**
  * Seconds until the grant may call again, when its last hour already holds the limit; undefined

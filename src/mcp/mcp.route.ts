@@ -1,5 +1,3 @@
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type AuthInfo, createMcpHandler } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -7,12 +5,13 @@ import { TillError } from '../common/errors.ts';
 import type { Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { addRoute } from '../http/routes.ts';
-import { type McpAccess, mcpAccess } from '../oauth/mcp-access.ts';
 import { DEFAULT_SCOPES } from '../oauth/scopes.ts';
-import { mcpAudience, verifyMcpToken } from '../oauth/tokens.ts';
+import { mcpAudience } from '../oauth/tokens.ts';
+import { callerAccess } from './access.ts';
 import { callerOf, recordRefusal } from './audit.ts';
 import { hourlyLimitRetryAfter, TOOL_CALLS_PER_HOUR } from './limits.ts';
 import { buildMcpServer } from './server.ts';
+import { auditOnRequest, type McpRequestState } from './tool.ts';
 import { TOOLS } from './tools.ts';
 
 const TAG = 'MCP';
@@ -69,25 +68,40 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
-const ACCESS_KEY = 'tillAccess';
+const STATE_KEY = 'tillRequest';
 
-/** The request as the SDK's web-standard handler takes it (the body is already parsed). */
+/** Headers the SDK's handler reads; the others (cookies, tracing, the host) it never looks at. */
+const FORWARDED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'mcp-method', 'mcp-name', 'last-event-id', 'origin'];
+
+/**
+ * The request as the SDK's web-standard handler takes it. The body is already parsed and handed to
+ * the SDK as such, so the request carries none (but for a request Fastify found no body in, which
+ * the SDK then reads itself, as before).
+ */
 function webRequest(context: AppContext, request: FastifyRequest): Request {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value === undefined || name === 'content-length' || name === 'host' || name === 'connection' || name === 'transfer-encoding') continue;
-    for (const one of [value].flat()) headers.append(name, one);
+  for (const name of FORWARDED_HEADERS) {
+    const value = request.headers[name];
+    if (value !== undefined) for (const one of [value].flat()) headers.append(name, one);
   }
-  return new Request(new URL(request.url, context.config.mcpUrl), { method: 'POST', headers, body: JSON.stringify(request.body ?? null) });
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value !== undefined && name.startsWith('mcp-param-') && typeof value === 'string') headers.append(name, value);
+  }
+  const url = new URL(request.url, context.config.mcpUrl);
+  return request.body === undefined ? new Request(url, { method: 'POST', headers, body: 'null' }) : new Request(url, { method: 'POST', headers });
 }
 
-async function sendResponse(reply: FastifyReply, response: Response): Promise<FastifyReply> {
-  reply.code(response.status);
+/**
+ * The SDK's answer, read whole before it is sent: a stateless call's answer is one JSON body or an
+ * SSE stream that ends with the call's response, and the call's audit must have been written
+ * (or have failed) before a byte of it is answered.
+ */
+async function readResponse(response: Response): Promise<{ status: number; headers: [string, string][]; body: string | undefined }> {
+  const headers: [string, string][] = [];
   response.headers.forEach((value, name) => {
-    reply.header(name, value);
+    headers.push([name, value]);
   });
-  if (!response.body) return reply.send();
-  return reply.send(Readable.fromWeb(response.body as unknown as NodeReadableStream));
+  return { status: response.status, headers, body: response.body ? await response.text() : undefined };
 }
 
 export function registerMcpRoutes(app: FastifyInstance, context: AppContext): void {
@@ -101,11 +115,15 @@ export function registerMcpRoutes(app: FastifyInstance, context: AppContext): vo
 
 function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
   // One handler for the app; it makes a fresh server per request from the caller's access.
-  const handler = createMcpHandler((request) => buildMcpServer(context, request.authInfo?.extra?.[ACCESS_KEY] as McpAccess), {
+  const handler = createMcpHandler((request) => buildMcpServer(context, request.authInfo?.extra?.[STATE_KEY] as McpRequestState), {
     legacy: 'stateless',
     onerror: (error) => context.log.warn({ err: error }, 'MCP request refused'),
   });
   app.addHook('onClose', () => handler.close());
+
+  const audience = mcpAudience(context.config);
+  const metadataUrl = resourceMetadataUrl(context.config);
+  const TOOL_NAMES = new Set(TOOLS.map((tool) => tool.name));
 
   const unauthorized = (reply: FastifyReply, description: string, tokenSent: boolean) =>
     reply
@@ -134,22 +152,23 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
     async (request, reply) => {
       const token = bearerToken(request);
       if (!token) return unauthorized(reply, 'send an access token for this MCP endpoint in Authorization: Bearer', false);
-      const access = await mcpAccess(context, token);
+      const caller = await callerAccess(context, token);
       const call = toolCallOf(request.body);
-      if (!access) {
-        const claims = await verifyMcpToken(context.db, context.config, token, context.now());
+      if (caller.kind !== 'active') {
         // A good token of a revoked grant: the refused call is audited like any other.
-        if (call && claims) await recordRefusal(context, claims, call.name, 'grant_revoked', call.arguments);
+        if (call && caller.kind === 'revoked') await recordRefusal(context, caller.claims, call.name, 'grant_revoked', call.arguments);
         return unauthorized(
           reply,
-          claims
+          caller.kind === 'revoked'
             ? 'the authorization behind this token was revoked; authorize again'
             : 'the token is not an access token for this endpoint, or has expired; refresh it or authorize again',
           true,
         );
       }
+      const { access } = caller;
       // Batches left JSON-RPC over MCP in 2025-06-18; one would slip its calls past the limit and the audit below.
-      if (Array.isArray(request.body))
+      if (Array.isArray(request.body)) {
+        await caller.touched;
         return reply
           .code(400)
           .header('content-type', 'application/json')
@@ -158,10 +177,13 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
             id: null,
             error: { code: INVALID_REQUEST_CODE, message: 'Invalid Request: JSON-RPC batches are not supported; send one message per request' },
           });
-      if (call) {
+      }
+      if (call && caller.countedCalls >= TOOL_CALLS_PER_HOUR) {
+        // Over the limit by the count read with the grant; the oldest counted call says when it ends.
         const retryAfter = await hourlyLimitRetryAfter(context.db, access.grant.id, context.now());
         if (retryAfter !== undefined) {
           await recordRefusal(context, callerOf(access), call.name, 'rate_limited', call.arguments);
+          await caller.touched;
           return reply.header('retry-after', String(retryAfter)).send({
             jsonrpc: '2.0',
             id: call.id,
@@ -173,20 +195,28 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
           });
         }
       }
+      const state: McpRequestState = call ? { access, calling: call.name } : { access };
       const authInfo: AuthInfo = {
         token,
         clientId: access.grant.clientId,
         scopes: access.scopes,
-        resource: new URL(mcpAudience(context.config)),
-        resourceMetadataUrl: resourceMetadataUrl(context.config),
-        extra: { [ACCESS_KEY]: access },
+        resource: new URL(audience),
+        resourceMetadataUrl: metadataUrl,
+        extra: { [STATE_KEY]: state },
       };
-      const response = await handler.fetch(webRequest(context, request), { authInfo, parsedBody: request.body });
+      const response = await readResponse(await handler.fetch(webRequest(context, request), { authInfo, parsedBody: request.body }));
       // No such tool (asking for a wallet tool, say): the SDK answers the error; the attempt is audited
       // here, once the SDK has taken the message (one it refuses as malformed, 400, is no call).
-      if (call && response.ok && !TOOLS.some((tool) => tool.name === call.name))
-        await recordRefusal(context, callerOf(access), call.name, 'unknown_tool', call.arguments);
-      return sendResponse(reply, response);
+      if (call && response.status === 200 && !TOOL_NAMES.has(call.name))
+        await auditOnRequest(context, state, { tool: call.name.slice(0, 100), outcome: 'refused', reason: 'unknown_tool', arguments: call.arguments });
+      // A call whose audit row could not be written is answered an error (503 when the database
+      // cannot be reached), never what the SDK made of it.
+      if (state.auditFailure !== undefined) throw state.auditFailure;
+      // The grant's last use, when it was due, is written before the answer too (nothing else waited for it).
+      await caller.touched;
+      reply.code(response.status);
+      for (const [name, value] of response.headers) reply.header(name, value);
+      return reply.send(response.body);
     },
   );
 

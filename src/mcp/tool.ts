@@ -5,7 +5,7 @@ import type { Db } from '../db/index.ts';
 import { validate } from '../http/validation.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
 import type { Scope } from '../oauth/scopes.ts';
-import { callerOf, recordToolCall } from './audit.ts';
+import { auditCall, callerOf, recordToolCall } from './audit.ts';
 
 /** One MCP tool: its scope, its strict argument schema, its documented result, and what it does. */
 export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> = {
@@ -53,40 +53,80 @@ function unknownArguments(tool: McpTool, args: unknown): string | undefined {
   return `${tool.name} refused the unknown argument${unknown.length > 1 ? 's' : ''} ${list}; nothing was done. It accepts: ${accepted.join(', ') || 'no arguments'}.`;
 }
 
+/** One request on the MCP endpoint: the caller's access, and whether auditing its call failed. */
+export type McpRequestState = {
+  access: McpAccess;
+  /** The tool the request calls, when it is a tool call. */
+  calling?: string;
+  /**
+   * Set when the call's audit row could not be written: the request is then answered this error
+   * (503 when the database cannot be reached), never the tool's result.
+   */
+  auditFailure?: unknown;
+};
+
+/**
+ * Audits a call on the request path (group commit, see auditCall); a failure is kept on the
+ * request, which the endpoint answers as an error whatever the SDK made of the call.
+ */
+export async function auditOnRequest(
+  context: AppContext,
+  state: McpRequestState,
+  call: Omit<Parameters<typeof auditCall>[1], 'grantId' | 'clientId' | 'merchantId'>,
+): Promise<boolean> {
+  try {
+    await auditCall(context.db, { ...callerOf(state.access), ...call }, context.now());
+    return true;
+  } catch (error) {
+    state.auditFailure ??= error;
+    return false;
+  }
+}
+
+const NOT_RECORDED = 'The call could not be recorded, so it is not answered. Try again later.';
+
 /**
  * Runs a call the way every tool is run: unknown arguments refused by name, the arguments
- * validated (a refusal names the field), the tool run, and the call audited once with its outcome.
+ * validated (a refusal names the field), the tool run, and the call audited once with its outcome
+ * before its result is answered.
  */
-export async function runTool(context: AppContext, access: McpAccess, tool: McpTool, args: unknown): Promise<ToolResult> {
-  const caller = { ...callerOf(access), tool: tool.name, arguments: args };
-  const audit = (outcome: 'ok' | 'refused' | 'failed', reason: string | null) => recordToolCall(context.db, { ...caller, outcome, reason }, context.now());
-  const unknown = unknownArguments(tool, args);
-  if (unknown) {
-    await audit('refused', 'unknown_argument');
-    return errorResult(unknown);
-  }
+export async function runTool(context: AppContext, state: McpRequestState, tool: McpTool, args: unknown): Promise<ToolResult> {
   let recorded = false;
   const call: ToolCall = {
     async recordSuccess(db) {
-      await recordToolCall(db, { ...caller, outcome: 'ok', reason: null }, context.now());
+      await recordToolCall(db, { ...callerOf(state.access), tool: tool.name, arguments: args, outcome: 'ok', reason: null }, context.now());
       recorded = true;
     },
   };
+  const { result, outcome, reason } = await outcomeOf(context, state.access, tool, args, call);
+  // A tool that audited its success in its own transaction is not audited again; one that failed
+  // after (its transaction rolled back) is.
+  if (recorded && outcome === 'ok') return result;
+  const audited = await auditOnRequest(context, state, { tool: tool.name, arguments: args, outcome, reason });
+  return audited ? result : errorResult(NOT_RECORDED);
+}
+
+async function outcomeOf(
+  context: AppContext,
+  access: McpAccess,
+  tool: McpTool,
+  args: unknown,
+  call: ToolCall,
+): Promise<{ result: ToolResult; outcome: 'ok' | 'refused' | 'failed'; reason: string | null }> {
+  const unknown = unknownArguments(tool, args);
+  if (unknown) return { result: errorResult(unknown), outcome: 'refused', reason: 'unknown_argument' };
   try {
     const output = await tool.run(context, access, validate(tool.input, args ?? {}), call);
-    if (!recorded) await audit('ok', null);
-    return { content: [{ type: 'text', text: JSON.stringify(output, null, 2) }], structuredContent: output };
+    return { result: { content: [{ type: 'text', text: JSON.stringify(output, null, 2) }], structuredContent: output }, outcome: 'ok', reason: null };
   } catch (error) {
-    if (error instanceof ToolRefusal) {
-      await audit('refused', error.reason);
-      return errorResult(error.message);
-    }
-    if (error instanceof TillError && error.status < 500) {
-      await audit('refused', error.code);
-      return errorResult(`${tool.name} refused the call: ${error.message}`);
-    }
-    await audit('failed', error instanceof TillError ? error.code : 'internal_error');
+    if (error instanceof ToolRefusal) return { result: errorResult(error.message), outcome: 'refused', reason: error.reason };
+    if (error instanceof TillError && error.status < 500)
+      return { result: errorResult(`${tool.name} refused the call: ${error.message}`), outcome: 'refused', reason: error.code };
     context.log.error({ err: error, tool: tool.name }, 'MCP tool failed');
-    return errorResult(error instanceof TillError ? error.message : `${tool.name} failed on the server. Try again later.`);
+    return {
+      result: errorResult(error instanceof TillError ? error.message : `${tool.name} failed on the server. Try again later.`),
+      outcome: 'failed',
+      reason: error instanceof TillError ? error.code : 'internal_error',
+    };
   }
 }

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
 import { newId } from '../common/ids.ts';
 import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
+import { changeFeed } from '../db/changes.ts';
 import type { Db } from '../db/index.ts';
+import { prepareQuery } from '../db/prepared.ts';
 
 export type KeyMode = 'test' | 'live';
 
@@ -59,7 +61,72 @@ export async function revokeMerchantKeys(db: Db, merchantId: string, mode: KeyMo
 /** How stale `last_used_at` may get: a key in constant use is written once a minute, not on every request. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
-export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode; walletConfigured: boolean };
+export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode; walletConfigured: boolean; keyHash: string };
+
+/** The key's row and its merchant's wallet, by the key's hash: one indexed read, built and compiled once. */
+const keyByHash = prepareQuery((db: Db, params: { hash: string }) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
+    .select([
+      'api_keys.id',
+      'api_keys.merchant_id',
+      'api_keys.mode',
+      'api_keys.key_hash',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'merchants.wallet_address',
+    ])
+    .where('api_keys.key_hash', '=', params.hash),
+);
+
+/** An active key as last read, by its hash; `lastUsedAt` says when it is due to be written again. */
+type KnownKey = Omit<AuthenticatedKey, 'keyHash'> & { lastUsedAt: number | null };
+
+/** At most this many keys are remembered (only keys that authenticated, so only the keys merchants hold). */
+const KNOWN_KEYS_MAX = 10_000;
+
+type KnownKeys = { keys: Map<string, KnownKey>; epoch: number; externalVersion: () => number; version: number };
+const knownKeysByDb = new WeakMap<Db, KnownKeys | null>();
+
+/**
+ * On SQLite, the active keys already authenticated, so a request skips the key's read: every
+ * committed update or delete of a key or a merchant by this process forgets them all (seen in the
+ * driver, db/changes.ts: a revocation, a wallet change), and so does any commit of another process
+ * (`PRAGMA data_version`, read on every look-up), so a revoked key is refused from the next
+ * request on, as without the cache. Only keys that authenticated are kept: a new key is read on
+ * its first use. None on PostgreSQL, where E1 reads the key in the statement that writes the
+ * session, and other instances' revocations would need a notification of their own.
+ */
+function knownKeysOf(db: Db): KnownKeys | undefined {
+  const known = knownKeysByDb.get(db);
+  if (known !== undefined) return known ?? undefined;
+  const feed = changeFeed(db);
+  if (!feed?.externalVersion) {
+    knownKeysByDb.set(db, null);
+    return undefined;
+  }
+  const created: KnownKeys = { keys: new Map(), epoch: 0, externalVersion: feed.externalVersion, version: feed.externalVersion() };
+  feed.subscribe(() => forgetKeys(created), ['api_keys', 'merchants']);
+  knownKeysByDb.set(db, created);
+  return created;
+}
+
+function forgetKeys(known: KnownKeys): void {
+  known.epoch++;
+  known.keys.clear();
+}
+
+/** The remembered key of this hash, after forgetting all of them if another process committed since the last look. */
+function knownKey(known: KnownKeys, hash: string): KnownKey | undefined {
+  const version = known.externalVersion();
+  if (version !== known.version) {
+    known.version = version;
+    forgetKeys(known);
+    return undefined;
+  }
+  return known.keys.get(hash);
+}
 
 /**
  * Finds the merchant behind a presented key. The key is looked up by its hash and the
@@ -73,33 +140,34 @@ export async function authenticateApiKey(
 ): Promise<AuthenticatedKey | undefined> {
   if (!presented || !KEY_PATTERN.test(presented)) return undefined;
   const hash = sha256Hex(presented);
-  // The merchant's wallet comes in the same round trip: every session write warns without it.
-  const row = await db
-    .selectFrom('api_keys')
-    .innerJoin('merchants', 'merchants.id', 'api_keys.merchant_id')
-    .select([
-      'api_keys.id',
-      'api_keys.merchant_id',
-      'api_keys.mode',
-      'api_keys.key_hash',
-      'api_keys.revoked_at',
-      'api_keys.last_used_at',
-      'merchants.wallet_address',
-    ])
-    .where('api_keys.key_hash', '=', hash)
-    .executeTakeFirst();
-  if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return undefined;
   const expectedMode: KeyMode = serviceMode === 'sandbox' ? 'test' : 'live';
-  if (row.mode !== expectedMode) return undefined;
-  if (row.last_used_at === null || row.last_used_at <= now - LAST_USED_RESOLUTION_MS) {
+  const known = knownKeysOf(db);
+  let key = known && knownKey(known, hash);
+  if (!key) {
+    const epoch = known?.epoch;
+    // The merchant's wallet comes in the same round trip: every session write warns without it.
+    const row = await keyByHash.executeTakeFirst(db, { hash });
+    if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return undefined;
+    key = { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null, lastUsedAt: row.last_used_at };
+    // Kept only when nothing changed while it was read: a change seen meanwhile may be newer than the row.
+    if (known && known.epoch === epoch && known.externalVersion() === known.version) {
+      if (known.keys.size >= KNOWN_KEYS_MAX) known.keys.clear();
+      known.keys.set(hash, key);
+    }
+  }
+  if (key.mode !== expectedMode) return undefined;
+  if (key.lastUsedAt === null || key.lastUsedAt <= now - LAST_USED_RESOLUTION_MS) {
+    // Written once: a request racing this one sees it done. The update forgets the remembered keys
+    // (a change of api_keys), so the next request reads the key anew.
+    key.lastUsedAt = now;
     await db
       .updateTable('api_keys')
       .set({ last_used_at: now })
-      .where('id', '=', row.id)
+      .where('id', '=', key.keyId)
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - LAST_USED_RESOLUTION_MS)]))
       .execute();
   }
-  return { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null };
+  return { keyId: key.keyId, merchantId: key.merchantId, mode: key.mode, walletConfigured: key.walletConfigured, keyHash: hash };
 }
 
 /** What {@link usableApiKeyCtes} is given: the presented key's hash, the mode the service takes, and the time. */

@@ -26,10 +26,11 @@ export function orderedScopes(scopes: Iterable<string>): Scope[] {
   return SCOPES.map((s) => s.scope).filter((scope) => wanted.has(scope));
 }
 
-const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'created_at', 'last_used_at'] as const;
-type GrantRow = Pick<OAuthGrantsTable, (typeof GRANT_COLUMNS)[number]>;
+/** The columns a Grant is read from (`toGrant`). */
+export const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'created_at', 'last_used_at'] as const;
+export type GrantRow = Pick<OAuthGrantsTable, (typeof GRANT_COLUMNS)[number]>;
 
-const toGrant = (row: GrantRow): Grant => ({
+export const toGrant = (row: GrantRow): Grant => ({
   id: row.id,
   merchantId: row.merchant_id,
   userId: row.user_id,
@@ -150,8 +151,16 @@ export async function removeGrantsOfUser(db: Db | Tx, userId: string): Promise<n
   return Number(result.numDeletedRows);
 }
 
+/** Whether a grant's last use is to be written back now (at most once a minute). */
+export const touchDue = (grant: Pick<Grant, 'lastUsedAt'>, now: number) => grant.lastUsedAt === null || now - grant.lastUsedAt >= TOUCH_EVERY_MS;
+
 /** Notes that a grant's token was used (for the merchant's list), at most once a minute. */
 export async function touchGrant(db: Db, grant: Grant, now: number): Promise<void> {
-  if (grant.lastUsedAt !== null && now - grant.lastUsedAt < TOUCH_EVERY_MS) return;
-  await db.updateTable('oauth_grants').set({ last_used_at: now }).where('id', '=', grant.id).execute();
+  if (!touchDue(grant, now)) return;
+  await writeLastUse(db, grant.id, now);
+}
+
+/** Writes a grant's last use, on `db` or in a transaction (the MCP audit's group commit). */
+export async function writeLastUse(db: Db | Tx, grantId: string, at: number): Promise<void> {
+  await db.updateTable('oauth_grants').set({ last_used_at: at }).where('id', '=', grantId).execute();
 }

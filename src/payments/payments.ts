@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { type Selectable, sql } from 'kysely';
-import { newId } from '../common/ids.ts';
+import { newId, random16 } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { Mode, PaymentsTable } from '../db/schema.ts';
@@ -41,7 +40,7 @@ async function recordPaymentEvent(
 
 /** Public order ids: `TX-` and 128 random bits, unrelated to the session id. */
 export function newPublicOrderId(): string {
-  return `TX-${randomBytes(16).toString('hex').toUpperCase()}`;
+  return `TX-${random16().toString('hex').toUpperCase()}`;
 }
 
 export function explorerUrl(template: string, txHash: string): string {

@@ -5,7 +5,7 @@ import { ErrorResponse } from '../http/errors.ts';
 import { numberText } from '../http/json.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
-import { createPaymentSession, draftSession, type NewSessionInput, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
+import { createPaymentSessionJson, draftSession, type NewSessionInput, type SessionDraft } from './create-session.ts';
 import { createSessionWithApiKey } from './create-session-postgres.ts';
 import { limitCreation } from './creation-limit.ts';
 import { checkIdempotencyKey } from './idempotency.ts';
@@ -55,23 +55,22 @@ async function checkBeforeKey(context: AppContext, request: FastifyRequest): Pro
 export function registerCreateSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const apiKey = context.dbKind === 'postgres' ? presentedApiKey(request) : undefined;
-    let created: SessionCreatedResult;
+    let created: string;
     if (apiKey !== undefined) {
       // One round trip: the request is checked first, then the key and the insert go in one statement.
       const { idempotencyKey, draft } = await checkBeforeKey(context, request);
-      created = await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body });
+      created = JSON.stringify(await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body }));
     } else {
-      const { merchantId, walletConfigured } = await requireMerchant(context, request);
-      const presented = presentedApiKey(request);
-      await limitCreation(context, presented !== undefined ? { apiKey: presented } : { merchantId }, context.now());
+      const { merchantId, walletConfigured, keyHash } = await requireMerchant(context, request);
+      await limitCreation(context, keyHash !== undefined ? { keyHash } : { merchantId }, context.now());
       const { idempotencyKey, input } = readRequest(request);
-      created = await createPaymentSession(context, merchantId, input, {
+      created = await createPaymentSessionJson(context, merchantId, input, {
         createdVia: 'api',
         walletConfigured,
         requestBody: request.body,
         ...(idempotencyKey ? { idempotencyKey } : {}),
       });
     }
-    return reply.code(201).type('application/json; charset=utf-8').send(JSON.stringify(created));
+    return reply.code(201).type('application/json; charset=utf-8').send(created);
   });
 }

@@ -93,6 +93,11 @@ export async function createPaymentSession(
   input: NewSessionInput,
   options: CreateSessionOptions,
 ): Promise<SessionCreatedResult> {
+  return JSON.parse(await createPaymentSessionJson(context, merchantId, input, options)) as SessionCreatedResult;
+}
+
+/** {@link createPaymentSession}'s answer as the JSON text of its 201 body (E1 sends it as it is). */
+export async function createPaymentSessionJson(context: Context, merchantId: string, input: NewSessionInput, options: CreateSessionOptions): Promise<string> {
   const draft = await draftSession(context, input, options.createdVia);
 
   let walletConfigured = options.walletConfigured;
@@ -122,7 +127,7 @@ export async function createPaymentSession(
         insert,
       )
     : await insert(context.db);
-  return JSON.parse(response.body) as SessionCreatedResult;
+  return response.body;
 }
 
 /** A new session's row, all but its merchant: what the checks that need no database leave (pay_to is null until chains are checked). */

@@ -50,13 +50,14 @@ function consumeInProcess(db: Db, limit: Limit, subject: string, now: number): v
     throw new TillError('rate_limited', { what: limit.what, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + limit.windowMs - now) / 1000)) });
 }
 
-/** Counts one E1 of an authenticated caller; `rate_limited` (429 with Retry-After) past the limit. */
+/** Counts one E1 of an authenticated caller (an API key, or its SHA-256 when already known); `rate_limited` (429 with Retry-After) past the limit. */
 export async function limitCreation(
   context: { db: Db; dbKind: DatabaseKind; config: Pick<Config, 'sessionsPerMinutePerKey'> },
-  caller: { apiKey: string } | { merchantId: string },
+  caller: { apiKey: string } | { keyHash: string } | { merchantId: string },
   now: number,
 ): Promise<void> {
-  const subject = 'apiKey' in caller ? keySubject(sha256Hex(caller.apiKey.trim())) : `merchant:${caller.merchantId}`;
+  const subject =
+    'keyHash' in caller ? keySubject(caller.keyHash) : 'apiKey' in caller ? keySubject(sha256Hex(caller.apiKey.trim())) : `merchant:${caller.merchantId}`;
   const limit = creationLimit(context.config);
   if (context.dbKind === 'sqlite') return consumeInProcess(context.db, limit, subject, now);
   return consume(context.db, [{ limit, subject }], now);

@@ -330,6 +330,33 @@ for (const { engine, skip } of engines) {
         assert.equal((await update({ sessionId: 'x' }, fresh.apiKey)).statusCode, 401);
       });
 
+      test('a key revoked or a wallet set by another process is seen on the next request', async () => {
+        const { openDatabase } = await import('../db/index.ts');
+        const { revokeApiKey } = await import('../merchants/api-keys.ts');
+        const { setMerchantWallet } = await import('../merchants/merchants.ts');
+        const body = { amount: 1, currency: 'USD' };
+        const merchant = await service.merchant();
+        const other = openDatabase(service.config);
+        try {
+          // Used twice before each change: a key is read once, then known.
+          for (let i = 0; i < 2; i++) {
+            const before = await create(body, merchant.apiKey);
+            assert.equal(before.statusCode, 201);
+            assert.equal(before.json().warnings[0].code, 'no_payout_wallet');
+          }
+          assert.equal(await setMerchantWallet(other.db, merchant.merchantId, `0x${'ef'.repeat(20)}`), true);
+          for (let i = 0; i < 2; i++) {
+            const after = await create(body, merchant.apiKey);
+            assert.equal(after.statusCode, 201);
+            assert.equal(after.json().warnings, undefined);
+          }
+          assert.equal(await revokeApiKey(other.db, merchant.keyId), true);
+          assert.equal((await create(body, merchant.apiKey)).statusCode, 401);
+        } finally {
+          await other.close();
+        }
+      });
+
       test('a live key is refused in the sandbox', async () => {
         const { createApiKey } = await import('../merchants/api-keys.ts');
         const merchant = await service.merchant();

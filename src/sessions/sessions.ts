@@ -1,6 +1,7 @@
 import { type Expression, type ExpressionBuilder, type Insertable, type RawBuilder, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
 import { TillError } from '../common/errors.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
+import { prepareQuery } from '../db/prepared.ts';
 import type { Database, Mode, PaymentSessionsTable, SessionOrigin, SessionStatus } from '../db/schema.ts';
 
 /**
@@ -30,13 +31,11 @@ export async function findSession(db: Db, sessionId: string): Promise<SessionRow
 
 /** A merchant's session made in `mode` (the service's): a session of the other mode is not found, as an unknown one. */
 export async function findMerchantSession(db: Db, mode: Mode, merchantId: string, sessionId: string): Promise<SessionRow | undefined> {
-  return db
-    .selectFrom('payment_sessions')
-    .selectAll()
-    .where('id', '=', sessionId)
-    .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
-    .executeTakeFirst();
+  // By its key alone, then checked. With the merchant and mode in the query, PostgreSQL takes
+  // (merchant_id, mode, created_at, id) for a merchant its statistics do not know yet (one that
+  // began after the last ANALYZE) and walks every session of that merchant to find the id.
+  const session = await findSession(db, sessionId);
+  return session && session.merchant_id === merchantId && session.mode === mode ? session : undefined;
 }
 
 /** An orderId is unique per merchant and mode: a second session with it is refused by name. */
@@ -45,9 +44,21 @@ export function orderIdInUse(error: unknown, orderId: string | null | undefined)
   throw error;
 }
 
-export async function insertSession(db: Db, row: Insertable<PaymentSessionsTable>): Promise<void> {
+/** A new session's row: each column {@link insertSessionFrom} writes, and its merchant. */
+export type NewSessionRow = Pick<Insertable<PaymentSessionsTable>, 'merchant_id' | (typeof NEW_SESSION_COLUMNS)[number]>;
+
+/** The INSERT of a new session, built and compiled once: only the values change from one session to the next. */
+const insertNewSession = prepareQuery((db: Db, row: Record<keyof NewSessionRow, unknown>) =>
+  db
+    .insertInto('payment_sessions')
+    .values(Object.fromEntries(['merchant_id', ...NEW_SESSION_COLUMNS].map((column) => [column, row[column as keyof NewSessionRow]])) as never),
+);
+
+export async function insertSession(db: Db, row: NewSessionRow): Promise<void> {
+  const values = { merchant_id: row.merchant_id } as Record<keyof NewSessionRow, unknown>;
+  for (const column of NEW_SESSION_COLUMNS) values[column] = row[column] ?? null;
   try {
-    await db.insertInto('payment_sessions').values(row).execute();
+    await insertNewSession.execute(db, values);
   } catch (error) {
     orderIdInUse(error, row.order_id);
   }

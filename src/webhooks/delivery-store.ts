@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { newId } from '../common/ids.ts';
-import { openSecret, webhookSecretBinding } from '../common/secrets.ts';
+import { openSecret, type SealedWebhookColumn, webhookSecretBinding } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import type { Mode } from '../db/schema.ts';
@@ -131,6 +131,18 @@ async function loadMessages(
   const ready: ClaimedDelivery[] = [];
   const unreadable: UnreadableDelivery[] = [];
   const now = Date.now();
+  // Deliveries to one endpoint share its sealed secrets: each is opened once per claim, not once per delivery.
+  const opened = new Map<string, string>();
+  const open = (sealed: string, merchantId: string, column: SealedWebhookColumn) => {
+    const binding = webhookSecretBinding(merchantId, column);
+    const key = `${binding}\n${sealed}`;
+    let plaintext = opened.get(key);
+    if (plaintext === undefined) {
+      plaintext = openSecret(sealed, secretKey, binding);
+      opened.set(key, plaintext);
+    }
+    return plaintext;
+  };
   for (const row of rows) {
     const delivery: LeasedDelivery = { id: row.id, attempt: attemptOf.get(row.id)!, merchantId: row.merchant_id, eventId: row.event_id, url: row.url };
     try {
@@ -138,17 +150,11 @@ async function loadMessages(
         url: row.url,
         eventId: row.event_id,
         body: row.body,
-        webhookKey: openSecret(row.webhook_key_sealed, secretKey, webhookSecretBinding(row.merchant_id, 'webhook_key_sealed')),
-        signingSecret: openSecret(row.signing_secret_sealed, secretKey, webhookSecretBinding(row.merchant_id, 'signing_secret_sealed')),
+        webhookKey: open(row.webhook_key_sealed, row.merchant_id, 'webhook_key_sealed'),
+        signingSecret: open(row.signing_secret_sealed, row.merchant_id, 'signing_secret_sealed'),
         // Within the overlap after a rotation, the previous secret signs too.
         ...(row.previous_signing_secret_sealed !== null && Number(row.previous_signing_secret_expires_at) > now
-          ? {
-              previousSigningSecret: openSecret(
-                row.previous_signing_secret_sealed,
-                secretKey,
-                webhookSecretBinding(row.merchant_id, 'previous_signing_secret_sealed'),
-              ),
-            }
+          ? { previousSigningSecret: open(row.previous_signing_secret_sealed, row.merchant_id, 'previous_signing_secret_sealed') }
           : {}),
       };
       ready.push({ ...delivery, message });

@@ -310,12 +310,16 @@ function createAttemptRecorder(store: DeliveryStore, tuning: Tuning, hooks: Reco
   return {
     add(posted) {
       queue.push(posted);
-      recording ??= (async () => {
-        while (queue.length > 0) await recordBatch(queue.splice(0));
-      })().finally(() => {
-        recording = undefined;
-        hooks.idle();
-      });
+      // Started after the current turn of the event loop, so every attempt whose answer came in the
+      // same turn shares one transaction (one commit) instead of one each.
+      recording ??= new Promise<void>((resolve) => setImmediate(resolve))
+        .then(async () => {
+          while (queue.length > 0) await recordBatch(queue.splice(0));
+        })
+        .finally(() => {
+          recording = undefined;
+          hooks.idle();
+        });
     },
     busy: () => recording,
   };

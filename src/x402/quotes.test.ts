@@ -3,7 +3,8 @@ import { after, before, test } from 'node:test';
 import { clearOfMinuteEnd } from '../testing/clock.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession } from '../testing/shop.ts';
-import { purgeOldQuotes } from './quotes.ts';
+import { MAX_TIMEOUT_SECONDS } from './protocol.ts';
+import { findSessionToQuote, purgeOldQuotes } from './quotes.ts';
 
 const WALLET = '0x1111111111111111111111111111111111111111';
 
@@ -94,6 +95,29 @@ for (const { engine, skip } of engines) {
         .map((row) => row.id)
         .sort();
       assert.deepEqual(left, [quote.id, kept.id].sort());
+    });
+
+    test("the challenge's read offers the latest quote on the session's terms while it stays payable for a whole maxTimeoutSeconds", async () => {
+      const sessionId = await newSession({ amount: 4, currency: 'USD' });
+      assert.equal((await challenge(sessionId)).statusCode, 402);
+      const db = service.context.db;
+      const [quote] = await db.selectFrom('payment_quotes').selectAll().where('session_id', '=', sessionId).execute();
+      assert.ok(quote);
+      const terms = (now: number) => ({ mode: service.config.mode, asset: quote.asset, now });
+      const offered = async (now: number) => (await findSessionToQuote(db, sessionId, terms(now)))?.reusable?.id;
+      const lastReuse = quote.expires_at - MAX_TIMEOUT_SECONDS * 1000;
+      assert.equal(await offered(lastReuse - 1), quote.id);
+      assert.equal(await offered(lastReuse), undefined);
+      // A later quote on the same terms wins; one for another token or amount is never offered.
+      const later = { ...quote, id: `${quote.id}_later`, expires_at: quote.expires_at + 1000 };
+      const otherAsset = { ...quote, id: `${quote.id}_asset`, asset: '0x3333333333333333333333333333333333333333', expires_at: quote.expires_at + 2000 };
+      const otherAmount = { ...quote, id: `${quote.id}_amount`, amount_minor: quote.amount_minor + 1n, expires_at: quote.expires_at + 3000 };
+      await db.insertInto('payment_quotes').values([later, otherAsset, otherAmount]).execute();
+      assert.equal(await offered(lastReuse), later.id);
+      assert.equal(await offered(lastReuse + 1000), undefined);
+      // Past its reuse, the latest quote hides no older one: none is offered, and the challenge makes a new one.
+      assert.equal(await offered(quote.expires_at), undefined);
+      assert.equal((await findSessionToQuote(db, 'ps_unknown', terms(lastReuse)))?.session, undefined);
     });
   });
 }

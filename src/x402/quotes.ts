@@ -13,22 +13,25 @@ export type Quote = Selectable<PaymentQuotesTable>;
 
 /**
  * The latest quote on these terms still payable for a whole maxTimeoutSeconds after `payableAfter`.
- * The same rule is joined into `sessionToQuote` and checked by `reusableFor`; change all three
- * together. The join is kept because a separate query per challenge measured far slower.
+ * The same rule is joined into `sessionToQuote` (its expiry checked by `findSessionToQuote`) and
+ * checked by `reusableFor`; change all three together. The join is kept because a separate query per challenge measured far slower.
  */
-const reusableQuote = prepareQuery(
-  (db: Db, params: { sessionId: string; sessionVersion: number; amountMinor: bigint; payTo: string; asset: string; payableAfter: number }) =>
-    db
-      .selectFrom('payment_quotes')
-      .selectAll()
-      .where('session_id', '=', params.sessionId)
-      .where('session_version', '=', params.sessionVersion)
-      .where('amount_minor', '=', params.amountMinor)
-      .where('pay_to', '=', params.payTo)
-      .where('asset', '=', params.asset)
-      .where('expires_at', '>', params.payableAfter)
-      .orderBy('expires_at', 'desc')
-      .limit(1),
+/**
+ * The latest quote on these terms; whether it is still payable long enough is checked on the row
+ * (reusableFor), for the same reason as in `sessionToQuote` below: an `expires_at > ?` here made
+ * PostgreSQL's first plans walk the expiry index over every recent quote.
+ */
+const latestQuoteOnTerms = prepareQuery((db: Db, params: { sessionId: string; sessionVersion: number; amountMinor: bigint; payTo: string; asset: string }) =>
+  db
+    .selectFrom('payment_quotes')
+    .selectAll()
+    .where('session_id', '=', params.sessionId)
+    .where('session_version', '=', params.sessionVersion)
+    .where('amount_minor', '=', params.amountMinor)
+    .where('pay_to', '=', params.payTo)
+    .where('asset', '=', params.asset)
+    .orderBy('expires_at', 'desc')
+    .limit(1),
 );
 
 /** A session with its merchant's current name and payout wallet. */
@@ -36,11 +39,17 @@ export type SessionToQuote = SessionRow & { merchant_name: string; merchant_wall
 
 /**
  * One query for a challenge: the session, its merchant's current name and payout wallet, and the
- * quote `reusableQuote` would find for the session's own amount (the one a fixed-amount session
- * is quoted at), so an unpaid request costs one round trip. Nothing here is cached: every call
- * reads the database.
+ * latest quote of the session's own amount on its terms (the one a fixed-amount session is quoted
+ * at), so an unpaid request costs one round trip. Nothing here is cached: every call reads the
+ * database. Whether that quote is still payable long enough is checked on the row
+ * (findSessionToQuote), not in the query: with `expires_at > ?` in it, PostgreSQL's plan for given
+ * values (a prepared statement's first executions) estimates from statistics that hold no
+ * unexpired quote and walks `payment_quotes_expires` backwards over every quote made in the last
+ * 30 s, filtering them by session; without it the only condition an index can take is the
+ * session's id. The latest quote on these terms is the one `latestQuoteOnTerms` finds, and is
+ * reusable whenever that one is.
  */
-const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: Mode; asset: string; payableAfter: number }) =>
+const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: Mode; asset: string }) =>
   db
     .selectFrom('payment_sessions as s')
     .innerJoin('merchants as m', 'm.id', 's.merchant_id')
@@ -57,7 +66,6 @@ const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: 
             .whereRef('r.amount_minor', '=', 's.amount_minor')
             .where((r) => r('r.pay_to', '=', r.fn.coalesce('s.pay_to', 'm.wallet_address')))
             .where('r.asset', '=', params.asset)
-            .where('r.expires_at', '>', params.payableAfter)
             .orderBy('r.expires_at', 'desc')
             .limit(1),
         ),
@@ -93,15 +101,11 @@ export async function findSessionToQuote(
   sessionId: string,
   terms: { mode: Mode; asset: string; now: number },
 ): Promise<{ session: SessionToQuote; reusable: Quote | undefined } | undefined> {
-  const row = await sessionToQuote.executeTakeFirst(db, {
-    sessionId,
-    mode: terms.mode,
-    asset: terms.asset,
-    payableAfter: terms.now + MAX_TIMEOUT_SECONDS * 1000,
-  });
+  const row = await sessionToQuote.executeTakeFirst(db, { sessionId, mode: terms.mode, asset: terms.asset });
   if (!row) return undefined;
+  // The rule of a reusable quote: payable for a whole maxTimeoutSeconds after now.
   const reusable: Quote | undefined =
-    row.quote_id === null
+    row.quote_id === null || !(row.quote_expires_at! > terms.now + MAX_TIMEOUT_SECONDS * 1000)
       ? undefined
       : {
           id: row.quote_id,
@@ -122,7 +126,7 @@ export async function findSessionToQuote(
   return { session, reusable };
 }
 
-/** True when `quote` is one `reusableQuote` could return for these terms. */
+/** True when `quote` is on these terms and payable for a whole maxTimeoutSeconds after now. */
 function reusableFor(quote: Quote, terms: { session: SessionRow; amountMinor: bigint; payTo: string; asset: string; now: number }): boolean {
   return (
     quote.session_id === terms.session.id &&
@@ -154,15 +158,8 @@ export async function quoteFor(
   const { session, amountMinor, payTo, asset, now, candidate, beforeNewQuote } = terms;
   // A candidate read with the session (findSessionToQuote) saves the lookup when it fits these terms.
   if (candidate && reusableFor(candidate, terms)) return candidate;
-  const reusable = await reusableQuote.executeTakeFirst(db, {
-    sessionId: session.id,
-    sessionVersion: session.version,
-    amountMinor,
-    payTo,
-    asset,
-    payableAfter: now + MAX_TIMEOUT_SECONDS * 1000,
-  });
-  if (reusable) return reusable;
+  const latest = await latestQuoteOnTerms.executeTakeFirst(db, { sessionId: session.id, sessionVersion: session.version, amountMinor, payTo, asset });
+  if (latest && reusableFor(latest, terms)) return latest;
   // Only a new row is counted: an editable session's ?amount= must not let anyone fill the table.
   await beforeNewQuote?.();
 
