@@ -33,6 +33,7 @@ import {
   failureWithOutput,
   fmt,
   mean,
+  percentile,
   postgresUnreachable,
   runNode,
   serviceEnv,
@@ -64,12 +65,6 @@ const SLICE: Record<Facilitator, { many: number; one: number; warmup: number }> 
 type Slice = PaidLoadResult & { verifyP50: number; settleP50: number; addedP50: number };
 type Servers = { till: { base: string; apiKey: string; staticId: string }; expressUrl: string; frontUrl: string };
 type Payer = { account: LocalAccount; client: x402HTTPClient };
-
-const percentile = (values: number[], p: number) => {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-};
 
 function payerOf(account: LocalAccount, usdcAddress: Address): Payer {
   const client = x402Client.fromConfig({

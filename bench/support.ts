@@ -44,6 +44,13 @@ export async function createMerchantWithCli(env: Record<string, string>, walletA
   );
 }
 
+/** The nearest-rank `p`th percentile of `values` (0 when there are none). */
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
 export const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 export const fmt = (value: number, digits = 0) => value.toFixed(digits);
 

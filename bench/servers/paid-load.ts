@@ -4,6 +4,7 @@
 // job as JSON from the file named by the first argument, prints the figures as JSON.
 import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
+import { percentile } from '../support.ts';
 
 export type PaidJob = { origin: string; connections: number; requests: { path: string; headers: Record<string, string> }[]; expectedStatus: number };
 export type PaidLoadResult = {
@@ -63,15 +64,13 @@ const started = performance.now();
 await Promise.all(Array.from({ length: job.connections }, worker));
 const seconds = (performance.now() - started) / 1000;
 agent.destroy();
-latencies.sort((a, b) => a - b);
-const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))] ?? 0;
 const result: PaidLoadResult = {
   total: latencies.length,
   seconds,
   requestsPerSecond: latencies.length / seconds,
-  latencyP50: at(50),
-  latencyP90: at(90),
-  latencyP99: at(99),
+  latencyP50: percentile(latencies, 50),
+  latencyP90: percentile(latencies, 90),
+  latencyP99: percentile(latencies, 99),
   unexpected,
   ...(firstUnexpected ? { firstUnexpected } : {}),
 };
