@@ -26,15 +26,11 @@ export type FoundReceipt = { receipt: ReceiptView; amountText: string; merchantI
 
 /**
  * The readable page of a receipt, given by the web layer (wired in main.ts): it answers a browser
- * that asks for text/html and returns undefined for everyone else, who get the JSON.
+ * that asks for text/html and says so with `true`; for everyone else it sends nothing and says
+ * `false`, and they get the JSON. (A boolean, not the reply: a Fastify reply is a thenable, and
+ * awaiting it waits for the answer to be sent and gives undefined.)
  */
-export type ReceiptPage = (
-  context: AppContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  found: FoundReceipt,
-  publicOrderId: string,
-) => Promise<FastifyReply | undefined>;
+export type ReceiptPage = (context: AppContext, request: FastifyRequest, reply: FastifyReply, found: FoundReceipt, publicOrderId: string) => Promise<boolean>;
 
 /** E4: the receipt as JSON, or as the page `readable` renders when the client asks for one. */
 export const registerReceiptRoutes =
@@ -44,8 +40,7 @@ export const registerReceiptRoutes =
       const { publicOrderId } = validate(Params, request.params);
       const found = await findReceiptWithAmountText(context.db, publicOrderId, { mode: context.config.mode, explorerTxUrl: context.config.explorerTxUrl });
       reply.header('vary', 'Accept');
-      const page = await readable?.(context, request, reply, found, publicOrderId);
-      if (page) return page;
+      if (await readable?.(context, request, reply, found, publicOrderId)) return reply;
       if (!found) throw new TillError('not_found', { what: `Order ${publicOrderId}` });
       return found.receipt;
     });

@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import type { LocalAccount } from 'viem';
 
 export const CHROMIUM = process.env.TILL_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -17,6 +17,27 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
   });
+}
+
+/**
+ * A browser context whose pages' timers fire only when the test runs the clock (context.clock.runFor),
+ * so a page's own delays happen exactly when the test says. Paused a second ahead of the real clock:
+ * the pages' times of day (signed into payments) stay close to the service's.
+ */
+export async function contextWithPausedClock(browser: Browser, viewport: { width: number; height: number }): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport });
+  await context.clock.install();
+  await context.clock.pauseAt(Date.now() + 1_000);
+  return context;
+}
+
+/** A person who approves in their wallet when the test says: `approved` for the test wallet's signWhen, and `approve()`. */
+export function heldApproval(): { approved: Promise<void>; approve: () => void } {
+  let approve = () => {};
+  const approved = new Promise<void>((resolve) => {
+    approve = resolve;
+  });
+  return { approved, approve };
 }
 
 export type WalletCall = { method: string; params: unknown };
@@ -33,6 +54,8 @@ export type TestWalletOptions = {
   signWith?: LocalAccount;
   /** The wallet does not know Base: wallet_switchEthereumChain answers 4902 until it is added. */
   lacksBase?: boolean;
+  /** eth_signTypedData_v4 waits for this before it signs: a person taking their time to approve. */
+  signWhen?: Promise<void>;
 };
 
 /**
@@ -62,6 +85,7 @@ export async function injectTestWallet(page: Page, options: TestWalletOptions): 
         chainId = (params as [{ chainId: string }])[0].chainId;
         return { result: null };
       case 'eth_signTypedData_v4': {
+        await options.signWhen;
         if (options.rejectSignature) return { error: { code: 4001, message: 'User rejected the request.' } };
         const typed = JSON.parse((params as [string, string])[1]);
         const { EIP712Domain: _domain, ...types } = typed.types;

@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { createPublicClient, erc20Abi, http } from 'viem';
 import { createUser } from '../../accounts/users.ts';
 import { startSandbox } from '../../sandbox/index.ts';
-import { assertAccessible, browserSkip, injectTestWallet, launchChromium, screenshots } from '../../testing/browser.ts';
+import { assertAccessible, browserSkip, contextWithPausedClock, heldApproval, injectTestWallet, launchChromium, screenshots } from '../../testing/browser.ts';
 import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
@@ -146,6 +146,48 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
         .waitFor();
       assert.equal(await balance(), rest, 'nothing moved');
     } finally {
+      await context.close();
+    }
+  });
+
+  // The page's clock is paused, so the wallet search's end (400 ms after load) comes exactly when the
+  // test says: once after a refusal is on screen, once while a refund waits for the wallet's signature.
+  test('the end of the wallet search neither hides a refusal nor re-enables the button while a refund is in flight', async () => {
+    const context = await contextWithPausedClock(browser, { width: 1280, height: 900 });
+    const page = await context.newPage();
+    const { approved, approve } = heldApproval();
+    try {
+      const calls = await injectTestWallet(page, { account: payout, rpcUrl: sandbox.rpcUrl, signWhen: approved });
+      await page.goto(`${baseUrl}/dashboard/orders?q=${orderId}`);
+      await page.getByLabel('Email').fill(EMAIL);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/dashboard\/orders\?q=/);
+      const say = page.locator('[data-refund-say]');
+      const button = page.getByRole('button', { name: 'Sign with the payout wallet and refund' });
+      await page.getByText('Signing with Test Wallet.').waitFor();
+
+      // More than is left: refused by the service, and the reason stays after the search has ended.
+      await page.getByLabel('Amount (USDC)').fill('9.00');
+      await button.click();
+      await say.getByText(/more than is left to refund/).waitFor();
+      await context.clock.runFor(1_000);
+      assert.match((await say.textContent()) ?? '', /more than is left to refund/, 'the refusal is still what the merchant reads');
+      assert.equal(await button.isEnabled(), true, 'the merchant may correct the amount and try again');
+      await screenshots(page, 'dashboard', 'refund-refused');
+
+      // A refund waiting for the wallet's approval: the search ending meanwhile leaves the button disabled.
+      await page.getByLabel('Amount (USDC)').fill('0.10');
+      await button.click();
+      await say.getByText('Sign the refund in your wallet…').waitFor();
+      await context.clock.runFor(1_000);
+      assert.equal(await say.textContent(), 'Sign the refund in your wallet…');
+      assert.equal(await button.isDisabled(), true, 'no second refund can be started while one is in flight');
+      approve();
+      await page.waitForURL(/refund=rf_/);
+      assert.equal(calls.filter((c) => c.method === 'eth_signTypedData_v4').length, 1, 'the wallet was asked to sign once');
+    } finally {
+      approve();
       await context.close();
     }
   });

@@ -5,19 +5,26 @@ export type Eip1193 = { request(args: { method: string; params?: unknown }): Pro
 export type WalletInfo = { uuid: string; name: string; icon: string; rdns: string };
 export type Wallet = { info: WalletInfo; provider: Eip1193 };
 
-/** Calls `changed` with every wallet found so far: at once for each EIP-6963 announcement, and after `fallbackMs` with window.ethereum if none announced itself. */
+/**
+ * Calls `changed` with every wallet found so far, and only when that set changes: at once for each
+ * new EIP-6963 announcement (a wallet announcing itself again changes nothing), and once after
+ * `fallbackMs` when none has announced itself — with window.ethereum if the browser injects one,
+ * else with none, so the page can say that no wallet was found.
+ */
 export function discoverWallets(changed: (wallets: Wallet[]) => void, fallbackMs = 400): void {
   const wallets = new Map<string, Wallet>();
   window.addEventListener('eip6963:announceProvider', (event) => {
     const detail = (event as CustomEvent<Wallet>).detail;
     if (!detail?.info?.uuid || typeof detail.provider?.request !== 'function') return;
+    if (wallets.get(detail.info.uuid)?.provider === detail.provider) return;
     wallets.set(detail.info.uuid, detail);
     changed([...wallets.values()]);
   });
   window.dispatchEvent(new Event('eip6963:requestProvider'));
   setTimeout(() => {
+    if (wallets.size) return;
     const injected = (window as unknown as { ethereum?: Eip1193 }).ethereum;
-    if (!wallets.size && injected && typeof injected.request === 'function')
+    if (injected && typeof injected.request === 'function')
       wallets.set('window.ethereum', { info: { uuid: 'window.ethereum', name: 'your browser wallet', icon: '', rdns: '' }, provider: injected });
     changed([...wallets.values()]);
   }, fallbackMs);

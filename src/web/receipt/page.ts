@@ -59,13 +59,14 @@ const notFound = (publicOrderId: string, sandbox: boolean) =>
 
 /** The receipt's page (E4 for a browser): payments/receipt.route.ts answers JSON to everyone else. */
 export const receiptPage: ReceiptPage = async (context, request, reply, found, publicOrderId) => {
-  if (!prefersHtml(request.headers.accept)) return undefined;
+  if (!prefersHtml(request.headers.accept)) return false;
   const sandbox = context.config.mode === 'sandbox';
   const body = found
     ? renderReceipt(found.receipt, { amountText: found.amountText, sandbox, brand: await findBrand(context.db, found.merchantId) })
     : notFound(publicOrderId, sandbox);
-  return reply
+  reply
     .code(found ? 200 : 404)
     .type('text/html; charset=utf-8')
     .send(String(body));
+  return true;
 };

@@ -114,9 +114,11 @@ function start(root: HTMLElement): void {
       ? 'Choose the wallet to pay from. It will ask you to approve the payment.'
       : 'No browser wallet was found. Open this page in a wallet app (scan the QR code with your phone) or install a wallet extension such as MetaMask, Coinbase Wallet or Rabby.';
   };
+  // A wallet found while a payment is under way waits for its end (which renders the list again):
+  // the buttons and the status line are the payment's until then.
   discoverWallets((found) => {
     for (const wallet of found) wallets.set(wallet.info.uuid, wallet);
-    renderWallets();
+    if (!busy) renderWallets();
   });
 
   // Countdown to the session's expiry.

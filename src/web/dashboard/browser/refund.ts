@@ -12,17 +12,26 @@ export function startRefundForm(form: HTMLFormElement): void {
     if (say) say.textContent = text;
   };
   let wallets: Wallet[] = [];
+  // Set while a refund is being prepared, signed or sent: what discovery finds meanwhile is kept for
+  // the next refund but never touches the status line or the button, so a refusal stays on screen
+  // and the button stays disabled until the answer is in.
+  let submitting = false;
+  const offerWallets = () => {
+    if (button) button.disabled = wallets.length === 0;
+    tell(wallets.length ? `Signing with ${wallets[0]!.info.name}.` : 'No browser wallet was found: install one holding the payout wallet to sign refunds.');
+  };
   // The button waits for a wallet: without this script or a wallet, nothing could be signed.
   discoverWallets((found) => {
     wallets = found;
-    if (button) button.disabled = found.length === 0;
-    tell(found.length ? `Signing with ${found[0]!.info.name}.` : 'No browser wallet was found: install one holding the payout wallet to sign refunds.');
+    if (!submitting) offerWallets();
   });
   const field = (name: string) => form.elements.namedItem(name) as HTMLInputElement;
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const wallet = wallets[0];
     if (!wallet) return tell('No browser wallet was found: install one holding the payout wallet to sign refunds.');
+    if (submitting) return;
+    submitting = true;
     if (button) button.disabled = true;
     try {
       const body = new URLSearchParams({ csrf: field('csrf').value, amount: field('amount').value });
@@ -56,7 +65,8 @@ export function startRefundForm(form: HTMLFormElement): void {
     } catch (error) {
       tell(`The refund was not sent: ${(error as Error).message ?? 'the wallet refused'}.`);
     } finally {
-      if (button) button.disabled = false;
+      submitting = false;
+      if (button) button.disabled = wallets.length === 0;
     }
   });
 }
