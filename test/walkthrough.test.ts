@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { browserSkip, launchChromium } from '../src/testing/browser.ts';
 import { freePort } from '../src/testing/environment.ts';
+import { waitFor } from '../src/webhooks/fixtures/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -135,12 +136,11 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   // Orders, and on Notifications the session among the API's orders and its delivered webhook.
   const orders = await dashboard('/dashboard/orders');
   assert.ok(orders.includes('order-1001') && orders.includes(sessionId), 'Orders lists the walkthrough’s order');
-  let notifications = '';
-  for (let i = 0; i < 100 && !/<code>payment\.succeeded<\/code> <span class="tag tag-granted">Delivered<\/span>/.test(notifications); i++) {
-    if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
-    notifications = await dashboard('/dashboard/notifications');
-  }
-  assert.match(notifications, /<code>payment\.succeeded<\/code> <span class="tag tag-granted">Delivered<\/span>/);
+  const deliveredTag = /<code>payment\.succeeded<\/code> <span class="tag tag-granted">Delivered<\/span>/;
+  const notifications = await waitFor(async () => {
+    const page = await dashboard('/dashboard/notifications');
+    return deliveredTag.test(page) && page;
+  }, 'Notifications to show the payment.succeeded delivery as Delivered');
   assert.match(notifications, /HTTP <strong>200<\/strong>/);
   assert.ok(notifications.includes(`<td data-label="Session"><code>${sessionId}</code></td>`), 'Notifications lists the session received through the API');
 });

@@ -8,7 +8,8 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
-import { changeFeed } from '../src/db/changes.ts';
+import { CHANGES_CHANNEL, changeFeed } from '../src/db/changes.ts';
+import { openDatabase } from '../src/db/index.ts';
 import { createService, type Service } from '../src/main.ts';
 import { setAcceptedChains, setBusinessDetails, setMerchantWallet } from '../src/merchants/merchants.ts';
 import type { RatesProvider } from '../src/money/rates.ts';
@@ -19,6 +20,7 @@ import { createServiceStorage } from '../src/testing/environment.ts';
 import { describeOnEngine, engines, LIVE_STAND_INS, startListeningTestService, type TestService } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { createMerchant, createSession, sessionRequest, x402Url } from '../src/testing/shop.ts';
+import { waitFor } from '../src/webhooks/fixtures/wait.ts';
 import { SQLITE_CHECK_MS } from '../src/x402/challenge-cache.ts';
 
 /** Live mode (a facilitator URL) serves /metrics only with its token. */
@@ -98,10 +100,10 @@ for (const { engine, skip } of engines) {
       ({ apiKey, merchantId } = await service.merchant({ walletAddress: newAccount().address }));
       // On PostgreSQL nothing is cached until the LISTEN is in place.
       const sessionId = await open();
-      for (let i = 0; i < 100 && (await cachedCount(service.baseUrl)) === 0; i++) {
+      await waitFor(async () => {
         await ask(service.baseUrl, sessionId);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+        return (await cachedCount(service.baseUrl)) > 0;
+      }, 'the challenge cache to answer (its LISTEN in place)');
     });
     after(() => service?.stop());
 
@@ -322,16 +324,30 @@ for (const { engine, skip } of engines) {
       const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db());
       assert.ok(changeFeed(db())!.isOwnBackend!(rows[0]!.pid), "the pool's connections are known by their backend process id");
       const sessionId = await open();
-      for (let trial = 0; trial < 5; trial++) {
-        await cached(service.baseUrl, sessionId);
-        const wallet = newAccount().address.toLowerCase();
-        assert.ok(await setMerchantWallet(db(), merchantId, wallet));
-        // Filled again at once, most likely before the write's NOTIFY is back.
-        assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        const before = await cachedCount(service.baseUrl);
-        await ask(service.baseUrl, sessionId);
-        assert.equal(await cachedCount(service.baseUrl), before + 1, 'still answered from the cache once the NOTIFY came back');
+      // A NOTIFY from a connection of another process, sent after the write's own: PostgreSQL delivers
+      // notifications in commit order, so once the cache has acted on it, it has had the write's own too.
+      const sentinel = await open();
+      const outsider = openDatabase(service.config);
+      try {
+        for (let trial = 0; trial < 5; trial++) {
+          await cached(service.baseUrl, sessionId);
+          const wallet = newAccount().address.toLowerCase();
+          assert.ok(await setMerchantWallet(db(), merchantId, wallet));
+          // Filled again at once, most likely before the write's NOTIFY is back.
+          assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet);
+          await cached(service.baseUrl, sentinel);
+          await sql`select pg_notify(${CHANGES_CHANNEL}, ${`payment_sessions:${sentinel}`})`.execute(outsider.db);
+          await waitFor(async () => {
+            const before = await cachedCount(service.baseUrl);
+            await ask(service.baseUrl, sentinel);
+            return (await cachedCount(service.baseUrl)) === before;
+          }, 'the cache to act on the NOTIFY sent after the write');
+          const before = await cachedCount(service.baseUrl);
+          await ask(service.baseUrl, sessionId);
+          assert.equal(await cachedCount(service.baseUrl), before + 1, 'still answered from the cache once the NOTIFY came back');
+        }
+      } finally {
+        await outsider.close();
       }
     });
 
@@ -340,10 +356,10 @@ for (const { engine, skip } of engines) {
       try {
         const otherUrl = await second.app.listen({ port: 0, host: '127.0.0.1' });
         const sessionId = await open();
-        for (let i = 0; i < 100 && (await cachedCount(otherUrl)) === 0; i++) {
+        await waitFor(async () => {
           await ask(otherUrl, sessionId);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+          return (await cachedCount(otherUrl)) > 0;
+        }, "the other instance's challenge cache to answer (its LISTEN in place)");
         const delays: number[] = [];
         for (let trial = 0; trial < STALENESS_TRIALS; trial++) {
           await cached(otherUrl, sessionId);

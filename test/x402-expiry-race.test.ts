@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expireDueSessions } from '../src/sessions/expiry.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
+import { waitFor } from '../src/webhooks/fixtures/wait.ts';
 
 const SESSIONS = 12;
 
@@ -24,27 +25,35 @@ for (const { engine, skip } of engines) {
       }
 
       let sweeping = true;
+      /** The time the last finished sweep swept at. */
+      let sweptAt = 0;
       const sweeper = (async () => {
         while (sweeping) {
-          await expireDueSessions({ ...env.service.context, db }, Date.now(), env.service.config.explorerTxUrl);
+          const now = Date.now();
+          await expireDueSessions({ ...env.service.context, db }, now, env.service.config.explorerTxUrl);
+          sweptAt = now;
+          // On the clock: a sweeper's short interval, so sweeps keep landing all through the payments.
           await sleep(2);
         }
       })();
       // Deadlines staggered across the time a payment takes (verify, claim, settle), so some claims
       // land before and some after.
       const start = Date.now();
+      const deadlineOf = (i: number) => start + 20 + i * 60;
       const answers = await Promise.all(
         prepared.map(async ({ sessionId, proof }, i) => {
           await db
             .updateTable('payment_sessions')
-            .set({ expires_at: start + 20 + i * 60 })
+            .set({ expires_at: deadlineOf(i) })
             .where('id', '=', sessionId)
             .execute();
           const response = await env.pay(sessionId, proof.header);
           return response.status;
         }),
       );
-      await sleep(200);
+      // The sweeper goes on until it has swept past the last deadline and after the last answer.
+      const answeredAt = Date.now();
+      await waitFor(() => sweptAt > Math.max(deadlineOf(SESSIONS - 1), answeredAt), 'a sweep after the last deadline and the last answer', 10_000);
       sweeping = false;
       await sweeper;
       await expireDueSessions({ ...env.service.context, db }, Date.now(), env.service.config.explorerTxUrl);

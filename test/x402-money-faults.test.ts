@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { setMerchantWallet } from '../src/merchants/merchants.ts';
 import { cancelAuthorization, offeredPayment, persistentBuyer, resend, submitAuthorization, transfersOnChain } from '../src/testing/buyer.ts';
@@ -28,11 +29,24 @@ type ApiPayment = { status: string; transactionHash: string | null; failureReaso
 for (const { engine, skip } of engines) {
   describeOnEngine(`money never charged twice, never stuck, on ${engine}`, skip, () => {
     let env: PayingShop;
+    /** Reconciler passes that failed as a whole (the service logs each one). */
+    let failedPasses = 0;
     before(async () => {
       env = await startPayingShop(
         engine,
         { TILL_RECONCILE_INTERVAL_MS: '100', TILL_RECONCILE_GRACE_MS: '1500', TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '1000' },
-        { faultControls: true, workers: true },
+        {
+          faultControls: true,
+          workers: true,
+          log: pino(
+            { level: 'warn' },
+            {
+              write(line: string) {
+                if (line.includes('"msg":"reconciler pass failed"')) failedPasses++;
+              },
+            },
+          ),
+        },
       );
     });
     afterEach(async () => {
@@ -156,12 +170,19 @@ for (const { engine, skip } of engines) {
       await env.sandbox.faults.set({ rpcLagBlocks: 6 });
       await env.sandbox.chain.mine(3);
       await env.sandbox.chain.increaseTime(30);
+      // Watched until three reconciler passes have run since (two of them wholly with the lag), each one
+      // either looking at the payment or failing as a whole, or until the payment is resolved.
+      const looks = () =>
+        env.service.context.db.selectFrom('payments').select(['status', 'checks']).where('session_id', '=', sessionId).executeTakeFirstOrThrow();
+      const passes = async () => Number((await looks()).checks) + failedPasses;
+      const passesBefore = await passes();
       const seen = new Set<string>();
-      const deadline = Date.now() + 4000;
-      while (Date.now() < deadline) {
+      await waitFor(async () => {
         for (const p of await payments(sessionId)) seen.add(p.status);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+        const row = await looks();
+        seen.add(row.status);
+        return row.status !== 'PENDING' || Number(row.checks) + failedPasses >= passesBefore + 3;
+      }, 'three reconciler passes while the node lags');
       assert.ok(!seen.has('FAILED'), `the payment was never FAILED (seen: ${[...seen].join(', ')})`);
       await env.sandbox.faults.set({ rpcLagBlocks: 0 });
       const [payment] = await settledOf(sessionId);
@@ -193,8 +214,10 @@ for (const { engine, skip } of engines) {
       const offer = await env.challenge(sessionId);
       const proof = await env.signedPayment(payer, offer);
       await env.sandbox.faults.set({ delayVerifyMs: 1500 });
+      const verifying = (await env.sandbox.faults.get()).stats.verifyRequests;
       const answer = resend(env.baseUrl, sessionId, proof.header);
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      // The wallet changes while the facilitator holds the verify answer.
+      await waitFor(async () => (await env.sandbox.faults.get()).stats.verifyRequests > verifying, 'the proof to reach the facilitator’s verify', 10_000);
       const newWallet = newAccount().address;
       await setMerchantWallet(env.service.context.db, env.merchantId, newWallet);
       try {

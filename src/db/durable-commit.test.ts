@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../config.ts';
+import { waitFor } from '../webhooks/fixtures/wait.ts';
 import { type DatabaseHandle, openDatabase } from './index.ts';
 import { migrateToLatest } from './migrate.ts';
 import { WalSync } from './sqlite-dialect.ts';
@@ -118,7 +119,7 @@ describe('group commit: a writer waits for a sync of the WAL begun after its com
     test('a committed transaction is answered only after the fdatasync that follows it, and the connection serves others meanwhile', async () => {
       datasyncs.length = 0;
       const committed = transaction(1);
-      while (datasyncs.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      await waitFor(() => datasyncs.length > 0, 'the fdatasync after the commit', 10_000);
       assert.equal(await settledYet(committed), false, 'not answered before its sync ends');
       const { rows } = await sql<{ id: string }>`select id from durable_test where id = ${'row1'}`.execute(handle.db);
       assert.equal(rows[0]?.id, 'row1', 'a read is served while the sync runs, and waits for none');
@@ -128,12 +129,15 @@ describe('group commit: a writer waits for a sync of the WAL begun after its com
 
     test('concurrent transactions share syncs: twenty commits, at most two fdatasyncs', async () => {
       datasyncs.length = 0;
-      const commits = Promise.all(Array.from({ length: 20 }, (_, i) => transaction(100 + i)));
-      // Let the first sync finish once the others have committed; then the one they share.
-      while (datasyncs.length < 1) await new Promise((resolve) => setImmediate(resolve));
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      const ids = Array.from({ length: 20 }, (_, i) => `row${100 + i}`);
+      const commits = Promise.all(ids.map((_, i) => transaction(100 + i)));
+      // Let the first sync finish once the others have committed (their rows are there); then the one they share.
+      await waitFor(() => datasyncs.length > 0, 'the first fdatasync', 10_000);
+      const committed = async () =>
+        (await sql<{ n: number }>`select count(*) as n from durable_test where id in (${sql.join(ids)})`.execute(handle.db)).rows[0]!.n;
+      await waitFor(async () => (await committed()) === ids.length, 'the twenty transactions to commit', 10_000);
       datasyncs[0]!.resolve();
-      while (datasyncs.length < 2) await new Promise((resolve) => setImmediate(resolve));
+      await waitFor(() => datasyncs.length > 1, 'the fdatasync the other commits share', 10_000);
       datasyncs[1]!.resolve();
       await commits;
       assert.equal(datasyncs.length, 2);

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { createTestDatabase, freePort } from '../testing/environment.ts';
 import { describeOnEngine, engines } from '../testing/harness.ts';
 import { proxiedPostgres, type TcpProxy } from '../testing/tcp-proxy.ts';
+import { waitFor } from '../webhooks/fixtures/wait.ts';
 import { type DatabaseHandle, isDatabaseUnavailable, openDatabase } from './index.ts';
 
 const failure = (promise: Promise<unknown>) =>
@@ -18,13 +20,23 @@ describeOnEngine('a database that cannot be reached, told apart from a wrong sta
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let proxy: TcpProxy;
   let handle: DatabaseHandle;
+  // The pool's sockets to the proxy, to see when its connections have noticed a cut.
+  const sockets: Socket[] = [];
+  const connect = Socket.prototype.connect;
   before(async () => {
     database = await createTestDatabase('postgres');
     let url: string;
     ({ proxy, url } = await proxiedPostgres(database.url));
+    Socket.prototype.connect = function (this: Socket, ...args: unknown[]) {
+      const [first] = args;
+      const port = typeof first === 'object' && first !== null ? (first as { port?: unknown }).port : first;
+      if (Number(port) === proxy.port) sockets.push(this);
+      return (connect as (...args: unknown[]) => Socket).apply(this, args);
+    } as typeof connect;
     handle = openDatabase({ databaseKind: 'postgres', databaseUrl: url, sqlitePath: undefined, databasePoolSize: 2 });
   });
   after(async () => {
+    Socket.prototype.connect = connect;
     proxy?.restore();
     await handle?.close();
     await proxy?.close();
@@ -40,7 +52,12 @@ describeOnEngine('a database that cannot be reached, told apart from a wrong sta
     const inTransaction = handle.db.transaction().execute(async (trx) => {
       await sql`select 1`.execute(trx);
       proxy.cut();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The next statement comes after the connection has seen the cut: between two statements, not during one.
+      await waitFor(
+        () => sockets.length > 0 && sockets.every((socket) => socket.readableEnded || socket.destroyed),
+        'the pool to see its connections cut',
+        10_000,
+      );
       await sql`select 2`.execute(trx);
     });
     assert.equal(isDatabaseUnavailable(await failure(inTransaction)), true);

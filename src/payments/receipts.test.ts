@@ -31,7 +31,8 @@ for (const { engine, skip } of engines) {
       other = await env.service.merchant({ name: 'Other', walletAddress: env.merchantWallet });
       for (const amount of [0.01, 0.02, 0.03]) {
         paid.push({ ...(await payFor({ amount, currency: 'USD', orderId: `order-${amount}` })), amount });
-        await new Promise((resolve) => setTimeout(resolve, 5)); // distinct settlement times
+        // On the clock: distinct settlement times, so newest-first is a known order.
+        await new Promise((resolve) => setTimeout(resolve, 5));
       }
       // Opened but never paid: not an order.
       await env.createSession({ amount: 0.04, currency: 'USD' });

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
 import { pino } from 'pino';
 import { openDatabase } from '../db/index.ts';
 import { SANDBOX_RATES, StaticRatesProvider } from '../money/rates.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession } from '../testing/shop.ts';
 import { setWebhook } from '../webhooks/endpoints.ts';
+import { waitFor } from '../webhooks/fixtures/wait.ts';
 import { expireDueSessions, type Purge, startExpirySweeper } from './expiry.ts';
 
 for (const { engine, skip } of engines) {
@@ -45,6 +47,8 @@ for (const { engine, skip } of engines) {
 
       // SQLite serves one process through one connection, so there the two sweepers share it and interleave.
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
+      // Connected before the race: a sweeper still connecting would start after the other had done its work.
+      if (other) await sql`select 1`.execute(other.db);
       const [first, second] = await Promise.all([
         expireDueSessions(service.context, now, service.config.explorerTxUrl),
         expireDueSessions(other ? { ...service.context, db: other.db } : service.context, now, service.config.explorerTxUrl),
@@ -82,7 +86,7 @@ for (const { engine, skip } of engines) {
       await set(id, { expires_at: Date.now() - 1 });
       const sweeper = startExpirySweeper(service.context, { intervalMs: 20 });
       try {
-        for (let i = 0; i < 1000 && (await statusOf(id)) !== 'EXPIRED'; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+        await waitFor(async () => (await statusOf(id)) === 'EXPIRED', 'the sweeper to expire the session');
       } finally {
         await sweeper.stop();
       }

@@ -4,5 +4,6 @@
  */
 export async function clearOfMinuteEnd(needMs = 5_000): Promise<void> {
   const left = 60_000 - (Date.now() % 60_000);
+  // On the clock: the windows are the wall clock's minutes, so only the next minute's start ends this one.
   if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
 }

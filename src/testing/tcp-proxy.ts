@@ -1,6 +1,7 @@
 // A TCP proxy a test controls, between Till instances and a server they depend on (PostgreSQL):
 // `cut()` drops every open connection and refuses new ones, as a database that has gone away;
-// `restore()` lets connections through again. The server itself is never touched.
+// `hold()` keeps new connections waiting, unanswered, as a slow network does; `restore()` lets
+// connections through again (the held ones too). The server itself is never touched.
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { connect, createServer, type Server, type Socket } from 'node:net';
@@ -10,6 +11,8 @@ export type TcpProxy = {
   port: number;
   /** Destroys every open connection, both ways, and closes each new one at once until restored. */
   cut(): void;
+  /** New connections are accepted but wait, unanswered, until restored; open ones go on. */
+  hold(): void;
   restore(): void;
   readonly isCut: boolean;
   /** Connections accepted while cut, each closed at once. */
@@ -21,12 +24,22 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const open = new Set<Socket>();
   let cut = false;
   let refused = 0;
+  let holding = false;
+  const held: Socket[] = [];
   const server = createServer((client) => {
     if (cut) {
       refused++;
       client.destroy();
       return;
     }
+    if (holding) {
+      client.pause();
+      held.push(client);
+      return;
+    }
+    pass(client);
+  });
+  function pass(client: Socket): void {
     const upstream = connect(target.port, target.host);
     for (const socket of [client, upstream]) {
       open.add(socket);
@@ -38,7 +51,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     upstream.on('close', () => client.destroy());
     client.pipe(upstream);
     upstream.pipe(client);
-  });
+    client.resume();
+  }
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as { port: number };
@@ -48,8 +62,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       cut = true;
       for (const socket of open) socket.destroy();
     },
+    hold() {
+      holding = true;
+    },
     restore() {
       cut = false;
+      holding = false;
+      for (const client of held.splice(0)) if (!client.destroyed) pass(client);
     },
     get isCut() {
       return cut;
@@ -58,7 +77,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       return refused;
     },
     async close() {
-      for (const socket of open) socket.destroy();
+      for (const socket of [...open, ...held]) socket.destroy();
       server.close();
       await once(server, 'close');
     },

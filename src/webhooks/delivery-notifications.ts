@@ -8,8 +8,15 @@ export type DeliveryListener = NotificationListener;
 
 /**
  * Calls `onDelivery` on every NOTIFY of a new delivery, so deliveries queued by another process go
- * out at once. A lost connection is opened again after `retryMs`, and polling covers the gap.
+ * out at once, and each time the LISTEN is in place: a delivery queued while it was being set up (a
+ * worker just started) or while the connection was lost sent a NOTIFY nobody heard, and goes out
+ * then instead of at the next poll. A lost connection is opened again after `retryMs`.
  */
 export function listenForDeliveries(databaseUrl: string, onDelivery: () => void, options: { retryMs: number; log: Logger }): DeliveryListener {
-  return listenForNotifications(databaseUrl, DELIVERIES_CHANNEL, { onNotification: onDelivery }, { ...options, what: 'webhook notifications' });
+  return listenForNotifications(
+    databaseUrl,
+    DELIVERIES_CHANNEL,
+    { onNotification: onDelivery, onListening: onDelivery },
+    { ...options, what: 'webhook notifications' },
+  );
 }

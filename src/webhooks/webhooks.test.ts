@@ -3,9 +3,11 @@ import { after, afterEach, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
+import { createWakeSignal } from '../common/wake-signal.ts';
 import { openDatabase } from '../db/index.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession, sessionRequest } from '../testing/shop.ts';
+import { proxiedPostgres } from '../testing/tcp-proxy.ts';
 import { webhookHeaders } from './deliver.ts';
 import { checkWebhookUrl, getWebhook, setWebhook, WebhookSettingsError } from './endpoints.ts';
 import type { WebhookEventType } from './event-types.ts';
@@ -251,11 +253,16 @@ for (const { engine, skip } of engines) {
       assert.match(endpoint?.disabledReason ?? '', /410 Gone/);
       const held = await enqueue(session);
       gone = false;
-      // Held while disabled: wait until the worker has certainly polled a few times, then check nothing was sent.
+      // Held while disabled: an event of another merchant, enqueued after it, is sent by a claim that passed it over.
       const seen = hook.received.length;
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const other = await merchantWithSession(hook.url);
+      const next = await enqueue(other.session);
+      assert.equal((await settled(next.eventId)).status, 'SUCCEEDED');
       assert.equal((await delivery(held.eventId)).status, 'PENDING');
-      assert.equal(hook.received.length, seen);
+      assert.deepEqual(
+        hook.received.slice(seen).map((r) => r.headers['webhook-id']),
+        [next.eventId],
+      );
       await setWebhook(service.context.db, service.config.secretKey, merchantId, { url: hook.url }, 'sandbox');
       assert.equal((await settled(held.eventId)).status, 'SUCCEEDED');
     });
@@ -403,6 +410,34 @@ for (const { engine, skip } of engines) {
       await other?.close();
     });
 
+    test('an event queued while a starting worker sets up its LISTEN goes out once the LISTEN is in place, not at the next poll', {
+      skip: engine === 'sqlite' && 'PostgreSQL only: other processes reach a worker by NOTIFY',
+    }, async () => {
+      const hook = await receiver();
+      const { session } = await merchantWithSession(hook.url);
+      // The worker's LISTEN goes through a proxy that holds its connection; its claims through a pool of
+      // its own, whose first claim the test sees complete. Polls come every 10 minutes: never, here.
+      const { proxy, url } = await proxiedPostgres(service.config.databaseUrl);
+      proxy.hold();
+      let claims = 0;
+      const pool = openDatabase(service.config, { onQuery: (query) => void (/webhook_deliveries/.test(query.sql) && claims++) });
+      const starting = startWebhookWorker(
+        { ...service.context, db: pool.db, webhookWake: createWakeSignal(), config: { ...service.config, databaseUrl: url } },
+        { settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true }, pollIntervalMs: 600_000 },
+      );
+      try {
+        await waitFor(() => claims > 0, "the starting worker's first claim");
+        // Queued by another process after that claim, while nobody listens: its NOTIFY is lost.
+        const { eventId } = await enqueue(session);
+        proxy.restore();
+        assert.equal((await settled(eventId)).status, 'SUCCEEDED');
+      } finally {
+        await starting.stop();
+        await proxy.close();
+        await pool.close();
+      }
+    });
+
     test('results slow to be recorded: a worker never leases again what it still holds, so each event is sent once', {
       skip: engine === 'sqlite' && 'PostgreSQL only: SQLite serialises claims and records on one connection',
     }, async () => {
@@ -430,7 +465,8 @@ for (const { engine, skip } of engines) {
       });
       workers.push(slow);
       await waitFor(() => events.every((id) => hook.received.some((r) => r.headers['webhook-id'] === id)), 'every event posted once');
-      await new Promise((resolve) => setTimeout(resolve, 1500)); // five leases run out while the records wait
+      // On the clock: five leases (300 ms each) run out while the records wait; the worker must not lease again what it holds.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
       release();
       await holding;
       await blocker.close();

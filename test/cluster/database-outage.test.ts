@@ -17,6 +17,7 @@ import { apiHeaders, challenge, fundedPayer, pay, SESSIONS_PATH, signedPayment }
 import { startTcpProxy, type TcpProxy } from '../../src/testing/tcp-proxy.ts';
 import { setWebhook } from '../../src/webhooks/endpoints.ts';
 import { startReceiver } from '../../src/webhooks/fixtures/receiver.ts';
+import { waitFor } from '../../src/webhooks/fixtures/wait.ts';
 
 const OUTAGE_MS = Number(process.env.TILL_TEST_OUTAGE_SECONDS ?? 10) * 1000;
 const CLIENTS = 6;
@@ -93,9 +94,21 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
         payments = paymentsAcrossTheCut(buyers);
         // Awaited after the outage; a failure meanwhile must not count as unhandled.
         payments.catch(() => {});
-        for (let waited = 0; (await cluster.sandbox.faults.get()).stats.settleRequests < PAYMENTS && waited < 15_000; waited += 50) await sleep(50);
+        await waitFor(
+          async () => (await cluster.sandbox.faults.get()).stats.settleRequests >= PAYMENTS,
+          'every proof to reach the facilitator’s settle',
+          15_000,
+        );
       });
-      await sleep(3_000);
+      // Traffic goes on until every instance serving the API has created sessions again.
+      await waitFor(
+        () =>
+          cluster.instances
+            .filter((instance) => instance.servesApi)
+            .every((instance) => traffic.answers.some((a) => a.phase === 'after' && a.what === 'create' && a.status === 201 && a.instance === instance.index)),
+        'sessions created again by every instance after the outage',
+        30_000,
+      );
     } finally {
       await traffic.stop();
     }
@@ -257,6 +270,7 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
         } catch (error) {
           transportErrors.push(String(error));
         }
+        // On the clock: a client's pause between its rounds.
         await sleep(20);
       }
     };
@@ -275,22 +289,36 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
 
   /** Cuts the database off for OUTAGE_MS mid-traffic, then restores it; the time each instance took to be ready again. */
   async function cutAndRestore(traffic: ReturnType<typeof startTraffic>, justBefore: () => Promise<void>): Promise<number[]> {
-    await sleep(3_000);
+    // Mid-traffic: every kind of request has been answered before the cut.
+    await waitFor(
+      () => ['create', 'read', 'challenge', 'page', 'deliveries'].every((what) => traffic.answers.some((a) => a.what === what)),
+      'traffic on every endpoint before the cut',
+      30_000,
+    );
     await justBefore();
     traffic.state.phase = 'outage';
     proxy.cut();
     const cutAt = Date.now();
     await cluster.sandbox.faults.set({ delaySettleMs: 0 });
     try {
-      await sleep(1_000);
-      assert.deepEqual(cluster.unexpectedExits(), [], 'no instance ends when the database goes away');
       // Readiness says so on every instance while the database is away.
       for (const instance of cluster.instances) {
-        const ready = await fetch(`${instance.url}/readyz`);
-        assert.equal(ready.status, 503, `instance ${instance.index} /readyz during the outage`);
+        const ready = await waitFor(
+          async () => {
+            assert.deepEqual(cluster.unexpectedExits(), [], 'no instance ends when the database goes away');
+            const answer = await fetch(`${instance.url}/readyz`);
+            if (answer.status === 503) return answer;
+            await answer.arrayBuffer();
+            return undefined;
+          },
+          `instance ${instance.index} /readyz to answer 503 during the outage`,
+          OUTAGE_MS,
+        );
         assert.ok(Number(ready.headers.get('retry-after')) > 0);
         assert.equal(((await ready.json()) as { error: { code: string } }).error.code, 'database_unreachable');
       }
+      assert.deepEqual(cluster.unexpectedExits(), [], 'no instance ends when the database goes away');
+      // On the clock: the outage lasts OUTAGE_MS, whatever the instances do meanwhile.
       await sleep(Math.max(0, OUTAGE_MS - (Date.now() - cutAt)));
       // Transferred on chain while the database was away, so still PENDING: the reconciler's work.
       const pending = await direct.db.selectFrom('payments').select('payer').where('status', '=', 'PENDING').execute();
@@ -345,6 +373,7 @@ describeOnEngine('the database unreachable for a while, on a cluster', skip, () 
           assert.ok(status < 500 || status === 503, `a proof answered ${status}`);
           if (status === 200) return { sessionId, payer: payer.address, first, final: status, tries };
           assert.ok(tries < 240, `session ${sessionId}'s proof answered within 2 minutes`);
+          // On the clock: the buyer sends the same proof again every 500 ms.
           await sleep(500);
         }
       }),

@@ -95,6 +95,7 @@ async function answer(target: Target, path: string, headers: Record<string, stri
       return { status: response.status, body: (await response.json()) as PayAnswer['body'] };
     } catch (error) {
       if (attempt >= 10) throw error;
+      // On the clock: a client's pause before it sends the request again.
       await sleep(100);
     }
   }
@@ -102,9 +103,15 @@ async function answer(target: Target, path: string, headers: Record<string, stri
 
 type BuyerOutcome = { account: LocalAccount; signed: { auth: Authorization; header: string }[]; answers: PayAnswer[] };
 
-async function playBuyer(target: Target, sessionId: string, plan: BuyerPlan): Promise<BuyerOutcome> {
+/** A buyer's account, funded: made for every buyer before any of them plays, so only `delayMs` spaces them. */
+async function fundedBuyer(target: Target): Promise<LocalAccount> {
   const account = newAccount();
   await target.fund(account.address, '0.5');
+  return account;
+}
+
+async function playBuyer(target: Target, sessionId: string, account: LocalAccount, plan: BuyerPlan): Promise<BuyerOutcome> {
+  // On the clock: the schedule's own spacing of this buyer from the others.
   await sleep(plan.delayMs);
   const path = `/x402/session/${sessionId}`;
   const outcome: BuyerOutcome = { account, signed: [], answers: [await answer(target, path)] };
@@ -125,6 +132,7 @@ async function playSchedule(target: Target, schedule: Schedule) {
   });
   assert.equal(created.status, 201);
   const { sessionId } = (await created.json()) as { sessionId: string };
+  const accounts = await Promise.all(schedule.buyers.map(() => fundedBuyer(target)));
   const fault = schedule.fault;
   await target.setFaults({
     ...NO_FAULTS,
@@ -132,10 +140,11 @@ async function playSchedule(target: Target, schedule: Schedule) {
     dropNextSettleResponse: fault === 'drop',
     rpcLagBlocks: schedule.rpcLag,
   });
+  // On the clock: the kill lands a random while into the buyers' play, as the schedule draws it.
   const killing = schedule.kill && target.kill ? sleep(schedule.kill.afterMs).then(() => target.kill!(schedule.kill!.instance)) : undefined;
   let buyers: BuyerOutcome[];
   try {
-    buyers = await Promise.all(schedule.buyers.map((plan) => playBuyer(target, sessionId, plan)));
+    buyers = await Promise.all(schedule.buyers.map((plan, i) => playBuyer(target, sessionId, accounts[i]!, plan)));
   } finally {
     await killing;
     await target.setFaults(NO_FAULTS);

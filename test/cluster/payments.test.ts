@@ -127,6 +127,7 @@ async function race(cluster: Cluster, sessions: Paid[], options: { validForS: nu
     });
 
   const restarts: Promise<void>[] = [];
+  // On the clock: an API instance is killed every KILL_EVERY_MS while the run goes on.
   const killer = options.killApi
     ? setInterval(() => {
         const candidates = cluster.instances.filter((i) => i.role === 'api' && i.up);
@@ -146,6 +147,7 @@ async function race(cluster: Cluster, sessions: Paid[], options: { validForS: nu
   try {
     await inPool(requests, CONCURRENCY, async ({ session, pick, notBefore }) => {
       const wait = started + notBefore - Date.now();
+      // On the clock: the session's first burst starts at its place in the spread.
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       const header = (await proofsOf(session))[pick]!;
       for (let attempt = 0; ; attempt++) {
@@ -161,6 +163,7 @@ async function race(cluster: Cluster, sessions: Paid[], options: { validForS: nu
           // The instance died under the request; a buyer tries again.
           tally.dropped++;
           if (attempt >= 20) throw error;
+          // On the clock: a buyer's pause before sending the proof again.
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       }

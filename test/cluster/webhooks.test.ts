@@ -74,6 +74,7 @@ describeOnEngine('webhook workers killed on a cluster', skip, () => {
     // Each worker lives a short random while, is SIGKILLed, and is started again, until the sessions are made.
     const chaos = WORKERS.map(async (index) => {
       while (making || killsOf.get(index)! < 2) {
+        // On the clock: the worker lives a random while before its kill.
         await sleep(between(KILL_AFTER_MS));
         await cluster.kill(index);
         kills++;
@@ -100,6 +101,7 @@ describeOnEngine('webhook workers killed on a cluster', skip, () => {
           }),
         );
         sessionIds.push(...made);
+        // On the clock: the sessions are made at an even pace over SPREAD_MS.
         await sleep(100);
       }
     } finally {

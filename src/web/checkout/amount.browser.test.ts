@@ -9,6 +9,7 @@ import type { Address } from 'viem';
 import { formatUsdc } from '../../money/usdc.ts';
 import { assertAccessible, browserSkip, launchChromium } from '../../testing/browser.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../testing/harness.ts';
+import { waitFor } from '../../webhooks/fixtures/wait.ts';
 import { checkoutScreenshots, openCheckout, outcome, payButton } from './fixtures/checkout-page.ts';
 
 /**
@@ -127,6 +128,20 @@ for (const { engine, skip } of engines) {
       const quoteOf6 = await shop.challenge(sessionId, '?amount=6');
       const before = await merchantBalance();
       const { page, context } = await openCheckout(browser!, shop.baseUrl, sessionId);
+      // The URL of each answer whose body the page has read: once read, what the page does with it runs before the test's next look.
+      await page.evaluate(() => {
+        const json = Response.prototype.json;
+        const read: string[] = [];
+        Object.assign(window, { readAnswers: read });
+        Response.prototype.json = function (this: Response) {
+          return json.call(this).finally(() => read.push(this.url));
+        };
+      });
+      const readAnswerOf = (amount: number) =>
+        page.evaluate(
+          (wanted) => (window as unknown as { readAnswers: string[] }).readAnswers.some((url) => Number(new URL(url).searchParams.get('amount')) === wanted),
+          amount,
+        );
       // The page's first request for the quote of 4 and of 6 is held here until the test lets it go.
       const held = new Map<string, { route?: Route; arrived: () => void; seen: Promise<void> }>();
       const slot = (amount: string) => {
@@ -169,7 +184,7 @@ for (const { engine, skip } of engines) {
         const late = slot('4').route!.request();
         await slot('4').route!.continue();
         await (await late.response())?.finished();
-        await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50))));
+        await waitFor(() => readAnswerOf(4), 'the page to read the late answer for 4', 10_000);
         assert.equal(await page.locator('#usdc-text').textContent(), formatUsdc(quoteOf6.value));
         assert.equal(await page.locator('#amount-text').textContent(), '6.00 USD');
         await payButton(page).click();

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Address } from 'viem';
+import { RateUnavailableError } from '../../money/rates.ts';
 import {
   browserSkip,
   injectTestWallet,
@@ -403,7 +404,16 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     await assertStatePage(editable, laterUrl, 429, 'Too many requests for this payment', 'too-many-quotes');
     const eur = await createSession(laterUrl, merchant.apiKey, { amount: 9, currency: 'EUR' });
     ratesUp = false;
-    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    // The rates cached at the session's creation (observed 57 s before) pass the 60 s limit, and cannot be fetched again.
+    await waitFor(
+      () =>
+        later.context.rates.getRate('EUR').then(
+          () => false,
+          (error: unknown) => error instanceof RateUnavailableError,
+        ),
+      'the live service to refuse its stale EUR rate',
+      15_000,
+    );
     await assertStatePage(eur, laterUrl, 503, "We can't price this payment right now", 'rate-unavailable');
   });
 

@@ -19,6 +19,7 @@ import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { serveAgentDocument } from '../../testing/oauth-flow.ts';
 import { newAccount } from '../../testing/payer.ts';
+import { waitFor } from '../../webhooks/fixtures/wait.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
@@ -26,10 +27,11 @@ const AGENT = 'Acme Coding Agent';
 
 /** Reloads the page until the locator matches at least `count` elements (the webhook worker delivers in the background). */
 async function reloadUntil(page: Page, locator: Locator, count: number): Promise<number> {
-  for (let i = 0; i < 100 && (await locator.count()) < count; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  await waitFor(async () => {
+    if ((await locator.count()) >= count) return true;
     await page.reload();
-  }
+    return false;
+  }, `${count} of ${locator} on ${page.url()}`);
   return locator.count();
 }
 

@@ -194,7 +194,8 @@ for (const { engine, skip } of engines) {
       const apiIds: string[] = [];
       for (let i = 1; i <= 27; i++) {
         apiIds.push(await e1(apiKey, { amount: i + 0.5, currency: 'USD', orderId: `api-order-${i}` }));
-        await new Promise((resolve) => setTimeout(resolve, 2)); // one millisecond apart at least: a known order
+        // On the clock: one millisecond apart at least, so the sessions' creation times give a known order.
+        await new Promise((resolve) => setTimeout(resolve, 2));
       }
       const csrf = await owner.browser.csrf('/dashboard/links');
       const link = await owner.browser.request('POST', '/dashboard/links', {

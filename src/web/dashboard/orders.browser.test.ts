@@ -18,6 +18,7 @@ import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment } from '../../testing/shop.ts';
+import { waitFor } from '../../webhooks/fixtures/wait.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';
@@ -89,6 +90,10 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
     await sandbox?.stop();
   });
 
+  /** Deliveries the webhook worker has recorded as delivered (the notifications page shows them as Delivered). */
+  const deliveredCount = async () =>
+    (await service.context.db.selectFrom('webhook_deliveries').select('id').where('status', '=', 'SUCCEEDED').execute()).length;
+
   test('orders with their receipt, a webhook delivery redelivered by click, a coding agent revoked by click', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
@@ -133,10 +138,8 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
       await page.getByRole('button', { name: 'Send a test event' }).click();
       await page.waitForURL(`${baseUrl}/dashboard/notifications?sent=1`);
       const delivered = page.locator('.delivery', { hasText: 'Delivered' });
-      for (let i = 0; i < 50 && (await delivered.count()) < 1; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        await page.reload();
-      }
+      await waitFor(async () => (await deliveredCount()) >= 1, 'the test event to be delivered');
+      await page.reload();
       assert.equal(await delivered.count(), 1);
       // The three sessions made through the API, with their status.
       const apiOrders = page.locator('table.api-orders tbody tr');
@@ -147,10 +150,8 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
       await page.setViewportSize({ width: 1280, height: 900 });
       await page.getByRole('button', { name: /^Redeliver event / }).click();
       await page.waitForURL(`${baseUrl}/dashboard/notifications?redelivered=1`);
-      for (let i = 0; i < 50 && (await delivered.count()) < 2; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        await page.reload();
-      }
+      await waitFor(async () => (await deliveredCount()) >= 2, 'the redelivered event to be delivered');
+      await page.reload();
       assert.equal(await delivered.count(), 2);
       await page.getByLabel('Your password', { exact: true }).first().fill(PASSWORD);
       await page.getByRole('button', { name: 'Reveal' }).click();

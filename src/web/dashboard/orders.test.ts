@@ -37,6 +37,7 @@ for (const { engine, skip } of engines) {
         const answer = await response.json();
         assert.equal(response.status, 200, JSON.stringify(answer));
         paid.push({ sessionId, paymentId: answer.paymentId, orderId });
+        // On the clock: the next payment settles at a later millisecond, so newest-first is a known order.
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       const first = await env.service.context.db
