@@ -457,20 +457,35 @@ for (const { engine, skip } of engines) {
         await released;
       });
       await isLocked;
-      const slow = startWebhookWorker(service.context, {
-        settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true },
-        leaseMs: 300,
-        requestTimeoutMs: 200,
-        pollIntervalMs: 20,
-      });
-      workers.push(slow);
-      await waitFor(() => events.every((id) => hook.received.some((r) => r.headers['webhook-id'] === id)), 'every event posted once');
-      // On the clock: five leases (300 ms each) run out while the records wait; the worker must not lease again what it holds.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      release();
-      await holding;
-      await blocker.close();
-      for (const eventId of events) assert.equal((await settled(eventId)).status, 'SUCCEEDED');
+      // The worker claims through a pool of its own, so the test counts its claims. A request may take
+      // up to 2 s (a loaded machine answers a local POST slowly), and a lease outlives it, as always.
+      let claims = 0;
+      const pool = openDatabase(service.config, { onQuery: (query) => void (/webhook_deliveries/.test(query.sql) && claims++) });
+      const leaseMs = 2_500;
+      const slow = startWebhookWorker(
+        { ...service.context, db: pool.db },
+        { settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true }, leaseMs, requestTimeoutMs: 2_000, pollIntervalMs: 20 },
+      );
+      try {
+        await waitFor(() => events.every((id) => hook.received.some((r) => r.headers['webhook-id'] === id)), 'every event posted once');
+        // Every lease has run out (a lease is wall-clock time) while the records wait, and the worker has
+        // claimed five times since: five chances to lease again what it still holds.
+        const expiredAt = Date.now() + leaseMs;
+        let claimsAtExpiry: number | undefined;
+        await waitFor(() => {
+          if (Date.now() <= expiredAt) return false;
+          claimsAtExpiry ??= claims;
+          return claims >= claimsAtExpiry + 5;
+        }, 'five claims after every lease ran out');
+        release();
+        await holding;
+        await blocker.close();
+        for (const eventId of events) assert.equal((await settled(eventId)).status, 'SUCCEEDED');
+      } finally {
+        release();
+        await slow.stop();
+        await pool.close();
+      }
       const sent = hook.received.map((r) => String(r.headers['webhook-id'])).filter((id) => events.includes(id));
       assert.equal(sent.length, events.length, 'each event sent once');
       for (const eventId of events) assert.equal((await attempts(eventId)).length, 1, `one recorded attempt for ${eventId}`);
