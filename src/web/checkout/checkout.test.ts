@@ -137,6 +137,16 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     const payer = await shop.fundedPayer('10');
     const before = await shop.sandbox.balanceOf(shop.merchantWallet as Address);
     const { page, context, requests, calls, status } = await open(sessionId, { account: payer });
+    // The page goes back to the shop 5 s after it says "Paid"; the shop's answer waits until the paid
+    // page has been checked, so a slow check never finds the shop's page instead.
+    let backToShop = () => {};
+    const checked = new Promise<void>((resolve) => {
+      backToShop = resolve;
+    });
+    await page.route(`${SHOP}/thanks**`, async (route) => {
+      await checked;
+      await route.fallback();
+    });
     try {
       assert.equal(status, 200);
       await page.getByText('Sandbox: test money').waitFor();
@@ -152,6 +162,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       await screenshots(page, 'checkout', 'paid-in-page');
       const receiptHref = await page.getByRole('link', { name: 'View the receipt' }).getAttribute('href');
       assert.match(receiptHref!, /^\/checkout\/v2\/orders\/receipt\/TX-/);
+      backToShop();
       await page.waitForURL(`${SHOP}/thanks?**`, { timeout: 15_000 });
       const landed = new URL(page.url());
       assert.equal(landed.searchParams.get('ref'), 'A-1042');
@@ -176,6 +187,7 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
       await assertAccessible(again.page);
       await again.context.close();
     } finally {
+      backToShop();
       await context.close();
     }
   });
