@@ -61,6 +61,12 @@ for (const { engine, skip } of engines) {
       const session = await service.context.db.selectFrom('payment_sessions').selectAll().where('id', '=', sessionId).executeTakeFirstOrThrow();
       return { merchantId, apiKey, session, ...secrets };
     };
+    /** A pool of the service's database for one worker, counting its completed statements on webhook_deliveries (its claims). */
+    const claimCountingPool = () => {
+      const counted = { claims: 0 };
+      const handle = openDatabase(service.config, { onQuery: (query) => void (/webhook_deliveries/.test(query.sql) && counted.claims++) });
+      return Object.assign(counted, { db: handle.db, close: () => handle.close() });
+    };
     const enqueue = (session: Awaited<ReturnType<typeof merchantWithSession>>['session'], type: WebhookEventType = 'payment.succeeded') =>
       service.context.db.transaction().execute((trx) =>
         enqueueWebhookEvent(trx, {
@@ -419,14 +425,13 @@ for (const { engine, skip } of engines) {
       // its own, whose first claim the test sees complete. Polls come every 10 minutes: never, here.
       const { proxy, url } = await proxiedPostgres(service.config.databaseUrl);
       proxy.hold();
-      let claims = 0;
-      const pool = openDatabase(service.config, { onQuery: (query) => void (/webhook_deliveries/.test(query.sql) && claims++) });
+      const pool = claimCountingPool();
       const starting = startWebhookWorker(
         { ...service.context, db: pool.db, webhookWake: createWakeSignal(), config: { ...service.config, databaseUrl: url } },
         { settings: { retrySchedule: [20], allowLoopbackTargets: true, allowPrivateTargets: true }, pollIntervalMs: 600_000 },
       );
       try {
-        await waitFor(() => claims > 0, "the starting worker's first claim");
+        await waitFor(() => pool.claims > 0, "the starting worker's first claim");
         // Queued by another process after that claim, while nobody listens: its NOTIFY is lost.
         const { eventId } = await enqueue(session);
         proxy.restore();
@@ -459,8 +464,7 @@ for (const { engine, skip } of engines) {
       await isLocked;
       // The worker claims through a pool of its own, so the test counts its claims. A request may take
       // up to 2 s (a loaded machine answers a local POST slowly), and a lease outlives it, as always.
-      let claims = 0;
-      const pool = openDatabase(service.config, { onQuery: (query) => void (/webhook_deliveries/.test(query.sql) && claims++) });
+      const pool = claimCountingPool();
       const leaseMs = 2_500;
       const slow = startWebhookWorker(
         { ...service.context, db: pool.db },
@@ -474,8 +478,8 @@ for (const { engine, skip } of engines) {
         let claimsAtExpiry: number | undefined;
         await waitFor(() => {
           if (Date.now() <= expiredAt) return false;
-          claimsAtExpiry ??= claims;
-          return claims >= claimsAtExpiry + 5;
+          claimsAtExpiry ??= pool.claims;
+          return pool.claims >= claimsAtExpiry + 5;
         }, 'five claims after every lease ran out');
         release();
         await holding;
