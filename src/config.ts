@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { BASE_USDC_ADDRESS } from './common/network.ts';
+import { redactUrl } from './common/redact.ts';
 
 export type WebhookSettings = {
   /** Delay before each retry, in milliseconds; the number of entries is the number of retries. */
@@ -100,11 +101,15 @@ const httpUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 
+/** Settings whose URL may hold a provider's key (`https://base-mainnet.g.alchemy.com/v2/KEY`): shown as `https://host/…` only. */
+const KEYED_URLS = new Set(['TILL_BASE_RPC_URL']);
+const shownValue = (name: string, value: string) => (KEYED_URLS.has(name) ? redactUrl(value) : value);
+
 function read<T>(env: NodeJS.ProcessEnv, name: string, schema: z.ZodType<T>, fallback: string | undefined): T | undefined {
   const raw = env[name] === undefined || env[name] === '' ? fallback : env[name];
   if (raw === undefined) return undefined;
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(name, `${JSON.stringify(raw)} — ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  if (!parsed.success) throw new ConfigError(name, `${JSON.stringify(shownValue(name, raw))} — ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   return parsed.data;
 }
 
@@ -403,7 +408,7 @@ function checkLiveSettings(config: Config): void {
     if (config.devAllowHttpLoopback && LOOPBACK_HOSTS.has(new URL(url).hostname)) continue;
     throw new ConfigError(
       name,
-      `${url} is plain http, refused in live mode: use an https URL${name === 'TILL_BASE_URL' ? ' (the address buyers and merchants reach, behind your TLS proxy)' : ''} (TILL_DEV_ALLOW_HTTP_LOOPBACK=true allows http to this machine, for development only)`,
+      `${shownValue(name, url)} is plain http, refused in live mode: use an https URL${name === 'TILL_BASE_URL' ? ' (the address buyers and merchants reach, behind your TLS proxy)' : ''} (TILL_DEV_ALLOW_HTTP_LOOPBACK=true allows http to this machine, for development only)`,
     );
   }
 }

@@ -23,6 +23,9 @@ import { listen, standInFacilitator, standInRpc } from '../src/testing/stand-ins
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 const freshDir = temporaryDirectories('till-going-live-');
 
+/** A provider's key, as RPC URLs carry it (`https://base-mainnet.g.alchemy.com/v2/KEY`). */
+const RPC_KEY = 'alch-k3y-4f9e2b';
+
 const LIVE = {
   TILL_FACILITATOR_URL: 'https://facilitator.example',
   TILL_BASE_RPC_URL: 'https://base-rpc.example',
@@ -85,6 +88,14 @@ describe('refused at start without the network, naming the setting', () => {
     assert.equal(refusal({ ...LIVE, TILL_BASE_URL: '' }).setting, 'TILL_BASE_URL');
   });
 
+  test("an RPC URL is shown as https://host/… only: its path and query hold the provider's key", () => {
+    const plain = refusal({ ...LIVE, TILL_BASE_RPC_URL: `http://base-mainnet.example/v2/${RPC_KEY}?token=${RPC_KEY}` });
+    assert.match(plain.message, /Invalid setting TILL_BASE_RPC_URL: http:\/\/base-mainnet\.example\/… is plain http/);
+    const malformed = refusal({ ...LIVE, TILL_BASE_RPC_URL: `base-mainnet.example/v2/${RPC_KEY}` });
+    assert.equal(malformed.setting, 'TILL_BASE_RPC_URL');
+    for (const error of [plain, malformed]) assert.doesNotMatch(error.message, new RegExp(RPC_KEY));
+  });
+
   test('http to this machine only with the development flag, and never to another host', () => {
     const local = { TILL_FACILITATOR_URL: 'http://127.0.0.1:4021', TILL_BASE_RPC_URL: 'http://localhost:8545', TILL_BASE_URL: 'http://[::1]:8080' };
     assert.equal(refusal({ ...LIVE, ...local }).setting, 'TILL_FACILITATOR_URL');
@@ -129,6 +140,8 @@ describe('refused at start without the network, naming the setting', () => {
 describe('refused by `till serve` after asking the facilitator and the chain', () => {
   const servers = {
     base: standInRpc(8453, 'USD Coin'),
+    tenBlockPlan: standInRpc(8453, 'USD Coin', { limit: 10 }),
+    noLogs: standInRpc(8453, 'USD Coin', 'unavailable'),
     sepolia: standInRpc(84532, 'USD Coin'),
     sepoliaToken: standInRpc(8453, 'USDC'),
     facilitator: standInFacilitator(['eip155:8453']),
@@ -154,6 +167,17 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
       timeoutMs: 60_000,
     });
 
+  const doctorWithRpc = (rpcUrl: string) =>
+    runNodeScript(CLI, ['doctor', '--json'], {
+      env: {
+        PATH: process.env.PATH,
+        TILL_DATA_DIR: freshDir(),
+        TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true',
+        TILL_FACILITATOR_URL: urls.facilitator,
+        TILL_BASE_RPC_URL: rpcUrl,
+      },
+    });
+
   test('an RPC whose chain id is not 8453 names TILL_BASE_RPC_URL', async () => {
     const run = await serve({ TILL_BASE_RPC_URL: urls.sepolia });
     assert.equal(run.code, 2, run.stderr);
@@ -168,6 +192,44 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
     const run = await serve({ TILL_BASE_RPC_URL: urls.sepoliaToken });
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr, /Invalid setting TILL_USDC_ADDRESS: .*says name "USDC", version "2"; Till's challenges say "USD Coin", "2"/);
+  });
+
+  test('an RPC that answers eth_getLogs over no block names TILL_BASE_RPC_URL: a lost settle answer could never be found', async () => {
+    const run = await serve({ TILL_BASE_RPC_URL: urls.noLogs });
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      /Invalid setting TILL_BASE_RPC_URL: live mode refused to start: RPC eth_getLogs range — eth_getLogs \[\d+, \d+\] at http:\/\/127\.0\.0\.1:\d+ failed: .*JSON-RPC error -32601.*Fix: use a Base RPC \(or a plan\) that answers eth_getLogs/,
+    );
+  });
+
+  test('an RPC that cannot be reached names TILL_BASE_RPC_URL, never the token, and never shows its key', async () => {
+    const unreachable = `http://127.0.0.1:9/v2/${RPC_KEY}`;
+    const run = await serve({ TILL_BASE_RPC_URL: unreachable });
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      /Invalid setting TILL_BASE_RPC_URL: live mode refused to start: RPC is Base mainnet — eth_chainId at http:\/\/127\.0\.0\.1:9\/… failed/,
+    );
+    assert.match(run.stderr, /Fix: check TILL_BASE_RPC_URL/);
+    const doctor = await doctorWithRpc(unreachable);
+    const checks = JSON.parse(doctor.stdout).checks as { name: string; status: string; detail: string; fix?: string }[];
+    for (const name of ['RPC is Base mainnet', 'RPC eth_getLogs range', "token's EIP-712 domain"]) {
+      const check = checks.find((check) => check.name === name)!;
+      assert.equal(check.status, 'failed', name);
+      assert.match(check.detail, /at http:\/\/127\.0\.0\.1:9\/… failed/, name);
+      assert.match(check.fix!, /^check TILL_BASE_RPC_URL/, name);
+    }
+    for (const shown of [run.stdout, run.stderr, doctor.stdout, doctor.stderr]) assert.doesNotMatch(shown, new RegExp(RPC_KEY));
+  });
+
+  test("till doctor reports the RPC's eth_getLogs range: a plan of 10 blocks is searched 10 blocks at a time", async () => {
+    const doctor = await doctorWithRpc(urls.tenBlockPlan);
+    const check = (JSON.parse(doctor.stdout).checks as { name: string; status: string; detail: string }[]).find(
+      (check) => check.name === 'RPC eth_getLogs range',
+    )!;
+    assert.equal(check.status, 'ok');
+    assert.match(check.detail, /^10 blocks per request: the RPC refused 500, so the reconciler searches in 10-block ranges \(50 requests for 500 blocks/);
   });
 
   test('a facilitator that does not settle exact on Base names TILL_FACILITATOR_URL', async () => {

@@ -8,6 +8,8 @@
 // without a valid CDP-style JWT, made by `@coinbase/x402` from a throwaway API key. TLS uses a
 // throwaway CA that the service trusts through NODE_EXTRA_CA_CERTS. Everything else is real: the
 // service's own processes, its database, the x402 client, signatures and transfers on the chain.
+// The RPC answers eth_getLogs over 5 blocks at most, as free plans do on Base (QuickNode's 5,
+// Alchemy's 10), refusing wider ranges in Alchemy's words.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Server } from 'node:http';
@@ -23,10 +25,15 @@ import { describeOnEngine, engines } from '../src/testing/harness.ts';
 import { type HttpsFront, type LiveRehearsal, startLiveRehearsal } from '../src/testing/live-rehearsal.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { listen, standInRpc } from '../src/testing/stand-ins.ts';
+import { waitFor } from '../src/webhooks/fixtures/wait.ts';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 const freshDir = temporaryDirectories('till-rehearsal-');
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+/** Blocks per eth_getLogs the rehearsal's RPC answers. */
+const LOG_RANGE_LIMIT = 5;
+/** How long a lost settle answer may take to be recorded: the reconcile grace below, then a few passes. */
+const RECOVERY_BOUND_MS = 5_000 + 30_000;
 
 type Serving = { child: ChildProcess; stdout: string; stderr: string; stop(): Promise<void> };
 
@@ -84,8 +91,26 @@ for (const { engine, skip } of engines) {
       };
     };
 
+    const api = (path: string, init: RequestInit = {}) =>
+      rehearsal.fetch(`${front.url}${path}`, { ...init, headers: { 'X-SC-ApiKey': apiKey, 'content-type': 'application/json', ...init.headers } });
+    const createSession = async (amount: number) => {
+      const response = await api('/api/checkout/v2/payment_session', { method: 'POST', body: JSON.stringify({ amount, currency: 'USD' }) });
+      assert.equal(response.status, 201);
+      return ((await response.json()) as { sessionId: string }).sessionId;
+    };
+    const sessionStatus = async (sessionId: string) =>
+      ((await (await api(`/api/checkout/v2/payment_session/${sessionId}`)).json()) as { status: string }).status;
+    /** An x402 v2 client paying with `buyer`'s wallet. */
+    const payingAs = (buyer: ReturnType<typeof newAccount>) =>
+      wrapFetchWithPaymentFromConfig(rehearsal.fetch, {
+        schemes: [{ network: 'eip155:8453', client: new ExactEvmScheme(buyer) }],
+        spendControls: { allowedAssets: [{ network: 'eip155:8453', asset: BASE_USDC_ADDRESS }] },
+      } as never);
+
     before(async () => {
-      rehearsal = await startLiveRehearsal({ dir: freshDir(), faultControls: true, blockIntervalMs: 400 });
+      rehearsal = await startLiveRehearsal({ dir: freshDir(), faultControls: true, blockIntervalMs: 400, rpcLogRangeLimit: LOG_RANGE_LIMIT });
+      // Base has a long history: more blocks than the RPC answers at once before anything looks.
+      await rehearsal.sandbox.chain.mine(4 * LOG_RANGE_LIMIT);
       const storage = await createServiceStorage(engine);
       drop = storage.drop;
       const port = await freePort();
@@ -125,12 +150,17 @@ for (const { engine, skip } of engines) {
         'facilitator accepts the credentials',
         'RPC is Base mainnet',
         'RPC follows the chain',
+        'RPC eth_getLogs range',
         "token's EIP-712 domain",
         'TILL_BASE_URL is https',
         'secret key present',
       ])
         assert.equal(report.checks.find((check) => check.name === name)?.status, 'ok', name);
       assert.equal(rehearsal.stats.refused, 0);
+      assert.match(
+        report.checks.find((check) => check.name === 'RPC eth_getLogs range')!.detail,
+        new RegExp(`^${LOG_RANGE_LIMIT} blocks per request: the RPC refused 500`),
+      );
     });
 
     test('the first merchant with the CLI, then till doctor passes', async () => {
@@ -195,19 +225,9 @@ for (const { engine, skip } of engines) {
       assert.match(till.stderr, /live mode without TILL_RATES_URL accepts USD sessions only/);
       assert.match(till.stdout, /Till is serving on https:\/\/localhost:\d+ \(live, /);
       assert.doesNotMatch(till.stdout, /demo merchant/i);
-      const api = (path: string, init: RequestInit = {}) =>
-        rehearsal.fetch(`${front.url}${path}`, { ...init, headers: { 'X-SC-ApiKey': apiKey, 'content-type': 'application/json', ...init.headers } });
-      const createSession = async (amount: number) => {
-        const response = await api('/api/checkout/v2/payment_session', { method: 'POST', body: JSON.stringify({ amount, currency: 'USD' }) });
-        assert.equal(response.status, 201);
-        return ((await response.json()) as { sessionId: string }).sessionId;
-      };
       const buyer = newAccount();
       await rehearsal.sandbox.fund(buyer.address, '1');
-      const pay = wrapFetchWithPaymentFromConfig(rehearsal.fetch, {
-        schemes: [{ network: 'eip155:8453', client: new ExactEvmScheme(buyer) }],
-        spendControls: { allowedAssets: [{ network: 'eip155:8453', asset: BASE_USDC_ADDRESS }] },
-      } as never);
+      const pay = payingAs(buyer);
 
       // Paid at once: the facilitator verified and settled with a valid JWT each time.
       const first = await createSession(0.25);
@@ -230,16 +250,11 @@ for (const { engine, skip } of engines) {
       assert.equal(answer.error, 'payment_in_progress');
       assert.deepEqual(answer.accepts, []);
       await rehearsal.sandbox.faults.set({ settleFault: 'none' });
-      let status = '';
-      for (let tries = 0; tries < 100 && status !== 'SUCCESS'; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        status = ((await (await api(`/api/checkout/v2/payment_session/${second}`)).json()) as { status: string }).status;
-      }
-      assert.equal(status, 'SUCCESS', 'the reconciler recorded the payment from the chain');
+      await waitFor(async () => (await sessionStatus(second)) === 'SUCCESS', 'the reconciler recorded the payment from the chain', RECOVERY_BOUND_MS);
       assert.equal(await rehearsal.sandbox.balanceOf(wallet), 750_000n);
 
-      // On the chain: exactly one transfer per session to the payout wallet, from the buyer.
-      const chain = createPublicClient({ transport: http(rehearsal.rpcUrl, { fetchFn: rehearsal.fetch }) });
+      // On the chain (read from the sandbox's own RPC, which answers any range): exactly one transfer per session to the payout wallet, from the buyer.
+      const chain = createPublicClient({ transport: http(rehearsal.sandbox.rpcUrl) });
       const transfers = await chain.getLogs({ address: BASE_USDC_ADDRESS, event: TRANSFER, args: { to: wallet }, fromBlock: 0n });
       assert.deepEqual(
         transfers.map((log) => [log.args.from, log.args.value]),
@@ -250,6 +265,28 @@ for (const { engine, skip } of engines) {
       );
       assert.equal(rehearsal.stats.refusals.length, refusedBefore);
       assert.ok(merchantId);
+    });
+
+    test(`a buyer whose settle answer was lost is paid through an RPC answering eth_getLogs over ${LOG_RANGE_LIMIT} blocks only`, async () => {
+      assert.ok(till, 'till serve is running (the test before starts it)');
+      const buyer = newAccount();
+      await rehearsal.sandbox.fund(buyer.address, '1');
+      const balanceBefore = await rehearsal.sandbox.balanceOf(wallet);
+      // The facilitator settles on chain, then its answer never reaches Till.
+      await rehearsal.sandbox.faults.set({ dropNextSettleResponse: true });
+      const sessionId = await createSession(0.1);
+      const inProgress = await payingAs(buyer)(`${front.url}/x402/session/${sessionId}`);
+      assert.equal(inProgress.status, 402);
+      assert.equal(((await inProgress.json()) as { error: string }).error, 'payment_in_progress');
+      assert.equal(await rehearsal.sandbox.balanceOf(wallet), balanceBefore + 100_000n, 'the transfer is on chain');
+
+      // The reconciler finds the authorization used and searches its events in ranges the RPC answers.
+      await waitFor(async () => (await sessionStatus(sessionId)) === 'SUCCESS', 'the session SUCCESS, recorded from the chain', RECOVERY_BOUND_MS);
+      assert.ok(rehearsal.stats.rpcLogsRefused > 0, 'the RPC refused wider ranges (once: the service keeps the range it answers)');
+      assert.doesNotMatch(till.stdout, /could not reconcile payment yet/);
+      const again = await payingAs(buyer)(`${front.url}/x402/session/${sessionId}`);
+      assert.equal(again.status, 200, 'the paid session answers its result, never a new offer');
+      assert.equal(await rehearsal.sandbox.balanceOf(wallet), balanceBefore + 100_000n, 'paid once');
     });
   });
 }

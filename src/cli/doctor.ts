@@ -6,6 +6,7 @@ import {
   checkFacilitatorCredentials,
   checkFacilitatorSupported,
   checkRpcChain,
+  checkRpcLogRange,
   checkTokenDomain,
   databaseChecks,
   payoutWalletChecks,
@@ -41,10 +42,11 @@ async function runChecks(config: Config): Promise<Check[]> {
       checkFacilitatorSupported(config),
       checkFacilitatorCredentials(config),
       checkRpcChain(config, { headAge: true }),
+      checkRpcLogRange(config),
       checkTokenDomain(config),
     ]);
-    const [supported, credentials, chain, token] = await network;
-    checks.push(supported, credentials, ...chain, token);
+    const [supported, credentials, chain, logRange, token] = await network;
+    checks.push(supported, credentials, ...chain, logRange, token);
     if (config.mode === 'live') {
       if (usable) checks.push(await payoutWalletChecks(database.db), sandboxDataCheck(await liveReadiness(database.db)), await webhookUrlCheck(database.db));
       else checks.push({ name: "merchants' payout wallets", status: 'skipped', detail: 'the database is not ready' });

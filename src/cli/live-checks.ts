@@ -1,13 +1,15 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPublicClient, getAddress, http, parseAbi } from 'viem';
-import { CHAIN_ID, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
+import { BASE_USDC_ADDRESS, CHAIN_ID, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
 import { type Config, ConfigError } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import { pendingMigrations } from '../db/migrate.ts';
 import { listMerchants } from '../merchants/merchants.ts';
 import { plainHttpEndpoints } from '../webhooks/endpoints.ts';
+import { createChainReader, LOG_RANGE_BLOCKS } from '../x402/chain.ts';
 import { createFacilitator, facilitatorAuthHeaders } from '../x402/facilitator.ts';
+import { type ChainReadError, chainReadError, isRpcFailure } from '../x402/rpc-errors.ts';
 import type { LiveReadiness } from './live.ts';
 
 /** One line of `till doctor`: what was checked, what was found, and the fix when it failed. */
@@ -29,6 +31,26 @@ function reason(error: unknown): string {
 
 function rpcClient(url: string) {
   return createPublicClient({ transport: http(url, { timeout: 10_000, retryCount: 0 }) });
+}
+
+/**
+ * A check failed by a read of `what` at the RPC: the detail names the RPC as `https://host/…` only
+ * (its URL holds the provider's key), the fix says what to change: the key, the plan, or reaching
+ * the provider at all.
+ */
+function rpcFailed(name: string, error: unknown, what: string, rpcUrl: string, fix?: (failure: ChainReadError) => string | undefined): Check {
+  const failure = chainReadError(error, what, rpcUrl);
+  const refusedKey = failure.status === 401 || failure.status === 403;
+  return failed(
+    name,
+    failure.message.slice(0, 400),
+    fix?.(failure) ??
+      (refusedKey
+        ? "the provider refused the request: check the key in TILL_BASE_RPC_URL (the provider's dashboard shows the whole URL) and that the plan is active"
+        : failure.status === 429
+          ? "the provider limits this key's requests: use a plan with more (TILL_BASE_RPC_URL), or wait and run till doctor again"
+          : 'check TILL_BASE_RPC_URL (the https JSON-RPC URL of a Base mainnet node, with its key) and that the provider answers from this server'),
+  );
 }
 
 /** The facilitator settles `exact` on Base, for the configured token when it names its assets. */
@@ -102,7 +124,7 @@ export async function checkRpcChain(config: Config, options: { headAge?: boolean
   try {
     chainId = await client.getChainId();
   } catch (error) {
-    return [failed(name, `eth_chainId at TILL_BASE_RPC_URL failed: ${reason(error)}`, 'give TILL_BASE_RPC_URL the https JSON-RPC URL of a Base mainnet node')];
+    return [rpcFailed(name, error, 'eth_chainId', config.baseRpcUrl)];
   }
   if (chainId !== CHAIN_ID)
     return [failed(name, `TILL_BASE_RPC_URL answers chain id ${chainId}, not Base mainnet (${CHAIN_ID})`, 'point TILL_BASE_RPC_URL at a Base mainnet node')];
@@ -122,7 +144,7 @@ export async function checkRpcChain(config: Config, options: { headAge?: boolean
             ),
       );
     } catch (error) {
-      checks.push(failed(headName, `reading the head block failed: ${reason(error)}`, 'check TILL_BASE_RPC_URL'));
+      checks.push(rpcFailed(headName, error, 'eth_getBlockByNumber latest', config.baseRpcUrl));
     }
   }
   return checks;
@@ -147,21 +169,51 @@ export async function checkTokenDomain(config: Config): Promise<Check> {
       );
     return ok(name, `"${tokenName}", version "${version}" at ${address}`);
   } catch (error) {
-    return failed(
-      name,
-      `reading name() and version() of ${address} failed: ${reason(error)}`,
-      'set TILL_USDC_ADDRESS to USDC on Base (0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913)',
+    const what = `reading name() and version() of ${address}`;
+    // The RPC failing the read says nothing of the token: the fix is the RPC's.
+    if (isRpcFailure(error)) return { ...rpcFailed(name, error, what, config.baseRpcUrl), setting: 'TILL_BASE_RPC_URL' };
+    return rpcFailed(name, error, what, config.baseRpcUrl, () => 'set TILL_USDC_ADDRESS to USDC on Base (0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913)');
+  }
+}
+
+/** A lost settle answer is found through eth_getLogs: how many blocks the RPC answers per request (the reader narrows to them). */
+export async function checkRpcLogRange(config: Config): Promise<Check> {
+  const name = 'RPC eth_getLogs range';
+  if (!config.baseRpcUrl) return skipped(name, 'TILL_BASE_RPC_URL is not set');
+  const reader = createChainReader(config.baseRpcUrl);
+  let blocks: bigint;
+  try {
+    blocks = await reader.probeLogRange(config.usdcAddress ?? BASE_USDC_ADDRESS);
+  } catch (error) {
+    // An RPC that answers, but not eth_getLogs (not even over one block), is the plan's doing, not the key's.
+    return rpcFailed(name, error, 'eth_getLogs', config.baseRpcUrl, (failure) =>
+      failure.code !== undefined && ![401, 403, 429].includes(failure.status ?? 200)
+        ? 'use a Base RPC (or a plan) that answers eth_getLogs, in TILL_BASE_RPC_URL: the reconciler finds a payment whose settle answer was lost through it'
+        : undefined,
     );
   }
+  const perLook = (LOG_RANGE_BLOCKS + blocks - 1n) / blocks;
+  return ok(
+    name,
+    blocks < LOG_RANGE_BLOCKS
+      ? `${blocks} blocks per request: the RPC refused ${LOG_RANGE_BLOCKS}, so the reconciler searches in ${blocks}-block ranges (${perLook} requests for ${LOG_RANGE_BLOCKS} blocks, about 17 minutes of Base)`
+      : `${blocks} blocks per request`,
+  );
 }
 
 /** What a live start asks of the facilitator and the chain before it serves; any failure refuses the start. */
 export async function liveStartChecks(config: Config): Promise<Check[]> {
-  const [facilitator, chain, token] = await Promise.all([checkFacilitatorSupported(config), checkRpcChain(config), checkTokenDomain(config)]);
+  const [facilitator, chain, logRange, token] = await Promise.all([
+    checkFacilitatorSupported(config),
+    checkRpcChain(config),
+    checkRpcLogRange(config),
+    checkTokenDomain(config),
+  ]);
   return [
     { ...facilitator, setting: config.facilitator.kind === 'coinbase' ? 'TILL_FACILITATOR' : 'TILL_FACILITATOR_URL' },
     ...chain.map((check) => ({ ...check, setting: 'TILL_BASE_RPC_URL' })),
-    { ...token, setting: 'TILL_USDC_ADDRESS' },
+    { ...logRange, setting: 'TILL_BASE_RPC_URL' },
+    { ...token, setting: token.setting ?? 'TILL_USDC_ADDRESS' },
   ];
 }
 

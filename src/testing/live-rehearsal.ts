@@ -37,6 +37,7 @@ import { Agent } from 'undici';
 import type { Address } from 'viem';
 import { BASE_USDC_ADDRESS } from '../common/network.ts';
 import { type Sandbox, startSandbox } from '../sandbox/index.ts';
+import { answerWithLogRangeLimit, readRequestBody } from './rpc-log-range.ts';
 
 /** The facilitator's route on CDP (`https://api.cdp.coinbase.com` + this). */
 export const CDP_FACILITATOR_ROUTE = '/platform/v2/x402';
@@ -241,9 +242,9 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 /**
  * Streams one request to `target` and its answer back. A connection the upstream drops mid-answer
  * is dropped to the client too (as the sandbox's "drop the settle answer" fault intends); an
- * upstream that cannot be reached is a 502.
+ * upstream that cannot be reached is a 502. A request whose body was read already sends `body`.
  */
-function forward(req: IncomingMessage, res: ServerResponse, target: URL, headers: OutgoingHttpHeaders, agent: HttpAgent): void {
+function forward(req: IncomingMessage, res: ServerResponse, target: URL, headers: OutgoingHttpHeaders, agent: HttpAgent, body?: Buffer): void {
   const upstream = httpRequest(target, { method: req.method ?? 'GET', headers, agent }, (answer) => {
     res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
     answer.pipe(res);
@@ -261,7 +262,8 @@ function forward(req: IncomingMessage, res: ServerResponse, target: URL, headers
   res.once('close', () => {
     if (!res.writableFinished) upstream.destroy();
   });
-  req.pipe(upstream);
+  if (body) upstream.end(body);
+  else req.pipe(upstream);
 }
 
 async function listenHttps(server: HttpsServer): Promise<number> {
@@ -329,6 +331,8 @@ export type LiveRehearsalStats = {
   facilitator: { supported: number; verify: number; settle: number };
   /** JSON-RPC posts forwarded (no auth is asked for, as with an RPC URL holding its key). */
   rpc: number;
+  /** eth_getLogs calls refused for spanning more blocks than `rpcLogRangeLimit`. */
+  rpcLogsRefused: number;
   /** Facilitator calls answered 401, with why (newest last). */
   refused: number;
   refusals: { method: string; path: string; reason: string }[];
@@ -347,6 +351,13 @@ export type LiveRehearsalOptions = {
    * or set this (Base: 2000).
    */
   blockIntervalMs?: number;
+  /**
+   * `/rpc` refuses an eth_getLogs over more than this many blocks as Alchemy's free plan does on
+   * Base (10): HTTP 200, JSON-RPC error -32600 "…up to a N block range. Based on your parameters,
+   * this block range should work: [from, from + N - 1]" (src/testing/rpc-log-range.ts); in a batch,
+   * only that call. Unset: every range is answered.
+   */
+  rpcLogRangeLimit?: number;
 };
 
 export type LiveRehearsal = {
@@ -403,7 +414,11 @@ export async function startLiveRehearsal(options: LiveRehearsalOptions): Promise
   });
   const upstream = new URL(sandbox.url);
   const agent = new HttpAgent({ keepAlive: true });
-  const stats: LiveRehearsalStats = { facilitator: { supported: 0, verify: 0, settle: 0 }, rpc: 0, refused: 0, refusals: [] };
+  const stats: LiveRehearsalStats = { facilitator: { supported: 0, verify: 0, settle: 0 }, rpc: 0, rpcLogsRefused: 0, refused: 0, refusals: [] };
+  const askSandboxRpc = async (body: unknown): Promise<unknown> => {
+    const answer = await fetch(new URL('/rpc', upstream), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return answer.json();
+  };
   const upstreamHeaders = (req: IncomingMessage): OutgoingHttpHeaders => {
     const headers = endToEnd(req.headers);
     delete headers.authorization;
@@ -417,7 +432,12 @@ export async function startLiveRehearsal(options: LiveRehearsalOptions): Promise
     if (path === '/rpc') {
       if (method !== 'POST') return sendJson(res, 405, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'use POST' } });
       stats.rpc += 1;
-      return forward(req, res, new URL('/rpc', upstream), upstreamHeaders(req), agent);
+      if (options.rpcLogRangeLimit === undefined) return forward(req, res, new URL('/rpc', upstream), upstreamHeaders(req), agent);
+      const body = await readRequestBody(req);
+      const limited = await answerWithLogRangeLimit(body.toString('utf8'), options.rpcLogRangeLimit, askSandboxRpc);
+      if (!limited) return forward(req, res, new URL('/rpc', upstream), upstreamHeaders(req), agent, body);
+      stats.rpcLogsRefused += limited.refused;
+      return sendJson(res, 200, limited.body);
     }
     if (path.startsWith(`${CDP_FACILITATOR_ROUTE}/`)) {
       const endpoint = path.slice(CDP_FACILITATOR_ROUTE.length) as FacilitatorEndpoint;
