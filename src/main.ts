@@ -31,7 +31,6 @@ import { registerWebPages } from './web/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { startWebhookWorker } from './webhooks/worker.ts';
 import { purgeOldAttempts } from './x402/attempts.ts';
-import { createChainReader } from './x402/chain.ts';
 import { purgeOldQuotes } from './x402/quotes.ts';
 import { startReconciler } from './x402/reconciler.ts';
 import { registerX402Routes } from './x402/routes.ts';
@@ -124,10 +123,10 @@ export async function createService(config: Config, options: CreateServiceOption
         ],
       }),
     );
-    if (x402 && config.baseRpcUrl) {
+    if (x402?.chain) {
       workers.push(
         startReconciler(context, {
-          chain: createChainReader(config.baseRpcUrl),
+          chain: x402.chain,
           facilitator: x402.facilitator,
           intervalMs: config.reconcileIntervalMs,
           graceMs: config.reconcileGraceMs,

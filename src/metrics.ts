@@ -26,6 +26,12 @@ export function createMetrics() {
       buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
+    facilitatorProblems: new Counter({
+      name: 'till_facilitator_problems_total',
+      help: "Facilitator calls that gave no verdict, by operation, kind (timeout, unreachable, unreadable, server_error, rate_limited, refused: a configuration error) and the facilitator's errorType",
+      labelNames: ['operation', 'kind', 'error_type'],
+      registers: [registry],
+    }),
     x402ProofsRefused: new Counter({
       name: 'till_x402_proofs_refused_total',
       help: 'Payment proofs refused, by reason',

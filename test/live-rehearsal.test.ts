@@ -11,7 +11,6 @@
 // The RPC answers eth_getLogs over 5 blocks at most, as free plans do on Base (QuickNode's 5,
 // Alchemy's 10), refusing wider ranges in Alchemy's words.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import type { Server } from 'node:http';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -19,10 +18,10 @@ import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPaymentFromConfig } from '@x402/fetch';
 import { createPublicClient, getAddress, http, parseAbiItem } from 'viem';
 import { BASE_USDC_ADDRESS } from '../src/common/network.ts';
-import { runNodeScript } from '../src/testing/child-process.ts';
-import { createServiceStorage, freePort, temporaryDirectories } from '../src/testing/environment.ts';
+import { runNodeScript, type ServingProcess, serveTill } from '../src/testing/child-process.ts';
+import { createServiceStorage, temporaryDirectories } from '../src/testing/environment.ts';
 import { describeOnEngine, engines } from '../src/testing/harness.ts';
-import { type HttpsFront, type LiveRehearsal, startLiveRehearsal } from '../src/testing/live-rehearsal.ts';
+import { type HttpsFront, type LiveRehearsal, liveServiceEnv, startLiveRehearsal } from '../src/testing/live-rehearsal.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { listen, standInRpc } from '../src/testing/stand-ins.ts';
 import { waitFor } from '../src/webhooks/fixtures/wait.ts';
@@ -35,46 +34,11 @@ const LOG_RANGE_LIMIT = 5;
 /** How long a lost settle answer may take to be recorded: the reconcile grace below, then a few passes. */
 const RECOVERY_BOUND_MS = 5_000 + 30_000;
 
-type Serving = { child: ChildProcess; stdout: string; stderr: string; stop(): Promise<void> };
-
-/** `till serve` in a process of its own, resolved once it says it is serving. */
-function serve(env: NodeJS.ProcessEnv): Promise<Serving> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const serving: Serving = {
-    child,
-    stdout: '',
-    stderr: '',
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`till serve not ready in 60 s: ${serving.stderr}`)), 60_000);
-    child.stdout!.on('data', (chunk) => {
-      serving.stdout += chunk;
-      if (serving.stdout.includes('Till is serving')) {
-        clearTimeout(timer);
-        resolve(serving);
-      }
-    });
-    child.stderr!.on('data', (chunk) => {
-      serving.stderr += chunk;
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`till serve exited with ${code}: ${serving.stderr}`));
-    });
-  });
-}
-
 for (const { engine, skip } of engines) {
   describeOnEngine(`live mode rehearsed on ${engine}`, skip, () => {
     let rehearsal: LiveRehearsal;
     let front: HttpsFront;
-    let till: Serving | undefined;
+    let till: ServingProcess | undefined;
     let env: NodeJS.ProcessEnv;
     let drop: () => Promise<void>;
     let merchantId: string;
@@ -113,25 +77,7 @@ for (const { engine, skip } of engines) {
       await rehearsal.sandbox.chain.mine(4 * LOG_RANGE_LIMIT);
       const storage = await createServiceStorage(engine);
       drop = storage.drop;
-      const port = await freePort();
-      front = await rehearsal.httpsFrontFor(`http://127.0.0.1:${port}`);
-      env = {
-        PATH: process.env.PATH,
-        ...storage.settings,
-        ...rehearsal.childEnv,
-        PORT: String(port),
-        TILL_BASE_URL: front.url,
-        TILL_FACILITATOR: 'coinbase',
-        TILL_FACILITATOR_URL: rehearsal.facilitatorUrl,
-        CDP_API_KEY_ID: rehearsal.apiKeyId,
-        CDP_API_KEY_SECRET: rehearsal.apiKeySecret,
-        TILL_BASE_RPC_URL: rehearsal.rpcUrl,
-        TILL_FINALITY_CONFIRMATIONS: '3',
-        TILL_RECONCILE_INTERVAL_MS: '300',
-        TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '5000',
-        TILL_RECONCILE_GRACE_MS: '5000',
-        TILL_LOG_LEVEL: 'warn',
-      };
+      ({ env, front } = await liveServiceEnv(rehearsal, storage.settings));
     });
     after(async () => {
       await till?.stop();
@@ -190,8 +136,24 @@ for (const { engine, skip } of engines) {
       assert.equal(wrongKey.code, 1);
       const credentials = wrongKey.report.checks.find((check) => check.name === 'facilitator accepts the credentials')!;
       assert.equal(credentials.status, 'failed');
-      assert.match(credentials.detail, /answered 401: the credentials were refused/);
+      assert.match(credentials.detail, /refused the request 401 \(unauthorized: .*\) \[correlationId [^\]]+\]: the credentials were refused/);
       assert.match(credentials.fix!, /CDP_API_KEY_ID and CDP_API_KEY_SECRET/);
+
+      // A well-formed secret of no key pair cannot sign at all: the fix is the secret, not the network.
+      const unsigned = await doctor({ CDP_API_KEY_SECRET: Buffer.alloc(64, 7).toString('base64') });
+      const cannotSign = unsigned.report.checks.find((check) => check.name === 'facilitator accepts the credentials')!;
+      assert.equal(cannotSign.status, 'failed');
+      assert.match(cannotSign.detail, /the API key cannot sign a request: .*Invalid keyData/);
+      assert.match(cannotSign.fix!, /paste the whole secret of the CDP Secret API key into CDP_API_KEY_SECRET/);
+      assert.doesNotMatch(cannotSign.fix!, /reachable/);
+
+      // An ECDSA key, as PKCS#8 or as the SEC1 PEM the portal has handed out, is accepted as the Ed25519 one is.
+      for (const secret of [rehearsal.ecKey.secret, rehearsal.ecKey.secretSec1]) {
+        const ec = await doctor({ CDP_API_KEY_ID: rehearsal.ecKey.id, CDP_API_KEY_SECRET: secret });
+        const accepted = ec.report.checks.find((check) => check.name === 'facilitator accepts the credentials')!;
+        assert.equal(accepted.status, 'ok', accepted.detail);
+        assert.match(accepted.detail, /answered: refused \(\w*insufficient\w*\) — authenticated, nothing paid/);
+      }
 
       const sepolia: Server = standInRpc(84532, 'USD Coin');
       try {
@@ -221,7 +183,7 @@ for (const { engine, skip } of engines) {
 
     test('an x402 v2 client pays a live session over https; a lost settle answer is confirmed from the chain', async () => {
       const refusedBefore = rehearsal.stats.refusals.length;
-      till = await serve(env);
+      till = await serveTill(CLI, env);
       assert.match(till.stderr, /live mode without TILL_RATES_URL accepts USD sessions only/);
       assert.match(till.stdout, /Till is serving on https:\/\/localhost:\d+ \(live, /);
       assert.doesNotMatch(till.stdout, /demo merchant/i);

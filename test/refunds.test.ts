@@ -283,7 +283,7 @@ for (const { engine, skip } of engines) {
         description: 'elsewhere',
       });
       const spent = await createFacilitator({ url: env.sandbox.facilitatorUrl, headers: {}, settleTimeoutMs: 30_000 }).settle(payload, requirements);
-      assert.ok(spent.success, JSON.stringify(spent));
+      assert.equal(spent.kind, 'settled', JSON.stringify(spent));
       assert.equal(await balanceOf(payout.address), 0n);
 
       const answer = await refund(orderId, '0.5');

@@ -149,6 +149,45 @@ for (const { engine, skip } of engines) {
       await assertChallenge(await get(sessionId, {}, '?amount=0.02'), 'payment_required', sessionId, 20_000n);
     });
 
+    test('amount_below_minimum for an amount the facilitator would refuse (under 0.001 USDC): no offer, the floor named, the facilitator never asked', async () => {
+      const verifies = (await env.sandbox.faults.get()).stats.verifyRequests;
+      // 1 KRW is about 0.00072 USDC: 720 base units, under the 1,000 the hosted facilitator settles.
+      const sessionId = await createSession({ amount: 1, currency: 'KRW' });
+      const response = await get(sessionId);
+      const body = await response.json();
+      assert.equal(response.status, 402, JSON.stringify(body));
+      assert.equal(body.error, 'amount_below_minimum');
+      assert.match(body.message, /0\.001 USDC \(1000 base units\)/);
+      assert.equal(body.minUsdcAmount, '1000');
+      assert.deepEqual(body.accepts, []);
+      assert.equal(response.headers.get('payment-required'), null);
+      // A proof for it anyway is refused the same way, before any facilitator call.
+      const payer = await fundedPayer();
+      const { header } = await signedXPayment(payer, usdc, merchantWallet, 720n);
+      const paid = await get(sessionId, { 'x-payment': header });
+      assert.equal((await paid.json()).error, 'amount_below_minimum');
+      assert.equal((await env.sandbox.faults.get()).stats.verifyRequests, verifies, 'the facilitator was never asked');
+      assert.deepEqual(await paymentRows(sessionId), []);
+      // The hosted page says so too, and charges nothing.
+      const page = await fetch(`${env.baseUrl}/checkout/pay?uid=${sessionId}`);
+      assert.equal(page.status, 422);
+      assert.match(await page.text(), /less than 0\.001 USDC, the smallest payment/);
+    });
+
+    test('the description offered is what the facilitator takes: at most 500 characters, cut between code points', async () => {
+      const concept = `${'Gift 🎁 '.repeat(70)}end`.slice(0, 500);
+      const sessionId = await createSession({ concept });
+      const body = await (await get(sessionId)).json();
+      const description: string = body.accepts[0].description;
+      assert.ok(description.length <= 500, `${description.length} UTF-16 units`);
+      assert.ok(Array.from(description).length <= 500);
+      assert.ok(description.endsWith('…'));
+      assert.ok(`Refusal shop: ${concept}`.startsWith(description.slice(0, -1)), 'a prefix of the full description');
+      assert.doesNotMatch(description, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])/, 'no half of a surrogate pair');
+      const short = await (await get(await createSession({ concept: 'A short concept' }))).json();
+      assert.equal(short.accepts[0].description, 'Refusal shop: A short concept', 'a description that fits is sent as it is');
+    });
+
     test('invalid_payload: not base64, not JSON, fields missing', async () => {
       const { sessionId, payer, value, payTo } = await readyToPay();
       const { auth, signature } = await signedXPayment(payer, usdc, payTo, value);
@@ -253,6 +292,22 @@ for (const { engine, skip } of engines) {
         'invalid_signature',
         payer.address,
       );
+    });
+
+    test('invalid_signature: a signature shorter than 65 bytes is refused before any facilitator call', async () => {
+      const { sessionId, payer, value, payTo } = await readyToPay();
+      const verifies = (await env.sandbox.faults.get()).stats.verifyRequests;
+      const auth = authorization(payer.address, payTo, value);
+      const genuine = await signAuthorization(payer, usdc, auth);
+      await assertRefused(
+        sessionId,
+        value,
+        { 'x-payment': xPaymentHeader(genuine.slice(0, 2 + 128) as `0x${string}`, auth) },
+        'invalid_signature',
+        payer.address,
+      );
+      await assertRefused(sessionId, value, { 'x-payment': xPaymentHeader('0x1234', auth) }, 'invalid_signature', payer.address);
+      assert.equal((await env.sandbox.faults.get()).stats.verifyRequests, verifies, 'the facilitator was never asked');
     });
 
     test('insufficient_funds: an unfunded payer', async () => {

@@ -107,7 +107,7 @@ for (const { engine, skip } of engines) {
     test('a new proof from a payer whose payment of a STATIC link is PENDING is answered payment_in_progress, charged nothing; once the first is cancelled on chain it pays', async () => {
       const sessionId = await env.createSession({ amount: 0.1, currency: 'USD', orderType: 'STATIC' });
       const payer = await env.fundedPayer('1');
-      await env.sandbox.faults.set({ settleFault: 'refuse' });
+      await env.sandbox.faults.set({ settleFault: 'unavailable' });
       const first = await persistentBuyer(target(), sessionId, payer, { attempts: 1, validForSeconds: 500n });
       assert.equal(first.last.body.error, 'payment_in_progress');
       await env.sandbox.faults.set({ settleFault: 'none' });
@@ -133,7 +133,7 @@ for (const { engine, skip } of engines) {
     test('a TRANSIENT session whose authorization was cancelled is neither stuck nor paid twice: FAILED, then paid by another buyer', async () => {
       const sessionId = await env.createSession({ amount: 0.05, currency: 'USD' });
       const payer = await env.fundedPayer('1');
-      await env.sandbox.faults.set({ settleFault: 'refuse' });
+      await env.sandbox.faults.set({ settleFault: 'unavailable' });
       const first = await persistentBuyer(target(), sessionId, payer, { attempts: 1, validForSeconds: 500n });
       assert.equal(first.last.status, 402);
       await env.sandbox.faults.set({ settleFault: 'none' });
@@ -234,7 +234,7 @@ for (const { engine, skip } of engines) {
       const sessionId = await env.createSession({ amount: 0.08, currency: 'USD', orderType: 'STATIC' });
       const payer = await env.fundedPayer('1');
       const snapshot = await env.sandbox.chain.snapshot();
-      await env.sandbox.faults.set({ settleFault: 'refuse' });
+      await env.sandbox.faults.set({ settleFault: 'unavailable' });
       const first = await persistentBuyer(target(), sessionId, payer, { attempts: 1, validForSeconds: 60n });
       await env.sandbox.faults.set({ settleFault: 'none' });
       await env.sandbox.chain.increaseTime(120);
@@ -266,7 +266,7 @@ for (const { engine, skip } of engines) {
     test('operators see PENDING payments: `till payments pending` with age and the last finding, and the oldest one’s age in /metrics', async () => {
       const sessionId = await env.createSession({ amount: 0.09, currency: 'USD' });
       const payer = await env.fundedPayer('1');
-      await env.sandbox.faults.set({ settleFault: 'refuse' });
+      await env.sandbox.faults.set({ settleFault: 'unavailable' });
       const { signed } = await persistentBuyer(target(), sessionId, payer, { attempts: 1, validForSeconds: 400n });
       await env.sandbox.faults.set({ settleFault: 'none' });
       // The CLI runs beside the service without blocking it (the reconciler under test runs in this process).
@@ -335,14 +335,18 @@ for (const { engine, skip } of engines) {
       assert.equal(lost.last.body.error, 'payment_in_progress');
       const [payment] = await settledOf(sessionId);
       assert.equal(payment?.status, 'SUCCESS');
+      // A pass writes its looks in one commit after its last row: the good payment's SUCCESS may be seen first.
+      const damaged = await waitFor(async () => {
+        const row = await db
+          .selectFrom('payments')
+          .select(['status', 'last_finding', 'next_check_at'])
+          .where('id', '=', 'pay_damaged')
+          .executeTakeFirstOrThrow();
+        return row.last_finding !== null && row;
+      }, "the reconciler's look at the damaged row");
+      assert.equal(damaged.status, 'PENDING', 'nothing guessed about it');
       const metrics = await (await fetch(`${env.baseUrl}/metrics`)).text();
       assert.match(metrics, /till_background_row_failures_total\{pass="reconciler"\} [1-9]/);
-      const damaged = await db
-        .selectFrom('payments')
-        .select(['status', 'last_finding', 'next_check_at'])
-        .where('id', '=', 'pay_damaged')
-        .executeTakeFirstOrThrow();
-      assert.equal(damaged.status, 'PENDING', 'nothing guessed about it');
       assert.match(damaged.last_finding ?? '', /^could not read the chain/);
       assert.ok(damaged.next_check_at! > now, 'and its next look moved on');
       await db.deleteFrom('payments').where('id', '=', 'pay_damaged').execute();
@@ -350,7 +354,7 @@ for (const { engine, skip } of engines) {
 
     test('fifty payments legitimately PENDING hold back no other: a newer lost answer is still resolved', async () => {
       const stuckPayer = await env.fundedPayer('5');
-      await env.sandbox.faults.set({ settleFault: 'refuse' });
+      await env.sandbox.faults.set({ settleFault: 'unavailable' });
       for (let i = 0; i < 55; i++) {
         const sessionId = await env.createSession({ amount: 0.01, currency: 'USD' });
         const { last } = await persistentBuyer(target(), sessionId, stuckPayer, { attempts: 1, validForSeconds: 550n });

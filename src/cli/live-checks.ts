@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { PaymentPayload } from '@x402/core/types';
 import { createPublicClient, getAddress, http, parseAbi } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { BASE_USDC_ADDRESS, CHAIN_ID, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
 import { type Config, ConfigError } from '../config.ts';
 import type { Db } from '../db/index.ts';
@@ -8,7 +11,10 @@ import { pendingMigrations } from '../db/migrate.ts';
 import { listMerchants } from '../merchants/merchants.ts';
 import { plainHttpEndpoints } from '../webhooks/endpoints.ts';
 import { createChainReader, LOG_RANGE_BLOCKS } from '../x402/chain.ts';
-import { createFacilitator, facilitatorAuthHeaders } from '../x402/facilitator.ts';
+import { v2Requirements } from '../x402/challenge.ts';
+import { createFacilitator, describeProblem, FacilitatorError, facilitatorAuthHeaders } from '../x402/facilitator.ts';
+import { FACILITATOR_MIN_AMOUNT, X402_VERSION } from '../x402/protocol.ts';
+import { refundTypedData } from '../x402/refunds.ts';
 import { type ChainReadError, chainReadError, isRpcFailure } from '../x402/rpc-errors.ts';
 import type { LiveReadiness } from './live.ts';
 
@@ -86,33 +92,72 @@ export async function checkFacilitatorSupported(config: Config): Promise<Check> 
 }
 
 /**
- * The facilitator accepts Till's credentials: a verify call with an empty payment is answered as bad
- * input (any 2xx or 400), not refused as unauthenticated (401/403). Nothing is signed or paid.
+ * The facilitator answers a verify with the configured credentials: a well-formed payment of the
+ * facilitator's smallest amount, signed by a throwaway key that holds nothing, must get a verdict
+ * (it is refused: insufficient funds), not a refusal of the request. Nothing is paid. A key that
+ * cannot sign at all, refused credentials, a refused account and an unreachable facilitator each
+ * name their own fix.
  */
 export async function checkFacilitatorCredentials(config: Config): Promise<Check> {
   const name = 'facilitator accepts the credentials';
   if (!config.facilitatorUrl) return skipped(name, 'no facilitator configured');
+  const keyFix =
+    config.facilitator.kind === 'coinbase'
+      ? 'check CDP_API_KEY_ID and CDP_API_KEY_SECRET (a Secret API key from portal.cdp.coinbase.com, not a client key)'
+      : 'check TILL_FACILITATOR_HEADERS';
   try {
-    const headers = (await facilitatorAuthHeaders(config.facilitatorUrl, config.facilitator, config.facilitatorHeaders)?.())?.verify ?? {};
-    const response = await fetch(`${config.facilitatorUrl}/verify`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify({ x402Version: 2, paymentPayload: {}, paymentRequirements: {} }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    await response.arrayBuffer();
-    if (response.status === 401 || response.status === 403)
+    await facilitatorAuthHeaders(config.facilitatorUrl, config.facilitator, config.facilitatorHeaders)?.();
+  } catch (error) {
+    return failed(
+      name,
+      `the API key cannot sign a request: ${reason(error)}`,
+      'paste the whole secret of the CDP Secret API key into CDP_API_KEY_SECRET again (Ed25519: base64 of 64 bytes; ECDSA: the PEM with its BEGIN and END lines)',
+    );
+  }
+  const facilitator = createFacilitator({ url: config.facilitatorUrl, auth: config.facilitator, headers: config.facilitatorHeaders, settleTimeoutMs: 10_000 });
+  const request = await throwawayPayment(config.usdcAddress ?? BASE_USDC_ADDRESS, config.baseUrl);
+  try {
+    const verdict = await facilitator.verify(request.payload, request.requirements);
+    const said = verdict.isValid ? 'valid' : `refused (${verdict.invalidReason})`;
+    return ok(name, `POST /verify of a payment by a key holding nothing was answered: ${said} — authenticated, nothing paid`);
+  } catch (error) {
+    if (!(error instanceof FacilitatorError)) throw error;
+    const { problem } = error;
+    const detail = `POST /verify: ${describeProblem(problem)}`;
+    if (problem.status === 401 || problem.status === 403) return failed(name, `${detail}: the credentials were refused`, keyFix);
+    if (problem.kind === 'refused')
       return failed(
         name,
-        `POST /verify answered ${response.status}: the credentials were refused`,
-        config.facilitator.kind === 'coinbase'
-          ? 'check CDP_API_KEY_ID and CDP_API_KEY_SECRET (a Secret API key from portal.cdp.coinbase.com, not a client key)'
-          : 'check TILL_FACILITATOR_HEADERS',
+        detail,
+        'the facilitator refuses this account or request: read its errorMessage; for Coinbase, check the CDP project and its billing at portal.cdp.coinbase.com',
       );
-    return ok(name, `POST /verify with an empty payment answered ${response.status} (authenticated, nothing paid)`);
-  } catch (error) {
-    return failed(name, `POST /verify failed: ${reason(error)}`, 'check that the facilitator is reachable from this server');
+    return failed(name, detail, 'check that the facilitator is reachable from this server (TILL_FACILITATOR_URL)');
   }
+}
+
+/** A payment of the facilitator's smallest amount, signed by a fresh key that holds nothing: a verify of it pays nothing. */
+async function throwawayPayment(asset: string, baseUrl: string) {
+  const signer = privateKeyToAccount(generatePrivateKey());
+  const message = {
+    from: signer.address,
+    to: signer.address,
+    value: FACILITATOR_MIN_AMOUNT,
+    validAfter: 0n,
+    validBefore: BigInt(Math.floor(Date.now() / 1000) + 300),
+    nonce: `0x${randomBytes(32).toString('hex')}` as const,
+  };
+  const signature = await signer.signTypedData(refundTypedData(asset, message));
+  const requirements = v2Requirements({ payTo: signer.address, asset: getAddress(asset), usdcAmount: FACILITATOR_MIN_AMOUNT });
+  const payload: PaymentPayload = {
+    x402Version: X402_VERSION,
+    resource: { url: `${baseUrl}/doctor`, description: 'till doctor: a check of the credentials, nothing is paid', mimeType: 'application/json' },
+    accepted: requirements,
+    payload: {
+      signature,
+      authorization: { ...message, value: message.value.toString(), validAfter: '0', validBefore: message.validBefore.toString() },
+    },
+  };
+  return { payload, requirements };
 }
 
 /** The RPC is Base mainnet; with `headAge`, also how old its newest block is. */

@@ -97,6 +97,11 @@ export const ERROR_CATALOGUE = {
   ),
   no_webhook_endpoint: entry(409, 'The merchant has no webhook URL set', () => 'No webhook URL is set for this merchant'),
   body_too_large: entry(413, 'The body is over 1 MiB (16 KiB on the session endpoints)', () => 'The request body is too large'),
+  form_too_large: entry(
+    413,
+    'A form post has more fields or files than its form takes (a page form: 32 fields, no file; the logo form: 1 file, 4 fields); the message names the limit',
+    (p: { found: string; takes: string }) => `The form has ${p.found}; this form takes at most ${p.takes}`,
+  ),
   unsupported_media_type: entry(
     415,
     'The body is not JSON: Content-Type must be application/json (or a +json type), charset utf-8',
@@ -134,9 +139,18 @@ export const ERROR_CATALOGUE = {
   ),
   facilitator_unavailable: entry(
     503,
-    'The x402 facilitator does not answer; nothing was charged',
-    () => 'The payment facilitator does not answer; nothing was charged, try again shortly',
+    "The x402 facilitator does not answer, fails, or asks to slow down; nothing was charged (Retry-After passes on the facilitator's own when it gave one)",
+    (p: { retryAfterSeconds?: number; busy?: boolean }) =>
+      p.busy
+        ? `The payment facilitator asks for fewer requests; nothing was charged, try again in ${p.retryAfterSeconds ?? 10} s`
+        : 'The payment facilitator does not answer; nothing was charged, try again shortly',
     { retryAfterSeconds: 10 },
+  ),
+  facilitator_refused: entry(
+    502,
+    "The x402 facilitator refused this service's request (its credentials, account or settings): the same on every retry until the operator fixes it; nothing was charged",
+    () =>
+      "The payment facilitator refused this service's request, so no payment can be taken here for now; nothing was charged. The operator has been alerted: retrying will not help",
   ),
   database_unreachable: entry(
     503,

@@ -7,9 +7,10 @@ import { z } from 'zod';
  * - `error`: settles on chain, then answers 500 `{success: false, errorReason: "unexpected_settle_error", transaction}`;
  * - `bad_gateway`: settles on chain, then answers 502 with a plain-text body (no hash);
  * - `refuse`: does not settle, and answers 200 `{success: false, errorReason: "transaction_failed"}` without a hash;
+ * - `unavailable`: does not settle, and answers 503 with a plain-text body (a gateway in front of a facilitator that is down);
  * - `wrong_hash`: settles on chain, then answers success with the hash of another transaction (the last faucet mint).
  */
-export const SETTLE_FAULTS = ['none', 'pending', 'hang', 'error', 'bad_gateway', 'refuse', 'wrong_hash'] as const;
+export const SETTLE_FAULTS = ['none', 'pending', 'hang', 'error', 'bad_gateway', 'refuse', 'unavailable', 'wrong_hash'] as const;
 export type SettleFault = (typeof SETTLE_FAULTS)[number];
 
 /**

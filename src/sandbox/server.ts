@@ -263,6 +263,11 @@ export function createSandboxRequestHandler(options: SandboxRequestHandlerOption
     if (fault === 'refuse') {
       return sendJson(res, 200, { success: false, errorReason: 'transaction_failed', transaction: '', network: paymentRequirements.network });
     }
+    if (fault === 'unavailable') {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end('Service Unavailable');
+      return;
+    }
     const result = await facilitator.settle(paymentPayload, paymentRequirements);
     if (result.success) faults.stats.settledTransactions.push(result.transaction);
     if (faults.faults.delaySettleMs > 0) await sleep(faults.faults.delaySettleMs);

@@ -4,11 +4,13 @@
 // - Coinbase's hosted x402 facilitator (https://api.cdp.coinbase.com/platform/v2/x402) and a Base
 //   mainnet RPC node cannot be reached (no internet here, and no real money in tests). Both are
 //   the sandbox (chain id 8453, the token at Base's real USDC address), behind one https server.
-// - The facilitator's authentication mirrors what CDP documents and what `@coinbase/cdp-sdk`'s
-//   `generateJwt` signs (the code `@coinbase/x402`'s `createAuthHeader` runs): a Bearer JWT,
-//   ES256, header `kid` = the API key id, claims `iss: "cdp"`, `sub` = the key id, `nbf`/`exp` at
-//   most 120 s apart, and `uris` naming the request as "<METHOD> <host><path>". It is checked
-//   against a throwaway API key made here; Coinbase's own checks may be stricter.
+// - The facilitator answers as Coinbase documents its hosted one (src/testing/cdp-facilitator.ts):
+//   Bearer JWTs signed with an Ed25519 key (the portal's default, what the rehearsal's service
+//   uses) or an ECDSA key, as `@coinbase/cdp-sdk`'s `generateJwt` makes them (the code
+//   `@coinbase/x402`'s `createAuthHeader` runs); its request checks (500-character descriptions,
+//   the 1,000-unit floor, the signature pattern), its error bodies with a correlation id, and its
+//   rejections as 400s. Answers of its bad days (402 payment_method_required, 429 with Retry-After,
+//   HTML from a gateway, an empty body) are scripted by a test with `answerNext`.
 // - TLS: a throwaway CA, made per rehearsal with the `openssl` CLI, signs a certificate for
 //   localhost / 127.0.0.1 / ::1. Child processes trust it through NODE_EXTRA_CA_CERTS=caPath;
 //   in-process clients through `fetch` (an undici Agent with the CA added).
@@ -18,7 +20,7 @@
 // A JWT made for `localhost` without the port, or for `127.0.0.1:PORT` while the request went to
 // `localhost:PORT`, is refused. (Against CDP itself the host is `api.cdp.coinbase.com`, no port.)
 import { execFileSync } from 'node:child_process';
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomUUID } from 'node:crypto';
+import { createPrivateKey, createPublicKey, type KeyObject, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import {
   Agent as HttpAgent,
@@ -32,17 +34,16 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { Agent } from 'undici';
 import type { Address } from 'viem';
 import { BASE_USDC_ADDRESS } from '../common/network.ts';
 import { type Sandbox, startSandbox } from '../sandbox/index.ts';
+import { type CdpAnswer, cdpError, cdpRequestProblem, generateCdpApiKey, inCdpShape, verifyCdpAuthorization } from './cdp-facilitator.ts';
+import { freePort } from './environment.ts';
 import { answerWithLogRangeLimit, readRequestBody } from './rpc-log-range.ts';
 
 /** The facilitator's route on CDP (`https://api.cdp.coinbase.com` + this). */
 export const CDP_FACILITATOR_ROUTE = '/platform/v2/x402';
-/** The longest life CDP's SDK gives a JWT (its default `expiresIn`); a longer one is refused. */
-export const CDP_JWT_MAX_LIFETIME_SECONDS = 120;
 
 // ---------------------------------------------------------------------------------------------
 // TLS
@@ -143,85 +144,6 @@ export function createTestTls(dir: string): TestTls {
 }
 
 // ---------------------------------------------------------------------------------------------
-// CDP-style API keys and their JWTs
-
-export type CdpApiKey = {
-  /** The key id (`kid` and `sub` of its JWTs); a UUID, as CDP's portal gives. */
-  id: string;
-  /** PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), the form `generateJwt` accepts as apiKeySecret. */
-  secret: string;
-  /**
-   * The same private key as SEC1 PEM (`-----BEGIN EC PRIVATE KEY-----`), the form CDP's portal has
-   * handed out for ECDSA keys. `@coinbase/x402` 2.1.0's `createAuthHeader` refuses it as is; a
-   * service that accepts it must convert it to PKCS#8 first.
-   */
-  secretSec1: string;
-  publicKey: KeyObject;
-};
-
-/** A throwaway ES256 (P-256) API key. */
-export function generateCdpApiKey(): CdpApiKey {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  return {
-    id: randomUUID(),
-    secret: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    secretSec1: privateKey.export({ type: 'sec1', format: 'pem' }).toString(),
-    publicKey,
-  };
-}
-
-export type CdpAuthVerdict = { ok: true } | { ok: false; reason: string };
-
-/**
- * Checks an Authorization header as the stand-in for CDP does: `Bearer <JWT>` signed with ES256 by
- * `key`, header kid = key id, iss "cdp", sub = key id, nbf and exp present and at most 120 s apart,
- * not expired, and `uris` containing exactly "<METHOD> <host><path>" of this request.
- */
-export async function verifyCdpAuthorization(
-  authorization: string | undefined,
-  request: { method: string; host: string; path: string },
-  key: { id: string; publicKey: KeyObject },
-  now: Date = new Date(),
-): Promise<CdpAuthVerdict> {
-  const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(authorization ?? '');
-  if (!match?.[1]) return { ok: false, reason: authorization ? 'the Authorization header is not "Bearer <JWT>"' : 'no Authorization header' };
-  const token = match[1];
-  let header: ReturnType<typeof decodeProtectedHeader>;
-  try {
-    header = decodeProtectedHeader(token);
-  } catch {
-    return { ok: false, reason: 'the JWT header cannot be decoded' };
-  }
-  if (header.alg !== 'ES256') return { ok: false, reason: `alg ${String(header.alg)} is not ES256` };
-  if (header.kid !== key.id) return { ok: false, reason: `unknown API key id (kid ${String(header.kid)})` };
-  let payload: Record<string, unknown>;
-  try {
-    ({ payload } = await jwtVerify(token, key.publicKey, {
-      algorithms: ['ES256'],
-      issuer: 'cdp',
-      subject: key.id,
-      requiredClaims: ['nbf', 'exp'],
-      currentDate: now,
-    }));
-  } catch (error) {
-    if (error instanceof joseErrors.JWTExpired) return { ok: false, reason: 'the JWT has expired' };
-    if (error instanceof joseErrors.JWSSignatureVerificationFailed) return { ok: false, reason: 'the JWT signature does not verify with the API key' };
-    if (error instanceof joseErrors.JOSEError) return { ok: false, reason: `the JWT is refused: ${error.code}: ${error.message}` };
-    return { ok: false, reason: 'the JWT cannot be verified' };
-  }
-  const { nbf, exp, uris } = payload;
-  if (typeof nbf !== 'number' || typeof exp !== 'number') return { ok: false, reason: 'nbf and exp must be numbers' };
-  if (exp - nbf > CDP_JWT_MAX_LIFETIME_SECONDS || exp <= nbf) {
-    return { ok: false, reason: `the JWT lives ${exp - nbf} s; at most ${CDP_JWT_MAX_LIFETIME_SECONDS} s is accepted` };
-  }
-  const expected = `${request.method.toUpperCase()} ${request.host}${request.path}`;
-  if (!Array.isArray(uris) || !uris.includes(expected)) {
-    return { ok: false, reason: `uris ${JSON.stringify(uris)} does not contain "${expected}"` };
-  }
-  return { ok: true };
-}
-
-// ---------------------------------------------------------------------------------------------
 // Forwarding over https
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -232,6 +154,11 @@ function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
     if (value !== undefined && !HOP_BY_HOP.has(name)) kept[name] = value;
   }
   return kept;
+}
+
+function send(res: ServerResponse, answer: CdpAnswer): void {
+  res.writeHead(answer.status, { 'cache-control': 'no-store', ...answer.headers });
+  res.end(answer.body);
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -376,13 +303,19 @@ export type LiveRehearsal = {
   dispatcher: Agent;
   /** Environment a child process needs to trust the https URLs: `{ NODE_EXTRA_CA_CERTS: caPath }`. */
   childEnv: { NODE_EXTRA_CA_CERTS: string };
+  /** An Ed25519 CDP API key the facilitator knows (the portal's default kind): CDP_API_KEY_ID… */
   apiKeyId: string;
-  /** PKCS#8 PEM (what `createAuthHeader` accepts). */
+  /** …and CDP_API_KEY_SECRET, base64 of its seed and public key. */
   apiKeySecret: string;
-  /** The same key as SEC1 PEM (`-----BEGIN EC PRIVATE KEY-----`). */
-  apiKeySecretSec1: string;
+  /** An ECDSA (ES256) key the facilitator knows too: its secret as PKCS#8 PEM, and as SEC1 PEM. */
+  ecKey: { id: string; secret: string; secretSec1: string };
   /** Another key pair, unknown to the facilitator. */
   wrongKey: { id: string; secret: string };
+  /**
+   * The next `times` calls of `endpoint` (1 by default) get `answer` instead of the facilitator's
+   * own (after the JWT check; nothing is carried out): a bad day of the hosted facilitator.
+   */
+  answerNext(endpoint: 'verify' | 'settle' | 'supported', answer: CdpAnswer, times?: number): void;
   usdcAddress: Address;
   chainId: 8453;
   network: 'eip155:8453';
@@ -403,8 +336,10 @@ type FacilitatorEndpoint = keyof typeof FACILITATOR_ENDPOINTS;
  */
 export async function startLiveRehearsal(options: LiveRehearsalOptions): Promise<LiveRehearsal> {
   const tls = createTestTls(join(options.dir, 'tls'));
-  const key = generateCdpApiKey();
-  const wrongKey = generateCdpApiKey();
+  const key = generateCdpApiKey('EdDSA');
+  const ecKey = generateCdpApiKey('ES256');
+  const wrongKey = generateCdpApiKey('EdDSA');
+  const scripted: Record<'verify' | 'settle' | 'supported', CdpAnswer[]> = { verify: [], settle: [], supported: [] };
   writeFileSync(join(options.dir, 'cdp-api-key.json'), `${JSON.stringify({ id: key.id, privateKey: key.secret }, null, 2)}\n`, { mode: 0o600 });
 
   const sandbox = await startSandbox({
@@ -426,6 +361,30 @@ export async function startLiveRehearsal(options: LiveRehearsalOptions): Promise
     return headers;
   };
 
+  /**
+   * The sandbox facilitator's answer, read whole and put in CDP's shape. A connection the sandbox
+   * drops (its "drop the settle answer" fault) is dropped to the client too, and a client that gives
+   * up (a settle timeout) leaves the sandbox's request.
+   */
+  function askFacilitator(req: IncomingMessage, res: ServerResponse, name: 'verify' | 'settle' | 'supported', body: Buffer): void {
+    const ask = httpRequest(new URL(`/facilitator/${name}`, upstream), { method: req.method ?? 'GET', headers: upstreamHeaders(req), agent }, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.once('end', () => {
+        const headers = Object.fromEntries(Object.entries(endToEnd(answer.headers)).map(([k, v]) => [k, String(v)]));
+        delete headers['content-length'];
+        send(res, inCdpShape(name, answer.statusCode ?? 502, Buffer.concat(chunks).toString('utf8'), headers));
+      });
+      answer.once('error', () => res.destroy());
+      answer.once('aborted', () => res.destroy());
+    });
+    ask.once('error', () => res.socket?.destroy());
+    res.once('close', () => {
+      if (!res.writableFinished) ask.destroy();
+    });
+    ask.end(body);
+  }
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     const path = new URL(req.url ?? '/', 'https://rehearsal').pathname;
@@ -444,15 +403,21 @@ export async function startLiveRehearsal(options: LiveRehearsalOptions): Promise
       const wanted = FACILITATOR_ENDPOINTS[endpoint];
       if (wanted === undefined) return sendJson(res, 404, { errorType: 'not_found', errorMessage: `no facilitator endpoint ${path}` });
       if (method !== wanted) return sendJson(res, 405, { errorType: 'method_not_allowed', errorMessage: `use ${wanted}` });
-      const verdict = await verifyCdpAuthorization(req.headers.authorization, { method, host: req.headers.host ?? '', path }, key);
+      const verdict = await verifyCdpAuthorization(req.headers.authorization, { method, host: req.headers.host ?? '', path }, [key, ecKey]);
       if (!verdict.ok) {
         stats.refused += 1;
         stats.refusals.push({ method, path, reason: verdict.reason });
         req.resume();
-        return sendJson(res, 401, { errorType: 'unauthorized', errorMessage: `Unauthorized: ${verdict.reason}` });
+        return send(res, cdpError(401, { errorType: 'unauthorized', errorMessage: `Unauthorized: ${verdict.reason}` }));
       }
-      stats.facilitator[endpoint.slice(1) as keyof LiveRehearsalStats['facilitator']] += 1;
-      return forward(req, res, new URL(`/facilitator${endpoint}`, upstream), upstreamHeaders(req), agent);
+      const name = endpoint.slice(1) as keyof LiveRehearsalStats['facilitator'];
+      stats.facilitator[name] += 1;
+      const body = await readRequestBody(req);
+      const script = scripted[name].shift();
+      if (script) return send(res, script);
+      const problem = name === 'supported' ? undefined : cdpRequestProblem(name, body.toString('utf8'));
+      if (problem) return send(res, problem);
+      return askFacilitator(req, res, name, body);
     }
     return sendJson(res, 404, { errorType: 'not_found', errorMessage: `no endpoint ${method} ${path}` });
   }
@@ -485,8 +450,11 @@ export async function startLiveRehearsal(options: LiveRehearsalOptions): Promise
     childEnv: { NODE_EXTRA_CA_CERTS: tls.caPath },
     apiKeyId: key.id,
     apiKeySecret: key.secret,
-    apiKeySecretSec1: key.secretSec1,
+    ecKey: { id: ecKey.id, secret: ecKey.secret, secretSec1: ecKey.secretSec1! },
     wrongKey: { id: wrongKey.id, secret: wrongKey.secret },
+    answerNext: (endpoint, answer, times = 1) => {
+      for (let i = 0; i < times; i++) scripted[endpoint].push(answer);
+    },
     usdcAddress: sandbox.usdcAddress,
     chainId: sandbox.chainId,
     network: sandbox.network,
@@ -510,4 +478,32 @@ export async function startLiveRehearsal(options: LiveRehearsalOptions): Promise
 /** The public key of a PEM private key (PKCS#8 or SEC1), e.g. to check JWTs made with a key from elsewhere. */
 export function publicKeyOf(privateKeyPem: string): KeyObject {
   return createPublicKey(createPrivateKey(privateKeyPem));
+}
+
+/**
+ * Everything `till serve` needs to run live against the rehearsal, on `port` behind an https front,
+ * with the Ed25519 CDP key, and a reconciler quick enough for tests (3 confirmations, 300 ms passes,
+ * 5 s settle timeout and grace): the environment of a child process, with `storage`'s database.
+ */
+export async function liveServiceEnv(rehearsal: LiveRehearsal, storage: Record<string, string>): Promise<{ env: NodeJS.ProcessEnv; front: HttpsFront }> {
+  const port = await freePort();
+  const front = await rehearsal.httpsFrontFor(`http://127.0.0.1:${port}`);
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    ...storage,
+    ...rehearsal.childEnv,
+    PORT: String(port),
+    TILL_BASE_URL: front.url,
+    TILL_FACILITATOR: 'coinbase',
+    TILL_FACILITATOR_URL: rehearsal.facilitatorUrl,
+    CDP_API_KEY_ID: rehearsal.apiKeyId,
+    CDP_API_KEY_SECRET: rehearsal.apiKeySecret,
+    TILL_BASE_RPC_URL: rehearsal.rpcUrl,
+    TILL_FINALITY_CONFIRMATIONS: '3',
+    TILL_RECONCILE_INTERVAL_MS: '300',
+    TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '5000',
+    TILL_RECONCILE_GRACE_MS: '5000',
+    TILL_LOG_LEVEL: 'warn',
+  };
+  return { env, front };
 }

@@ -13,6 +13,8 @@ type Checked = { proof: Proof; quote: Quote | undefined; offer: Offer; session: 
 const LOCAL_CHECKS: ReadonlyArray<[X402ErrorCode, (c: Checked) => boolean]> = [
   ['unsupported_scheme', ({ proof }) => isOurScheme(proof.scheme)],
   ['wrong_network', ({ proof }) => isOurNetwork(proof.network)],
+  // 65 bytes or more (a smart wallet's may be longer): a shorter one cannot be an ECDSA signature.
+  ['invalid_signature', ({ proof }) => /^0x(?:[0-9a-fA-F]{2}){65,}$/.test(proof.signature)],
   ['wrong_pay_to', ({ proof, offer }) => proof.to === offer.payTo.toLowerCase()],
   ['wrong_asset', ({ proof, offer }) => proof.asset === undefined || proof.asset.toLowerCase() === offer.asset.toLowerCase()],
   ['wrong_resource', ({ proof, offer }) => proof.resource === undefined || proof.resource === offer.resourceUrl],

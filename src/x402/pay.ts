@@ -11,7 +11,7 @@ import { chosenAmount, payeeOf, quoteOffer } from './pricing.ts';
 import { MAX_TIMEOUT_SECONDS, X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 import { findQuoteForValue, findSessionToQuote, type Quote } from './quotes.ts';
 import type { PayFlow } from './services.ts';
-import { claimTerms, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
+import { claimTerms, facilitatorRefusal, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
 
 /** One request to E3, as read from HTTP. */
 export type PayRequest = {
@@ -41,7 +41,9 @@ export async function answerPayRequest(flow: PayFlow, request: PayRequest): Prom
   const payTo = payeeOf(session);
   const amount = chosenAmount(session, request.amount);
   if ('answer' in amount) return amount.answer;
-  const { quote, offer } = await quoteOffer(flow, found, amount.minor, payTo, now);
+  const quoted = await quoteOffer(flow, found, amount.minor, payTo, now);
+  if ('answer' in quoted) return quoted.answer;
+  const { quote, offer } = quoted;
 
   const decoded = decodeProof({ xPayment: request.xPayment, paymentSignature: request.paymentSignature });
   if (!decoded) return { ...challengeAnswer('payment_required', offer), reusable: { merchantId: session.merchant_id, until: reusableUntil(session, quote) } };
@@ -101,7 +103,7 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   if (problem) return refuseAttempt(attempt, problem);
 
   const request = facilitatorRequest(proof, quote!, { url: offer.resourceUrl, description: offer.description });
-  const verification = await verifyWithFacilitator(flow.services.facilitator, request);
+  const verification = await verifyWithFacilitator(flow.context, attempt.request.log, flow.services.facilitator, request, { sessionId: attempt.session.id });
   if (!verification.isValid) return answerInvalid(attempt, verification.invalidReason);
 
   const now = flow.context.now();
@@ -169,10 +171,16 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
  */
 async function settle(attempt: Attempt, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<Answer> {
   const { flow } = attempt;
-  const outcome = await settleClaimed(flow.context, flow.services.facilitator, claimed, request);
+  const outcome = await settleClaimed(flow.context, flow.services, claimed, request);
   if (outcome.kind === 'settled') {
     flow.services.metrics.paymentsSettled.inc();
     return paidAnswer(outcome.payment, flow.context.config.explorerTxUrl);
+  }
+  if (outcome.kind === 'refused') {
+    // Nothing was submitted and the chain agrees: the buyer may pay again, or is told why not.
+    if (outcome.problem) throw facilitatorRefusal(outcome.problem);
+    const code = facilitatorErrorCode(outcome.reason);
+    return refuseAttempt(attempt, code, `${X402_ERRORS[code]} (${outcome.reason})`);
   }
   attempt.request.log.warn(
     { reason: outcome.reason, txHash: outcome.txHash, paymentId: claimed.id },

@@ -2,9 +2,10 @@ import { invalidField, TillError } from '../common/errors.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent, decimalNumber } from '../money/iso4217.ts';
 import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
-import { AmountTooLargeToQuoteError } from '../money/usdc.ts';
+import { AmountTooLargeToQuoteError, formatUsdc } from '../money/usdc.ts';
 import { type Answer, challengeAnswer } from './answers.ts';
 import { type Offer, sessionResourceUrl } from './challenge.ts';
+import { FACILITATOR_MIN_AMOUNT, MAX_DESCRIPTION_LENGTH } from './protocol.ts';
 import { type Quote, quoteFor, type SessionToQuote } from './quotes.ts';
 import type { PayFlow } from './services.ts';
 
@@ -33,6 +34,30 @@ export function chosenAmount(session: SessionToQuote, amount: string | undefined
   return { minor: parsed.minor };
 }
 
+/**
+ * The description the facilitator takes: Coinbase's caps it at 500 characters (its API's
+ * `Description`, `maxLength: 500`; one more is a 400 naming no field). A longer one is cut on a
+ * code-point boundary (never half a surrogate pair) and ends with "…", within 500 UTF-16 units, so
+ * it fits however the length is counted.
+ */
+export function offerDescription(full: string): string {
+  if (full.length <= MAX_DESCRIPTION_LENGTH) return full;
+  let cut = '';
+  for (const point of full) {
+    if (cut.length + point.length > MAX_DESCRIPTION_LENGTH - 1) break;
+    cut += point;
+  }
+  return `${cut}…`;
+}
+
+/** An amount the facilitator would refuse is refused here first, naming the floor; nothing is asked of anyone. */
+function belowFacilitatorMinimum(): Answer {
+  return challengeAnswer('amount_below_minimum', undefined, {
+    message: `The amount is below the smallest payment the facilitator settles: ${formatUsdc(FACILITATOR_MIN_AMOUNT)} USDC (${FACILITATOR_MIN_AMOUNT} base units)`,
+    extra: { minUsdcAmount: FACILITATOR_MIN_AMOUNT.toString() },
+  });
+}
+
 /** The stored quote of this amount (reused or new) and the offer the challenge makes from it. */
 export async function quoteOffer(
   flow: PayFlow,
@@ -40,7 +65,7 @@ export async function quoteOffer(
   amountMinor: bigint,
   payTo: string,
   now: number,
-): Promise<{ quote: Quote; offer: Offer }> {
+): Promise<{ quote: Quote; offer: Offer } | { answer: Answer }> {
   const { context, services } = flow;
   const { session } = found;
   let quote: Quote;
@@ -61,9 +86,10 @@ export async function quoteOffer(
     if (error instanceof AmountTooLargeToQuoteError) throw invalidField('amount', 'is worth more USDC than one payment may ask for at the current rate');
     throw error;
   }
+  if (quote.usdc_amount < FACILITATOR_MIN_AMOUNT) return { answer: belowFacilitatorMinimum() };
   const offer: Offer = {
     resourceUrl: sessionResourceUrl(context.config.baseUrl, session.id),
-    description: `${session.merchant_name}: ${session.concept ?? `payment session ${session.id}`}`,
+    description: offerDescription(`${session.merchant_name}: ${session.concept ?? `payment session ${session.id}`}`),
     payTo,
     asset: services.usdcAddress,
     usdcAmount: quote.usdc_amount,

@@ -5,6 +5,14 @@ export const MAX_TIMEOUT_SECONDS = 60;
 
 /** A quote behind a challenge stays payable this long (longer than maxTimeoutSeconds, for slow wallets). */
 export const QUOTE_TTL_MS = 90_000;
+/**
+ * The smallest payment the hosted facilitator settles, in USDC base units ($0.001): Coinbase's
+ * answers a smaller amount with 400 invalid_payload. Every quote is held to it, in the sandbox too.
+ */
+export const FACILITATOR_MIN_AMOUNT = 1000n;
+/** The longest description the hosted facilitator takes (its API's `Description`, maxLength 500). */
+export const MAX_DESCRIPTION_LENGTH = 500;
+
 /** Local bounds on an authorization's validity window, in seconds from now. */
 export const MIN_VALIDITY_LEFT_S = 10;
 export const MAX_VALIDITY_S = 600;

@@ -11,12 +11,13 @@ import {
   recordSettlement,
   recordTransferLocation,
 } from '../payments/payments.ts';
-import { type Authorization, type Block, blockAtTime, type ChainReader } from './chain.ts';
+import { type Block, blockAtTime, type ChainReader } from './chain.ts';
 import { sessionResourceUrl } from './challenge.ts';
 import type { Facilitator } from './facilitator.ts';
+import { authorizationOf, nextFailedCheck, nextPendingCheck } from './follow-up.ts';
 import { findQuote } from './quotes.ts';
 import { followUpRefunds } from './refunds.ts';
-import { facilitatorRequest, proofOf } from './settlement.ts';
+import { facilitatorRequest, proofOf, reportFacilitatorProblem } from './settlement.ts';
 
 export type ReconcilerOptions = {
   chain: ChainReader;
@@ -34,13 +35,6 @@ const BATCHES_PER_PASS = 10;
 const CONCURRENCY = 8;
 /** The search for an authorization's events starts this long (chain time) before the payment was claimed: clocks differ. */
 const CLAIM_SKEW_S = 600n;
-/** A PENDING payment is looked at again after interval × 2^checks, at most this long apart… */
-const MAX_BACKOFF_MS = 60_000;
-/** …and, once past its validBefore, at most this long apart (or one interval, if longer). */
-const AFTER_EXPIRY_MS = 5_000;
-/** A FAILED payment is looked at again this many reconcile intervals after it failed (1 min, 10 min, 1 h by default). */
-const FAILED_RECHECKS = [12, 120, 720];
-
 /** Where the chain stands for one pass: its head, and the block `confirmations` below it that decisions read. */
 type ChainView = { head: bigint; pinned: Block; known: Map<bigint, Block> };
 
@@ -56,10 +50,6 @@ async function viewChain(options: Pick<ReconcilerOptions, 'chain' | 'confirmatio
   const head = await options.chain.head();
   const pinned = await options.chain.block(head > options.confirmations ? head - options.confirmations : 0n);
   return { head, pinned, known: new Map([[pinned.number, pinned]]) };
-}
-
-function authorizationOf(payment: PaymentRow): Authorization {
-  return { asset: payment.asset, payer: payment.payer, payTo: payment.pay_to, value: payment.value, nonce: payment.nonce };
 }
 
 /** The block the payment's events are searched from: the chain's block when it was claimed, less the clocks' skew. */
@@ -110,23 +100,6 @@ function describe(finding: Finding): string {
     case 'used_not_found':
       return 'authorization used, but neither its transfer nor its cancellation found yet';
   }
-}
-
-/**
- * When to look at a PENDING payment again: backing off while its authorization may still be used,
- * but never later than one interval after validBefore; from then on, at most AFTER_EXPIRY_MS apart,
- * so it is decided soon after the pinned block passes validBefore.
- */
-function nextPendingCheck(payment: PaymentRow, intervalMs: number, now: number): number {
-  const backoff = Math.min(intervalMs * 2 ** Math.min(payment.checks, 10), MAX_BACKOFF_MS);
-  const expiresAt = Number(payment.valid_before) * 1000;
-  if (now < expiresAt) return Math.min(now + backoff, expiresAt + intervalMs);
-  return now + Math.min(backoff, Math.max(intervalMs, AFTER_EXPIRY_MS));
-}
-
-/** The next look at a FAILED payment, or null once the last one is done. */
-function nextFailedCheck(failedAt: number, intervalMs: number, now: number): number | null {
-  return FAILED_RECHECKS.map((n) => failedAt + n * intervalMs).find((at) => at > now) ?? null;
 }
 
 /** Acts on a finding; answers what happened, for the check's record. */
@@ -283,9 +256,11 @@ async function confirmOne(
       url: sessionResourceUrl(context.config.baseUrl, payment.session_id),
       description: `payment ${payment.public_order_id}`,
     });
-    const response = await options.facilitator.settle(request.payload, request.requirements).catch(() => undefined);
-    if (response?.success && response.transaction) {
-      await recordTransferLocation(db, payment.id, { txHash: response.transaction, blockNumber: null });
+    const outcome = await options.facilitator.settle(request.payload, request.requirements);
+    if (outcome.kind !== 'settled' && outcome.problem)
+      reportFacilitatorProblem(context, log, outcome.problem, { sessionId: payment.session_id, paymentId: payment.id });
+    if (outcome.kind === 'settled') {
+      await recordTransferLocation(db, payment.id, { txHash: outcome.transaction, blockNumber: null });
       return true;
     }
     return false;

@@ -19,8 +19,9 @@ import {
 } from '../payments/refunds.ts';
 import { type Authorization, blockAtTime, type ChainReader } from './chain.ts';
 import { v2Requirements } from './challenge.ts';
-import type { Facilitator } from './facilitator.ts';
+import { type Facilitator, FacilitatorError } from './facilitator.ts';
 import { X402_VERSION } from './protocol.ts';
+import { reportFacilitatorProblem } from './settlement.ts';
 
 /** How long a prepared refund authorization stays valid: time to connect a wallet and sign. */
 export const REFUND_VALIDITY_S = 600n;
@@ -211,24 +212,26 @@ const change = (context: AppContext) => ({ now: context.now(), explorerTxUrl: co
 
 async function submitRefund(context: AppContext, services: RefundServices, refund: RefundRow, authorization: RefundAuthorization): Promise<RefundRow> {
   const request = facilitatorRequest(refund, authorization, context.config.baseUrl);
+  const subject = { refundId: refund.id, paymentId: refund.payment_id };
   let verdict: Awaited<ReturnType<Facilitator['verify']>> | undefined;
   try {
     verdict = await services.facilitator.verify(request.payload, request.requirements);
-  } catch {
+  } catch (error) {
+    if (!(error instanceof FacilitatorError)) throw error;
+    reportFacilitatorProblem(context, context.log, error.problem, subject);
     verdict = undefined;
   }
   if (verdict && !verdict.isValid) {
     // Refused before anything was submitted: the authorization was never sent to the chain, no money moved.
-    const reason = `refused by the facilitator before settling, no money moved: ${verdict.invalidReason ?? 'invalid'}`;
+    const reason = `refused by the facilitator before settling, no money moved: ${verdict.invalidReason}`;
     return (await recordRefundOutcome(context, refund, { status: 'FAILED', error: reason }, change(context))) ?? refund;
   }
   if (verdict) {
-    try {
-      const response = await services.facilitator.settle(request.payload, request.requirements);
-      if (response.success && response.transaction) await recordRefundSubmitted(context.db, refund.id, response.transaction, context.now());
-      else await recordRefundCheck(context.db, refund.id, { nextCheckAt: context.now(), note: response.errorReason ?? 'not settled', now: context.now() });
-    } catch (error) {
-      context.log.warn({ err: error, refundId: refund.id }, 'the facilitator did not answer the refund settle; the chain decides');
+    const outcome = await services.facilitator.settle(request.payload, request.requirements);
+    if (outcome.kind === 'settled') await recordRefundSubmitted(context.db, refund.id, outcome.transaction, context.now());
+    else {
+      if (outcome.problem) reportFacilitatorProblem(context, context.log, outcome.problem, subject);
+      await recordRefundCheck(context.db, refund.id, { nextCheckAt: context.now(), note: outcome.reason, now: context.now() });
     }
   }
   const current = (await context.db.selectFrom('refunds').selectAll().where('id', '=', refund.id).executeTakeFirst()) ?? refund;

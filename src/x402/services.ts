@@ -2,10 +2,13 @@ import type { Counter } from 'prom-client';
 import type { AppContext } from '../context.ts';
 import { consume, type Limit } from '../limits/limits.ts';
 import type { RatesProvider } from '../money/rates.ts';
+import { type ChainReader, createChainReader } from './chain.ts';
 import { createFacilitator, type Facilitator } from './facilitator.ts';
 
 export type X402Services = {
   facilitator: Facilitator;
+  /** The Base RPC, read once a settle is refused (and by the reconciler and refunds); none without TILL_BASE_RPC_URL. */
+  chain: ChainReader | undefined;
   rates: RatesProvider;
   usdcAddress: string;
   /** Throws 429 when a client or a session sends too many proofs. */
@@ -31,6 +34,7 @@ export function createX402Services(context: AppContext): X402Services | undefine
       callSeconds: context.metrics.facilitatorCallSeconds,
       settleTimeoutMs: config.facilitatorSettleTimeoutMs,
     }),
+    chain: config.baseRpcUrl ? createChainReader(config.baseRpcUrl) : undefined,
     rates: context.rates,
     usdcAddress: config.usdcAddress,
     limitProofs: (ip, sessionId) =>

@@ -5,10 +5,12 @@ import { TillError } from '../common/errors.ts';
 import { NETWORK_V2 } from '../common/network.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
-import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordSettleAttempt, recordSettlement } from '../payments/payments.ts';
+import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordFailure, recordSettleAttempt, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
+import type { ChainReader } from './chain.ts';
 import { v2Requirements } from './challenge.ts';
-import type { Facilitator } from './facilitator.ts';
+import { describeProblem, type Facilitator, FacilitatorError, type FacilitatorProblem, type VerifyVerdict } from './facilitator.ts';
+import { authorizationOf, nextFailedCheck } from './follow-up.ts';
 import type { Proof } from './payload.ts';
 import { X402_VERSION } from './protocol.ts';
 import type { Quote } from './quotes.ts';
@@ -72,51 +74,90 @@ export function claimTerms(proof: Proof, quote: Quote, session: SessionRow): Cla
   };
 }
 
-/** The facilitator's verdict on a proof; a facilitator that does not answer is a 503 with nothing charged. */
+/** The ids a facilitator problem concerns, for the log line an operator searches by. */
+type ProblemSubject = { sessionId?: string; paymentId?: string; refundId?: string };
+
+/**
+ * Every facilitator call that gave no verdict is logged once, with what the facilitator said
+ * (status, errorType, errorMessage, correlationId) and whose payment it was, and counted in
+ * till_facilitator_problems_total; a refusal of the service's own request is an error an operator
+ * is alerted to. The request's credentials are never part of it.
+ */
+export function reportFacilitatorProblem(
+  context: Pick<AppContext, 'metrics'>,
+  log: Pick<AppContext['log'], 'warn' | 'error'>,
+  problem: FacilitatorProblem,
+  subject: ProblemSubject,
+): void {
+  const errorType = problem.errorType && /^[a-z0-9_]{1,64}$/.test(problem.errorType) ? problem.errorType : problem.errorType ? 'other' : 'none';
+  context.metrics.facilitatorProblems.inc({ operation: problem.operation, kind: problem.kind, error_type: errorType });
+  const line = { facilitator: problem, ...subject };
+  if (problem.kind === 'refused') log.error(line, `${describeProblem(problem)}: fix the facilitator settings (till doctor)`);
+  else log.warn(line, describeProblem(problem));
+}
+
+/** The refusal a buyer gets for a facilitator problem: definite for a refused request, Retry-After otherwise (the facilitator's own on a 429). */
+export function facilitatorRefusal(problem: FacilitatorProblem): TillError {
+  if (problem.kind === 'refused') return new TillError('facilitator_refused');
+  if (problem.kind === 'rate_limited') return new TillError('facilitator_unavailable', { busy: true, retryAfterSeconds: problem.retryAfterSeconds ?? 10 });
+  return new TillError('facilitator_unavailable');
+}
+
+/** The facilitator's verdict on a proof; no verdict is a 503 (or a 502 for a refused request) with nothing charged. */
 export async function verifyWithFacilitator(
+  context: Pick<AppContext, 'metrics'>,
+  log: Pick<AppContext['log'], 'warn' | 'error'>,
   facilitator: Facilitator,
   request: ReturnType<typeof facilitatorRequest>,
-): Promise<{ isValid: boolean; invalidReason?: string | undefined }> {
+  subject: ProblemSubject,
+): Promise<VerifyVerdict> {
   try {
     return await facilitator.verify(request.payload, request.requirements);
-  } catch {
-    throw new TillError('facilitator_unavailable');
+  } catch (error) {
+    if (!(error instanceof FacilitatorError)) throw error;
+    reportFacilitatorProblem(context, log, error.problem, subject);
+    throw facilitatorRefusal(error.problem);
   }
 }
 
-export type SettleOutcome = { kind: 'settled'; payment: PaymentRow } | { kind: 'unsettled'; reason: string; txHash: string | undefined };
+export type SettleResult =
+  | { kind: 'settled'; payment: PaymentRow }
+  /** The facilitator said nothing was submitted and the chain agrees: the payment is FAILED, its session payable again. */
+  | { kind: 'refused'; reason: string; problem: FacilitatorProblem | undefined }
+  | { kind: 'unsettled'; reason: string; txHash: string | undefined };
 
 /**
- * Settles a claimed payment outside any transaction. Only a definite success (`success: true` with a
- * transaction) is recorded here. Anything else — "pending", an error, even one carrying a hash, a
- * timeout, a lost answer — leaves the payment PENDING for the reconciler, which resolves it from the
- * chain alone; a hash the facilitator named is kept for it to follow.
+ * Settles a claimed payment outside any transaction. A definite success (`success: true` with a
+ * transaction) is recorded here; so is a definite refusal (nothing submitted), once the chain shows
+ * the authorization unused: the payment is FAILED and looked at again later like every failure.
+ * Anything else — "pending", an error, even one carrying a hash, a timeout, a lost answer — leaves
+ * the payment PENDING for the reconciler, which resolves it from the chain alone; a hash the
+ * facilitator named is kept for it to follow.
  */
 export async function settleClaimed(
   context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook' | 'log' | 'metrics'>,
-  facilitator: Facilitator,
+  services: { facilitator: Facilitator; chain: ChainReader | undefined },
   claimed: PaymentRow,
   request: ReturnType<typeof facilitatorRequest>,
-): Promise<SettleOutcome> {
+): Promise<SettleResult> {
   const { db } = context;
   await context.faultHook?.('x402:after-claim');
-  let response: Awaited<ReturnType<Facilitator['settle']>>;
-  try {
-    response = await facilitator.settle(request.payload, request.requirements);
-  } catch (error) {
-    await followUpAtOnce(context, claimed.id, undefined);
-    return { kind: 'unsettled', reason: error instanceof Error && error.name === 'TimeoutError' ? 'settle_timeout' : 'settle_unanswered', txHash: undefined };
-  }
-  const txHash = response.transaction || undefined;
-  if (!response.success || !txHash) {
+  const outcome = await services.facilitator.settle(request.payload, request.requirements);
+  if (outcome.kind !== 'settled' && outcome.problem)
+    reportFacilitatorProblem(context, context.log, outcome.problem, { sessionId: claimed.session_id, paymentId: claimed.id });
+  if (outcome.kind === 'refused' && (await endRefusedClaim(context, services.chain, claimed, outcome.reason)))
+    return { kind: 'refused', reason: outcome.reason, problem: outcome.problem };
+  if (outcome.kind !== 'settled') {
+    const txHash = outcome.kind === 'unsure' ? outcome.transaction : undefined;
     await followUpAtOnce(context, claimed.id, txHash);
-    return { kind: 'unsettled', reason: response.errorReason ?? 'settlement_failed', txHash };
+    return { kind: 'unsettled', reason: outcome.reason, txHash };
   }
+  const txHash = outcome.transaction;
   await context.faultHook?.('x402:after-settle');
   const recorded = await recordSettlement(context, claimed, {
     txHash,
     blockNumber: null,
-    settleResponse: JSON.stringify(response),
+    settleResponse: JSON.stringify(outcome.response),
     now: context.now(),
     explorerTxUrl: context.config.explorerTxUrl,
   });
@@ -131,6 +172,35 @@ export async function settleClaimed(
     await followUpAtOnce(context, claimed.id, txHash);
   }
   return { kind: 'unsettled', reason: 'settled_after_failure', txHash };
+}
+
+/**
+ * The facilitator said it submitted nothing: when the chain's head shows the authorization unused,
+ * the payment is FAILED now (its session payable again) instead of held until validBefore. Its
+ * looks after failing (reconciler.ts) still find a transfer made later with the same authorization.
+ * Without a chain to ask, or when it cannot be read, the reconciler decides as for any other answer.
+ */
+async function endRefusedClaim(
+  context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'log'>,
+  chain: ChainReader | undefined,
+  claimed: PaymentRow,
+  reason: string,
+): Promise<boolean> {
+  if (!chain) return false;
+  try {
+    const head = await chain.head();
+    if (await chain.authorizationState(authorizationOf(claimed), head)) return false;
+  } catch (error) {
+    context.log.warn({ err: error, paymentId: claimed.id }, 'could not read the chain after a settle refusal; the reconciler decides');
+    return false;
+  }
+  const now = context.now();
+  const failed = await recordFailure(context, claimed, reason, {
+    now,
+    explorerTxUrl: context.config.explorerTxUrl,
+    recheckAt: nextFailedCheck(now, context.config.reconcileIntervalMs, now),
+  });
+  return failed !== undefined;
 }
 
 /**

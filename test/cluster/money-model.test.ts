@@ -48,7 +48,7 @@ const SETTINGS = {
   TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '1000',
 };
 
-const FAULTS = ['none', 'pending', 'hang', 'error', 'bad_gateway', 'refuse', 'wrong_hash', 'drop'] as const;
+const FAULTS = ['none', 'pending', 'hang', 'error', 'bad_gateway', 'refuse', 'unavailable', 'wrong_hash', 'drop'] as const;
 type Fault = (typeof FAULTS)[number];
 type BuyerPlan = { persistent: boolean; cancels: boolean; delayMs: number };
 type Schedule = {

@@ -201,10 +201,10 @@ for (const { engine, skip } of engines) {
     });
 
     // Last: it moves the chain's clock past the authorization's validBefore.
-    test('a settlement refused without a transfer is confirmed until the chain shows the authorization expired unused: failed, then "Try again"', async () => {
+    test('a settle the facilitator answers 503 without submitting is confirmed until the chain shows the authorization expired unused: failed, then "Try again"', async () => {
       const sessionId = await order();
       const before = { merchant: await merchantBalance(), settled: (await shop.sandbox.faults.get()).stats.settledTransactions.length };
-      await shop.sandbox.faults.set({ settleFault: 'refuse' });
+      await shop.sandbox.faults.set({ settleFault: 'unavailable' });
       const opened = await openCheckout(browser, shop.baseUrl, sessionId);
       const { page, context } = opened;
       try {

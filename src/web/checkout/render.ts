@@ -5,6 +5,7 @@ import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
 import { formatUsdc } from '../../money/usdc.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
+import { FACILITATOR_MIN_AMOUNT } from '../../x402/protocol.ts';
 import type { SessionToQuote } from '../../x402/quotes.ts';
 import { assetHref } from '../kit/assets.ts';
 import { brandHead, brandLogo } from '../kit/brand.ts';
@@ -153,6 +154,12 @@ export async function renderCheckout(state: CheckoutState, view: View, now: numb
         'Payment not possible yet',
         view,
         html`${heading(state.session)}<h1>This shop can't take this payment yet</h1><p>${state.session.merchant_name} hasn't set up where payments go, so there is no way to pay this yet. Nothing was charged. Please let the shop know; they can fix it in a minute.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
+      );
+    case 'below_minimum':
+      return finalPage(
+        'Payment not possible',
+        view,
+        html`${heading(state.session)}<h1>This amount is too small to pay in USDC</h1><p>${formatMoney(state.session.amount_minor, state.session.currency)} is less than ${formatUsdc(FACILITATOR_MIN_AMOUNT)} USDC, the smallest payment the payment network settles. Nothing was charged. Please let the shop know.</p>${returnLink(state.session.cancel_url, 'Return to the merchant')}`,
       );
     case 'rate_unavailable':
       return finalPage(

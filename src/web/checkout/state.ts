@@ -12,6 +12,7 @@ export type CheckoutState =
   | { kind: 'expired'; status: 410; session: SessionToQuote }
   | { kind: 'paid'; status: 200; session: SessionToQuote; payment: PaymentRow }
   | { kind: 'no_wallet'; status: 422; session: SessionToQuote }
+  | { kind: 'below_minimum'; status: 422; session: SessionToQuote }
   | { kind: 'rate_unavailable'; status: 503; session: SessionToQuote }
   | { kind: 'busy'; status: 429; session: SessionToQuote }
   | { kind: 'unavailable'; status: 503; session: SessionToQuote }
@@ -37,7 +38,9 @@ export async function checkoutState(context: AppContext, services: X402Services 
   if (!services) return { kind: 'unavailable', status: 503, session };
   try {
     const payTo = payeeOf(session);
-    const { quote } = await quoteOffer({ context, services }, found, session.amount_minor, payTo, now);
+    const quoted = await quoteOffer({ context, services }, found, session.amount_minor, payTo, now);
+    if ('answer' in quoted) return { kind: 'below_minimum', status: 422, session };
+    const { quote } = quoted;
     return { kind: 'payable', status: 200, session, quote, payTo, asset: services.usdcAddress };
   } catch (error) {
     if (error instanceof TillError && error.code === 'no_pay_to') return { kind: 'no_wallet', status: 422, session };

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { TillError } from '../../common/errors.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
-import { createChainReader } from '../../x402/chain.ts';
 import { makeRefund, prepareRefund, type RefundServices, typedDataJson } from '../../x402/refunds.ts';
 import { createX402Services } from '../../x402/services.ts';
 import { addDashboardRoute } from './page-route.ts';
@@ -22,7 +21,7 @@ export function registerRefunds(app: FastifyInstance, context: AppContext): void
     if (services) return services;
     const x402 = createX402Services(context);
     if (!x402) return undefined;
-    services = { facilitator: x402.facilitator, chain: context.config.baseRpcUrl ? createChainReader(context.config.baseRpcUrl) : undefined };
+    services = { facilitator: x402.facilitator, chain: x402.chain };
     return services;
   };
   const scopeOf = (merchantId: string) => ({ merchantId, mode: context.config.mode });
