@@ -10,11 +10,12 @@
 import { sql } from 'kysely';
 import type { Address } from 'viem';
 import { createUser } from '../src/accounts/users.ts';
+import { MAX_TIMEOUT_SECONDS } from '../src/common/network.ts';
 import { type SpawnedSandbox, spawnSandbox } from '../src/sandbox/spawn.ts';
 import { freePort, sandboxSettings } from '../src/testing/environment.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { apiHeaders, SESSIONS_PATH } from '../src/testing/shop.ts';
-import { MAX_TIMEOUT_SECONDS, QUOTE_TTL_MS } from '../src/x402/protocol.ts';
+import { QUOTE_TTL_MS } from '../src/x402/protocol.ts';
 import {
   averageLoad,
   type BenchOptions,

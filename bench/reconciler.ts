@@ -14,21 +14,21 @@ import { HTTPFacilitatorClient } from '@x402/core/http';
 import { type Insertable, sql } from 'kysely';
 import { pino } from 'pino';
 import { type Address, getAddress, type Hex, type LocalAccount } from 'viem';
+import { createFacilitator } from '../src/chain/facilitator.ts';
+import { confirmSettled, followUpPayments, type PaymentsPassOptions as ReconcilerOptions } from '../src/chain/payments.ts';
+import { createChainReader } from '../src/chain/reader.ts';
 import { NETWORK_V2 } from '../src/common/network.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/index.ts';
 import type { PaymentSessionsTable, PaymentsTable } from '../src/db/schema.ts';
 import { createService } from '../src/main.ts';
 import { type SpawnedSandbox, spawnSandbox } from '../src/sandbox/spawn.ts';
+import { sessionResourceUrl } from '../src/sessions/views.ts';
 import { sandboxOverHttp, sandboxSettings } from '../src/testing/environment.ts';
 import { newAccount, randomNonce, signAuthorization } from '../src/testing/payer.ts';
 import { createMerchant } from '../src/testing/shop.ts';
-import { createChainReader } from '../src/x402/chain.ts';
-import { sessionResourceUrl } from '../src/x402/challenge.ts';
-import { createFacilitator } from '../src/x402/facilitator.ts';
 import { MAX_VALIDITY_S } from '../src/x402/protocol.ts';
 import type { Quote } from '../src/x402/quotes.ts';
-import { confirmSettled, followUpPayments, type ReconcilerOptions } from '../src/x402/reconciler.ts';
 import { facilitatorRequest } from '../src/x402/settlement.ts';
 import {
   type BenchOptions,

@@ -2,6 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { purgeForgottenFailures } from './accounts/throttle.ts';
 import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
+import { createFacilitator } from './chain/facilitator.ts';
+import { createChainReader } from './chain/reader.ts';
+import { startReconciler } from './chain/reconciler.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -32,7 +35,6 @@ import { registerWebhookRoutes } from './webhooks/routes.ts';
 import { startWebhookWorker } from './webhooks/worker.ts';
 import { purgeOldAttempts } from './x402/attempts.ts';
 import { purgeOldQuotes } from './x402/quotes.ts';
-import { startReconciler } from './x402/reconciler.ts';
 import { registerX402Routes } from './x402/routes.ts';
 import { createX402Services } from './x402/services.ts';
 
@@ -88,7 +90,18 @@ export async function createService(config: Config, options: CreateServiceOption
     const since = await oldestPendingSince(context.db, config.mode);
     return since === undefined ? 0 : Math.max(0, (context.now() - since) / 1000);
   };
-  const x402 = createX402Services(context);
+  // The facilitator and the chain reader, built once: the pay flow, refunds and the reconciler share them.
+  const facilitator = config.facilitatorUrl
+    ? createFacilitator({
+        url: config.facilitatorUrl,
+        auth: config.facilitator,
+        headers: config.facilitatorHeaders,
+        callSeconds: context.metrics.facilitatorCallSeconds,
+        settleTimeoutMs: config.facilitatorSettleTimeoutMs,
+      })
+    : undefined;
+  const chain = config.baseRpcUrl ? createChainReader(config.baseRpcUrl) : undefined;
+  const x402 = createX402Services(context, { facilitator, chain });
   const clientMetadata = createClientMetadataResolver(config);
   const app = await buildApp(context, [
     registerSessionRoutes,
@@ -103,7 +116,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerCodingAgentsRoutes,
     registerDiscoveryRoutes,
     registerMcpRoutes,
-    registerWebPages(clientMetadata),
+    registerWebPages(clientMetadata, x402 && { facilitator: x402.facilitator, chain: x402.chain }),
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];
@@ -123,10 +136,10 @@ export async function createService(config: Config, options: CreateServiceOption
         ],
       }),
     );
-    if (x402?.chain) {
+    if (x402 && chain) {
       workers.push(
         startReconciler(context, {
-          chain: x402.chain,
+          chain,
           facilitator: x402.facilitator,
           intervalMs: config.reconcileIntervalMs,
           graceMs: config.reconcileGraceMs,

@@ -234,7 +234,7 @@ test('npm run lint refuses an import cycle, and passes the same files without it
 /** What a folder may import, as docs/architecture.md's folder table says ("the above" spelled out). */
 const BELOW_HTTP = ['common', 'money', 'config', 'db', 'limits', 'context', 'metrics'];
 const HTTP_AND_BELOW = ['http', ...BELOW_HTTP];
-const CAPABILITIES = ['merchants', 'accounts', 'oauth', 'auth', 'webhooks', 'sessions', 'payments', 'x402', 'mcp'];
+const CAPABILITIES = ['merchants', 'accounts', 'oauth', 'auth', 'webhooks', 'sessions', 'payments', 'chain', 'x402', 'mcp'];
 const MAY_IMPORT: Record<string, string[]> = {
   common: ['metrics'], // the type of the metrics, for row-failures.ts
   money: ['common'],
@@ -251,7 +251,8 @@ const MAY_IMPORT: Record<string, string[]> = {
   webhooks: ['merchants', 'auth', ...HTTP_AND_BELOW],
   sessions: ['webhooks', 'auth', 'merchants', ...HTTP_AND_BELOW],
   payments: ['sessions', 'webhooks', ...HTTP_AND_BELOW],
-  x402: ['payments', 'sessions', ...HTTP_AND_BELOW],
+  chain: ['payments', 'sessions', ...HTTP_AND_BELOW],
+  x402: ['chain', 'payments', 'sessions', ...HTTP_AND_BELOW],
   mcp: ['merchants', 'oauth', 'sessions', 'payments', ...HTTP_AND_BELOW],
   web: [...CAPABILITIES, ...HTTP_AND_BELOW],
   sandbox: ['http', 'common', 'context'],

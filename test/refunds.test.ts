@@ -10,8 +10,9 @@ import { Webhook } from 'standardwebhooks';
 import { type Address, createPublicClient, erc20Abi, type Hex, http, type LocalAccount } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createUser } from '../src/accounts/users.ts';
+import { createFacilitator } from '../src/chain/facilitator.ts';
 import { SANDBOX_PAYOUT_KEY_FILE } from '../src/cli/serve.ts';
-import { transfersOnChain } from '../src/testing/buyer.ts';
+import { submitAuthorization, transfersOnChain } from '../src/testing/buyer.ts';
 import { runNodeScript } from '../src/testing/child-process.ts';
 import { temporaryDirectories } from '../src/testing/environment.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
@@ -21,7 +22,6 @@ import { challenge, createSession, fundedPayer, pay, readSession, signedPayment 
 import { setWebhook } from '../src/webhooks/endpoints.ts';
 import { startReceiver } from '../src/webhooks/fixtures/receiver.ts';
 import { waitFor } from '../src/webhooks/fixtures/wait.ts';
-import { createFacilitator } from '../src/x402/facilitator.ts';
 
 type TypedData = {
   domain: { name: string; version: string; chainId: number; verifyingContract: Address };
@@ -271,9 +271,9 @@ for (const { engine, skip } of engines) {
     });
 
     // Last: it empties the payout wallet.
-    test('a refund the facilitator refuses before submitting it (the payout wallet no longer holds the USDC) ends FAILED at once, with its event; nothing moved', async () => {
+    test('a refund the facilitator refuses is not FAILED while its authorization can still move money: PENDING, holding its amount back; relayed later, the chain makes it SUCCEEDED and no second refund is possible', async () => {
       const { sessionId, orderId, payer } = await paidOrder(0.5);
-      // The payout wallet spends all it holds elsewhere first, gaslessly too.
+      // The payout wallet spends all it holds elsewhere first, gaslessly too: the facilitator's verify refuses the refund.
       const held = await balanceOf(payout.address);
       const sink = newAccount().address;
       const auth = authorization(payout.address, sink, held);
@@ -286,15 +286,54 @@ for (const { engine, skip } of engines) {
       assert.equal(spent.kind, 'settled', JSON.stringify(spent));
       assert.equal(await balanceOf(payout.address), 0n);
 
-      const answer = await refund(orderId, '0.5');
+      const prepared = await prepare(orderId, '0.5');
+      const typed = (prepared.json() as { typedData: TypedData }).typedData;
+      const signature = await sign(payout, typed);
+      const answer = await browser.request('POST', `/dashboard/orders/${orderId}/refund`, {
+        csrf: await csrf(),
+        amount: '0.5',
+        validBefore: typed.message.validBefore,
+        nonce: typed.message.nonce,
+        signature,
+        reason: 'customer asked',
+      });
       assert.equal(answer.statusCode, 303, answer.body);
-      assert.match(String(answer.headers.location), /refundStatus=FAILED/);
+      assert.match(String(answer.headers.location), /refundStatus=PENDING/);
       const [made] = (await paymentOf(sessionId)).refunds;
-      assert.equal(made?.status, 'FAILED');
+      assert.equal(made?.status, 'PENDING', 'the signed authorization can still be relayed by anyone holding it');
       const row = await env.service.context.db.selectFrom('refunds').select('last_error').where('id', '=', made!.id).executeTakeFirstOrThrow();
-      assert.match(row.last_error ?? '', /refused by the facilitator before settling, no money moved/);
-      await waitFor(() => hook.received.find((r) => JSON.parse(r.body).event === 'refund.failed' && JSON.parse(r.body).paymentId === orderId), 'refund.failed');
-      assert.equal((await refundTransfers(payer.address)).length, 0);
+      assert.match(row.last_error ?? '', /refused by the facilitator before settling .*the chain decides/);
+      // What it may still move is held back: the dashboard offers nothing more to refund.
+      const again = await prepare(orderId, '0.5');
+      assert.equal(again.statusCode, 400, again.body);
+      assert.match(again.body, /nothing is left to refund/);
+
+      // The payout wallet is funded again and the refused authorization is relayed after all.
+      await env.sandbox.fund(payout.address, '1');
+      const relayed = await submitAuthorization(
+        env.sandbox.chain,
+        {
+          from: typed.message.from,
+          to: typed.message.to,
+          value: BigInt(typed.message.value),
+          validAfter: BigInt(typed.message.validAfter),
+          validBefore: BigInt(typed.message.validBefore),
+          nonce: typed.message.nonce,
+        },
+        signature,
+      );
+      assert.equal(relayed.status, 'success');
+      await waitFor(async () => (await paymentOf(sessionId)).refunds[0]?.status === 'SUCCEEDED', 'the chain to decide the refund SUCCEEDED');
+      await waitFor(
+        () => hook.received.find((r) => JSON.parse(r.body).event === 'refund.succeeded' && JSON.parse(r.body).paymentId === orderId),
+        'refund.succeeded',
+      );
+      const transfers = await refundTransfers(payer.address);
+      assert.equal(transfers.length, 1);
+      assert.equal(transfers[0]?.txHash, (await paymentOf(sessionId)).refunds[0]?.txHash, 'the session read names the transfer on chain');
+      assert.equal(Number((await paymentOf(sessionId)).refundedTokenAmount), 0.5);
+      const after = await prepare(orderId, '0.5');
+      assert.equal(after.statusCode, 400, 'refunded once, on chain and in every view');
     });
   });
 }

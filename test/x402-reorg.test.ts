@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { createFacilitator } from '../src/chain/facilitator.ts';
+import { confirmSettled } from '../src/chain/payments.ts';
+import { createChainReader } from '../src/chain/reader.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { nowSeconds } from '../src/testing/payer.ts';
-import { createChainReader } from '../src/x402/chain.ts';
-import { createFacilitator } from '../src/x402/facilitator.ts';
-import { confirmSettled } from '../src/x402/reconciler.ts';
 
 /**
  * A reorganisation is played on the sandbox chain by reverting to a snapshot taken before the

@@ -1,21 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PaymentPayload } from '@x402/core/types';
 import { createPublicClient, getAddress, http, parseAbi } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { authorizationRequest } from '../chain/authorization.ts';
+import { createFacilitator, describeProblem, FacilitatorError, facilitatorAuthHeaders } from '../chain/facilitator.ts';
+import { createChainReader, LOG_RANGE_BLOCKS } from '../chain/reader.ts';
+import { refundTypedData } from '../chain/refunds.ts';
+import { type ChainReadError, chainReadError, isRpcFailure } from '../chain/rpc-errors.ts';
 import { BASE_USDC_ADDRESS, CHAIN_ID, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
 import { type Config, ConfigError } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import { pendingMigrations } from '../db/migrate.ts';
 import { listMerchants } from '../merchants/merchants.ts';
 import { plainHttpEndpoints } from '../webhooks/endpoints.ts';
-import { createChainReader, LOG_RANGE_BLOCKS } from '../x402/chain.ts';
-import { v2Requirements } from '../x402/challenge.ts';
-import { createFacilitator, describeProblem, FacilitatorError, facilitatorAuthHeaders } from '../x402/facilitator.ts';
-import { FACILITATOR_MIN_AMOUNT, X402_VERSION } from '../x402/protocol.ts';
-import { refundTypedData } from '../x402/refunds.ts';
-import { type ChainReadError, chainReadError, isRpcFailure } from '../x402/rpc-errors.ts';
+import { FACILITATOR_MIN_AMOUNT } from '../x402/protocol.ts';
 import type { LiveReadiness } from './live.ts';
 
 /** One line of `till doctor`: what was checked, what was found, and the fix when it failed. */
@@ -147,17 +146,10 @@ async function throwawayPayment(asset: string, baseUrl: string) {
     nonce: `0x${randomBytes(32).toString('hex')}` as const,
   };
   const signature = await signer.signTypedData(refundTypedData(asset, message));
-  const requirements = v2Requirements({ payTo: signer.address, asset: getAddress(asset), usdcAmount: FACILITATOR_MIN_AMOUNT });
-  const payload: PaymentPayload = {
-    x402Version: X402_VERSION,
-    resource: { url: `${baseUrl}/doctor`, description: 'till doctor: a check of the credentials, nothing is paid', mimeType: 'application/json' },
-    accepted: requirements,
-    payload: {
-      signature,
-      authorization: { ...message, value: message.value.toString(), validAfter: '0', validBefore: message.validBefore.toString() },
-    },
-  };
-  return { payload, requirements };
+  return authorizationRequest(
+    { ...message, asset, signature },
+    { url: `${baseUrl}/doctor`, description: 'till doctor: a check of the credentials, nothing is paid' },
+  );
 }
 
 /** The RPC is Base mainnet; with `headAge`, also how old its newest block is. */

@@ -8,6 +8,11 @@ export const TOKEN_SYMBOL = 'USDC';
 /** Circle's USDC on Base mainnet: the token live mode takes by default. */
 export const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 
+/** Fixed terms of the only x402 offer Till makes: version 2, the exact scheme (an EIP-3009 authorization), 60 s to pay. */
+export const X402_VERSION = 2;
+export const SCHEME = 'exact';
+export const MAX_TIMEOUT_SECONDS = 60;
+
 /** The RPC a page hands a browser wallet that must add the chain: the sandbox's own, or Base's public one. */
 export const walletRpcUrl = (mode: 'sandbox' | 'live', baseUrl: string) => (mode === 'sandbox' ? `${baseUrl}/sandbox/rpc` : 'https://mainnet.base.org');
 

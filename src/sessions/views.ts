@@ -2,6 +2,11 @@ import { noWalletWarning } from '../merchants/merchants.ts';
 import { decimalNumber } from '../money/iso4217.ts';
 import { isExpired, type SessionRow } from './sessions.ts';
 
+/** The absolute URL a session is paid at over x402: the challenge's `resource`, built from TILL_BASE_URL, never from the Host header. */
+export function sessionResourceUrl(baseUrl: string, sessionId: string): string {
+  return `${baseUrl}/x402/session/${encodeURIComponent(sessionId)}`;
+}
+
 /** What the API shows of a session: the 2.2 body of E1 and E2, and the GET view. */
 export function redirectUrlFor(baseUrl: string, sessionId: string): string {
   return `${baseUrl}/checkout/pay?uid=${encodeURIComponent(sessionId)}`;

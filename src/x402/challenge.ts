@@ -1,11 +1,7 @@
 import type { PaymentRequired } from '@x402/core/types';
-import { NETWORK_V1, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
-import { MAX_TIMEOUT_SECONDS, SCHEME, X402_ERRORS, X402_VERSION, type X402ErrorCode } from './protocol.ts';
-
-/** The absolute URL a session is paid at: the challenge's `resource`, built from TILL_BASE_URL, never from the Host header. */
-export function sessionResourceUrl(baseUrl: string, sessionId: string): string {
-  return `${baseUrl}/x402/session/${encodeURIComponent(sessionId)}`;
-}
+import { v2Requirements } from '../chain/authorization.ts';
+import { MAX_TIMEOUT_SECONDS, NETWORK_V1, SCHEME, USDC_DOMAIN, X402_VERSION } from '../common/network.ts';
+import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 
 export type Offer = {
   resourceUrl: string;
@@ -28,19 +24,6 @@ export function acceptsEntry(offer: Offer) {
     mimeType: 'application/json',
     maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
     extra: { ...USDC_DOMAIN },
-  };
-}
-
-/** The same offer as an x402 v2 requirement (CAIP-2 network, `amount`). */
-export function v2Requirements(offer: Pick<Offer, 'payTo' | 'asset' | 'usdcAmount'>) {
-  return {
-    scheme: SCHEME,
-    network: NETWORK_V2 as `${string}:${string}`,
-    asset: offer.asset,
-    amount: offer.usdcAmount.toString(),
-    payTo: offer.payTo,
-    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-    extra: { ...USDC_DOMAIN } as Record<string, unknown>,
   };
 }
 

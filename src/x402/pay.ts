@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { TillError } from '../common/errors.ts';
+import { MAX_TIMEOUT_SECONDS } from '../common/network.ts';
 import { type ClaimResult, claimPayment, findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
 import { isExpired, type SessionRow } from '../sessions/sessions.ts';
 import { type Answer, challengeAnswer, inProgressAnswer, paidAnswer } from './answers.ts';
@@ -8,7 +9,7 @@ import type { Offer } from './challenge.ts';
 import { facilitatorErrorCode, localCheck } from './checks.ts';
 import { decodeProof, type Proof } from './payload.ts';
 import { chosenAmount, payeeOf, quoteOffer } from './pricing.ts';
-import { MAX_TIMEOUT_SECONDS, X402_ERRORS, type X402ErrorCode } from './protocol.ts';
+import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 import { findQuoteForValue, findSessionToQuote, type Quote } from './quotes.ts';
 import type { PayFlow } from './services.ts';
 import { claimTerms, facilitatorRefusal, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';

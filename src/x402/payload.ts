@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
-import { SCHEME } from './protocol.ts';
+import { NETWORK_V1, NETWORK_V2, SCHEME } from '../common/network.ts';
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
 const uint = z.union([z.string().regex(/^\d{1,78}$/), z.number().int().nonnegative()]).transform((v) => BigInt(v));

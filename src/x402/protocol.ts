@@ -1,8 +1,3 @@
-/** Fixed terms of the only offer Till makes: USDC on Base (common/network.ts), exact scheme. */
-export const X402_VERSION = 2;
-export const SCHEME = 'exact';
-export const MAX_TIMEOUT_SECONDS = 60;
-
 /** A quote behind a challenge stays payable this long (longer than maxTimeoutSeconds, for slow wallets). */
 export const QUOTE_TTL_MS = 90_000;
 /**

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { MAX_TIMEOUT_SECONDS } from '../common/network.ts';
 import { clearOfMinuteEnd } from '../testing/clock.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession } from '../testing/shop.ts';
-import { MAX_TIMEOUT_SECONDS } from './protocol.ts';
 import { findSessionToQuote, purgeOldQuotes } from './quotes.ts';
 
 const WALLET = '0x1111111111111111111111111111111111111111';

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
+import { MAX_TIMEOUT_SECONDS } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
 import type { Mode, PaymentQuotesTable } from '../db/schema.ts';
@@ -7,7 +8,7 @@ import { currencyExponent } from '../money/iso4217.ts';
 import type { RatesProvider } from '../money/rates.ts';
 import { fiatMinorToUsdcBaseUnits } from '../money/usdc.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
-import { MAX_TIMEOUT_SECONDS, QUOTE_TTL_MS } from './protocol.ts';
+import { QUOTE_TTL_MS } from './protocol.ts';
 
 export type Quote = Selectable<PaymentQuotesTable>;
 

@@ -1,9 +1,9 @@
 import type { Counter } from 'prom-client';
+import type { Facilitator } from '../chain/facilitator.ts';
+import type { ChainReader } from '../chain/reader.ts';
 import type { AppContext } from '../context.ts';
 import { consume, type Limit } from '../limits/limits.ts';
 import type { RatesProvider } from '../money/rates.ts';
-import { type ChainReader, createChainReader } from './chain.ts';
-import { createFacilitator, type Facilitator } from './facilitator.ts';
 
 export type X402Services = {
   facilitator: Facilitator;
@@ -18,23 +18,21 @@ export type X402Services = {
   metrics: { proofsRefused: Counter<'reason'>; paymentsSettled: Counter };
 };
 
-export function createX402Services(context: AppContext): X402Services | undefined {
+/** The pay flow's services around the facilitator and chain reader main.ts built; none without a facilitator or a token. */
+export function createX402Services(
+  context: AppContext,
+  rails: { facilitator: Facilitator | undefined; chain: ChainReader | undefined },
+): X402Services | undefined {
   const { config } = context;
-  if (!config.facilitatorUrl || !config.usdcAddress) return undefined;
+  if (!rails.facilitator || !config.usdcAddress) return undefined;
   // Counted in the database, so every instance on it shares one count (docs/decisions.md).
   const minute = (name: string, points: number, what: string): Limit => ({ name, points, windowMs: 60_000, what });
   const perIp = minute('x402_proofs_ip', config.x402ProofsPerMinutePerIp, 'payment proofs from this client');
   const perSession = minute('x402_proofs_session', config.x402ProofsPerMinutePerSession, 'payment proofs for this session');
   const quotesPerSession = minute('x402_quotes_session', config.x402QuotesPerMinutePerSession, 'new quotes for this session');
   return {
-    facilitator: createFacilitator({
-      url: config.facilitatorUrl,
-      auth: config.facilitator,
-      headers: config.facilitatorHeaders,
-      callSeconds: context.metrics.facilitatorCallSeconds,
-      settleTimeoutMs: config.facilitatorSettleTimeoutMs,
-    }),
-    chain: config.baseRpcUrl ? createChainReader(config.baseRpcUrl) : undefined,
+    facilitator: rails.facilitator,
+    chain: rails.chain,
     rates: context.rates,
     usdcAddress: config.usdcAddress,
     limitProofs: (ip, sessionId) =>

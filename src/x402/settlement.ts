@@ -1,57 +1,26 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PaymentPayload } from '@x402/core/types';
-import { getAddress } from 'viem';
+import { authorizationRequest } from '../chain/authorization.ts';
+import {
+  type Facilitator,
+  FacilitatorError,
+  type FacilitatorProblem,
+  type ProblemSubject,
+  reportFacilitatorProblem,
+  type VerifyVerdict,
+} from '../chain/facilitator.ts';
+import { authorizationOf, nextFailedCheck } from '../chain/follow-up.ts';
+import type { ChainReader } from '../chain/reader.ts';
 import { TillError } from '../common/errors.ts';
-import { NETWORK_V2 } from '../common/network.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordFailure, recordSettleAttempt, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
-import type { ChainReader } from './chain.ts';
-import { v2Requirements } from './challenge.ts';
-import { describeProblem, type Facilitator, FacilitatorError, type FacilitatorProblem, type VerifyVerdict } from './facilitator.ts';
-import { authorizationOf, nextFailedCheck } from './follow-up.ts';
 import type { Proof } from './payload.ts';
-import { X402_VERSION } from './protocol.ts';
 import type { Quote } from './quotes.ts';
 
-/** The facilitator is handed the payload and requirements rebuilt from our stored quote, in v2. */
+/** The facilitator is handed the proof's authorization with the terms of our stored quote it was checked against, in v2. */
 export function facilitatorRequest(proof: Proof, quote: Quote, resource: { url: string; description: string }) {
-  const requirements = v2Requirements({ payTo: getAddress(quote.pay_to), asset: getAddress(quote.asset), usdcAmount: quote.usdc_amount });
-  const payload: PaymentPayload = {
-    x402Version: X402_VERSION,
-    resource: { ...resource, mimeType: 'application/json' },
-    accepted: requirements,
-    payload: {
-      signature: proof.signature,
-      authorization: {
-        from: getAddress(proof.from),
-        to: getAddress(proof.to),
-        value: proof.value.toString(),
-        validAfter: proof.validAfter.toString(),
-        validBefore: proof.validBefore.toString(),
-        nonce: proof.nonce,
-      },
-    },
-  };
-  return { payload, requirements };
-}
-
-/** Rebuilds the stored proof of a payment, for the reconciler's re-submission. */
-export function proofOf(payment: PaymentRow): Proof {
-  return {
-    scheme: 'exact',
-    network: NETWORK_V2,
-    asset: payment.asset,
-    resource: undefined,
-    signature: payment.signature as `0x${string}`,
-    from: payment.payer as `0x${string}`,
-    to: payment.pay_to as `0x${string}`,
-    value: payment.value,
-    validAfter: payment.valid_after,
-    validBefore: payment.valid_before,
-    nonce: payment.nonce as `0x${string}`,
-  };
+  return authorizationRequest({ ...proof, asset: quote.asset, to: quote.pay_to, value: quote.usdc_amount }, resource);
 }
 
 /** What a claim records of a proof checked against the quote it pays. */
@@ -72,28 +41,6 @@ export function claimTerms(proof: Proof, quote: Quote, session: SessionRow): Cla
     currency: quote.currency,
     rate: quote.rate,
   };
-}
-
-/** The ids a facilitator problem concerns, for the log line an operator searches by. */
-type ProblemSubject = { sessionId?: string; paymentId?: string; refundId?: string };
-
-/**
- * Every facilitator call that gave no verdict is logged once, with what the facilitator said
- * (status, errorType, errorMessage, correlationId) and whose payment it was, and counted in
- * till_facilitator_problems_total; a refusal of the service's own request is an error an operator
- * is alerted to. The request's credentials are never part of it.
- */
-export function reportFacilitatorProblem(
-  context: Pick<AppContext, 'metrics'>,
-  log: Pick<AppContext['log'], 'warn' | 'error'>,
-  problem: FacilitatorProblem,
-  subject: ProblemSubject,
-): void {
-  const errorType = problem.errorType && /^[a-z0-9_]{1,64}$/.test(problem.errorType) ? problem.errorType : problem.errorType ? 'other' : 'none';
-  context.metrics.facilitatorProblems.inc({ operation: problem.operation, kind: problem.kind, error_type: errorType });
-  const line = { facilitator: problem, ...subject };
-  if (problem.kind === 'refused') log.error(line, `${describeProblem(problem)}: fix the facilitator settings (till doctor)`);
-  else log.warn(line, describeProblem(problem));
 }
 
 /** The refusal a buyer gets for a facilitator problem: definite for a refused request, Retry-After otherwise (the facilitator's own on a 429). */

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Browser, Locator, Page, Route } from 'playwright-core';
 import type { Address } from 'viem';
+import type { Facilitator } from '../../chain/facilitator.ts';
+import { createChainReader } from '../../chain/reader.ts';
+import { startReconciler } from '../../chain/reconciler.ts';
 import { assertAccessible, browserSkip, launchChromium } from '../../testing/browser.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../testing/harness.ts';
-import { createChainReader } from '../../x402/chain.ts';
-import type { Facilitator } from '../../x402/facilitator.ts';
 import { X402_ERRORS } from '../../x402/protocol.ts';
-import { startReconciler } from '../../x402/reconciler.ts';
 import { X402_SENTENCES } from './browser/messages.ts';
 import { checkoutScreenshots, type OpenedCheckout, openCheckout, outcome, payButton } from './fixtures/checkout-page.ts';
 

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import { makeRefund, prepareRefund, type RefundServices, typedDataJson } from '../../chain/refunds.ts';
 import { TillError } from '../../common/errors.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
-import { makeRefund, prepareRefund, type RefundServices, typedDataJson } from '../../x402/refunds.ts';
-import { createX402Services } from '../../x402/services.ts';
 import { addDashboardRoute } from './page-route.ts';
 
 const ORDERS_PATH = '/dashboard/orders';
@@ -15,15 +14,7 @@ const NOT_FOUND = { description: 'No such order of this merchant in this mode' }
  * prepare (the EIP-712 typed data the payout wallet signs, as JSON), then the signed refund (checked,
  * recorded, settled through the facilitator; 303 back to the order with the refund's state).
  */
-export function registerRefunds(app: FastifyInstance, context: AppContext): void {
-  let services: RefundServices | undefined;
-  const refundServices = (): RefundServices | undefined => {
-    if (services) return services;
-    const x402 = createX402Services(context);
-    if (!x402) return undefined;
-    services = { facilitator: x402.facilitator, chain: x402.chain };
-    return services;
-  };
+export function registerRefunds(app: FastifyInstance, context: AppContext, services: RefundServices | undefined): void {
   const scopeOf = (merchantId: string) => ({ merchantId, mode: context.config.mode });
   const orderIdOf = (params: unknown) => String((params as { paymentId?: unknown }).paymentId ?? '').toUpperCase();
 
@@ -63,9 +54,8 @@ export function registerRefunds(app: FastifyInstance, context: AppContext): void
     async (signedIn, request, reply) => {
       const fields = formFields(request);
       const orderId = orderIdOf(request.params);
-      const found = refundServices();
-      if (!found) throw new TillError('facilitator_unavailable');
-      const refund = await makeRefund(context, found, scopeOf(signedIn.user.merchantId), orderId, {
+      if (!services) throw new TillError('facilitator_unavailable');
+      const refund = await makeRefund(context, services, scopeOf(signedIn.user.merchantId), orderId, {
         amount: fields.amount,
         validBefore: fields.validBefore,
         nonce: fields.nonce,

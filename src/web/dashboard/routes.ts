@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { RefundServices } from '../../chain/refunds.ts';
 import type { AppContext } from '../../context.ts';
 import { registerAccount } from './account.route.ts';
 import { registerDevelopers } from './developers.route.ts';
@@ -11,7 +12,7 @@ import { registerRefunds } from './refunds.route.ts';
 import { registerSettings } from './settings.route.ts';
 
 /** Every dashboard page: each section registers its own routes (and form posts, through the web scope's guard) here. */
-export function registerDashboard(app: FastifyInstance, context: AppContext): void {
+export function registerDashboard(app: FastifyInstance, context: AppContext, refunds: RefundServices | undefined): void {
   app.register(async (pages) => {
     // With the service-wide no-referrer, browsers send `Origin: null` on form posts and guard.ts's
     // Origin check refuses them; same-origin still sends nothing to other sites.
@@ -22,7 +23,7 @@ export function registerDashboard(app: FastifyInstance, context: AppContext): vo
     registerGetPaid(pages, context);
     registerLinks(pages, context);
     registerOrders(pages, context);
-    registerRefunds(pages, context);
+    registerRefunds(pages, context, refunds);
     registerDevelopers(pages, context);
     registerNotifications(pages, context);
   });

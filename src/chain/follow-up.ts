@@ -1,5 +1,5 @@
 import type { PaymentRow } from '../payments/payments.ts';
-import type { Authorization } from './chain.ts';
+import type { Authorization } from './reader.ts';
 
 // When a payment the chain must decide is looked at again, shared by the reconciler and the settle
 // that ends a refused claim at once.

@@ -2,6 +2,7 @@ import { createAuthHeader, createCorrelationHeader } from '@coinbase/x402';
 import type { PaymentPayload, PaymentRequirements, SupportedResponse } from '@x402/core/types';
 import type { Histogram } from 'prom-client';
 import type { Config } from '../config.ts';
+import type { AppContext } from '../context.ts';
 
 /**
  * Why a facilitator call gave no verdict, as the operator needs to read it:
@@ -247,4 +248,26 @@ export function createFacilitator(options: {
       throw new FacilitatorError(problemOf('supported', answer.status, answer.body, answer.json, answer.headers));
     },
   };
+}
+
+/** The ids a facilitator problem concerns, for the log line an operator searches by. */
+export type ProblemSubject = { sessionId?: string; paymentId?: string; refundId?: string };
+
+/**
+ * Every facilitator call that gave no verdict is logged once, with what the facilitator said
+ * (status, errorType, errorMessage, correlationId) and whose payment it was, and counted in
+ * till_facilitator_problems_total; a refusal of the service's own request is an error an operator
+ * is alerted to. The request's credentials are never part of it.
+ */
+export function reportFacilitatorProblem(
+  context: Pick<AppContext, 'metrics'>,
+  log: Pick<AppContext['log'], 'warn' | 'error'>,
+  problem: FacilitatorProblem,
+  subject: ProblemSubject,
+): void {
+  const errorType = problem.errorType && /^[a-z0-9_]{1,64}$/.test(problem.errorType) ? problem.errorType : problem.errorType ? 'other' : 'none';
+  context.metrics.facilitatorProblems.inc({ operation: problem.operation, kind: problem.kind, error_type: errorType });
+  const line = { facilitator: problem, ...subject };
+  if (problem.kind === 'refused') log.error(line, `${describeProblem(problem)}: fix the facilitator settings (till doctor)`);
+  else log.warn(line, describeProblem(problem));
 }

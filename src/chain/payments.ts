@@ -11,15 +11,17 @@ import {
   recordSettlement,
   recordTransferLocation,
 } from '../payments/payments.ts';
-import { type Block, blockAtTime, type ChainReader } from './chain.ts';
-import { sessionResourceUrl } from './challenge.ts';
-import type { Facilitator } from './facilitator.ts';
+import { sessionResourceUrl } from '../sessions/views.ts';
+import { authorizationRequest } from './authorization.ts';
+import { type ChainView, describe, examine, type Finding, type FollowedAuthorization, searchStart, viewChain } from './examine.ts';
+import { type Facilitator, reportFacilitatorProblem } from './facilitator.ts';
 import { authorizationOf, nextFailedCheck, nextPendingCheck } from './follow-up.ts';
-import { findQuote } from './quotes.ts';
-import { followUpRefunds } from './refunds.ts';
-import { facilitatorRequest, proofOf, reportFacilitatorProblem } from './settlement.ts';
+import type { ChainReader } from './reader.ts';
 
-export type ReconcilerOptions = {
+// The payments pass of the reconciler: what the chain says of payments the facilitator left
+// undecided, and of settled ones until their block is final.
+
+export type PaymentsPassOptions = {
   chain: ChainReader;
   facilitator: Facilitator;
   intervalMs: number;
@@ -33,77 +35,16 @@ export type ReconcilerOptions = {
 const BATCH = 100;
 const BATCHES_PER_PASS = 10;
 const CONCURRENCY = 8;
-/** The search for an authorization's events starts this long (chain time) before the payment was claimed: clocks differ. */
-const CLAIM_SKEW_S = 600n;
-/** Where the chain stands for one pass: its head, and the block `confirmations` below it that decisions read. */
-type ChainView = { head: bigint; pinned: Block; known: Map<bigint, Block> };
 
-/** What one look at a payment found. */
-type Finding =
-  | { kind: 'transfer'; txHash: string; blockNumber: bigint }
-  | { kind: 'canceled' }
-  | { kind: 'expired' }
-  | { kind: 'valid'; note?: string }
-  | { kind: 'used_not_found' };
-
-async function viewChain(options: Pick<ReconcilerOptions, 'chain' | 'confirmations'>): Promise<ChainView> {
-  const head = await options.chain.head();
-  const pinned = await options.chain.block(head > options.confirmations ? head - options.confirmations : 0n);
-  return { head, pinned, known: new Map([[pinned.number, pinned]]) };
-}
-
-/** The block the payment's events are searched from: the chain's block when it was claimed, less the clocks' skew. */
-async function searchStart(chain: ChainReader, view: ChainView, payment: PaymentRow): Promise<bigint> {
-  if (payment.search_from_block !== null) return payment.search_from_block;
-  const claimedAt = BigInt(Math.floor(payment.created_at / 1000));
-  return blockAtTime(chain, claimedAt > CLAIM_SKEW_S ? claimedAt - CLAIM_SKEW_S : 0n, view.pinned, view.known);
-}
-
-/**
- * What the chain says of one authorization, from reads pinned to the view's block (a transaction the
- * facilitator named is checked by its receipt). A transfer needs the transaction that used the
- * authorization and moved exactly its value to payTo; FAILED needs the cancellation, or the pinned
- * block at or past validBefore with the authorization unused.
- */
-async function examine(context: AppContext, chain: ChainReader, view: ChainView, payment: PaymentRow, from: bigint): Promise<Finding> {
-  const auth = authorizationOf(payment);
-  if (payment.reported_tx_hash) {
-    const check = await chain.checkTransfer(payment.reported_tx_hash, auth);
-    if (check.kind === 'holds') return { kind: 'transfer', txHash: payment.reported_tx_hash, blockNumber: check.blockNumber };
-    if (check.kind === 'lacks')
-      context.log.error(
-        { paymentId: payment.id, txHash: payment.reported_tx_hash },
-        "the facilitator named a transaction that does not hold this payment's transfer; resolving it from the chain",
-      );
-  }
-  if (!(await chain.authorizationState(auth, view.pinned.number))) {
-    return view.pinned.timestamp >= payment.valid_before ? { kind: 'expired' } : { kind: 'valid' };
-  }
-  const events = await chain.authorizationEvents(auth, from, view.pinned.number);
-  for (const event of events.filter((e) => e.kind === 'used')) {
-    const check = await chain.checkTransfer(event.txHash, auth);
-    if (check.kind === 'holds') return { kind: 'transfer', txHash: event.txHash, blockNumber: check.blockNumber };
-  }
-  return events.some((e) => e.kind === 'canceled') ? { kind: 'canceled' } : { kind: 'used_not_found' };
-}
-
-function describe(finding: Finding): string {
-  switch (finding.kind) {
-    case 'transfer':
-      return `transfer found in ${finding.txHash} (block ${finding.blockNumber})`;
-    case 'canceled':
-      return 'authorization cancelled on chain';
-    case 'expired':
-      return 'authorization unused at validBefore';
-    case 'valid':
-      return 'authorization unused and still valid';
-    case 'used_not_found':
-      return 'authorization used, but neither its transfer nor its cancellation found yet';
-  }
-}
+const followed = (payment: PaymentRow): FollowedAuthorization => ({
+  ...authorizationOf(payment),
+  validBefore: payment.valid_before,
+  reportedTxHash: payment.reported_tx_hash,
+  subject: { paymentId: payment.id },
+});
 
 /** Acts on a finding; answers what happened, for the check's record. */
-async function act(context: AppContext, options: ReconcilerOptions, payment: PaymentRow, finding: Finding): Promise<string> {
+async function act(context: AppContext, options: PaymentsPassOptions, payment: PaymentRow, finding: Finding): Promise<string> {
   const change = { now: context.now(), explorerTxUrl: context.config.explorerTxUrl };
   const recheckAt = nextFailedCheck(change.now, options.intervalMs, change.now);
   if (payment.status === 'FAILED') {
@@ -159,20 +100,20 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
  * row's next look, so every due payment is looked at within ⌈due / BATCH⌉ batches and none holds
  * back another; a row that fails is logged, counted and skipped. Never a guess, never a second charge.
  */
-export async function followUpPayments(context: AppContext, options: ReconcilerOptions): Promise<number> {
+export async function followUpPayments(context: AppContext, options: PaymentsPassOptions): Promise<number> {
   const { db, log } = context;
   let looked = 0;
   for (let batch = 0; batch < BATCHES_PER_PASS; batch++) {
     const due = await findDueFollowUps(db, context.config.mode, context.now(), BATCH);
     if (due.length === 0) break;
-    const view = await viewChain(options);
+    const view = await viewChain(options.chain, options.confirmations);
     const checks: Array<{ paymentId: string; check: Parameters<typeof recordCheck>[2] }> = [];
     await eachLimited(due, CONCURRENCY, async (payment) => {
       let finding: string;
       let searchFromBlock: bigint | undefined;
       try {
-        searchFromBlock = await searchStart(options.chain, view, payment);
-        finding = await act(context, options, payment, await examine(context, options.chain, view, payment, searchFromBlock));
+        searchFromBlock = payment.search_from_block ?? (await searchStart(options.chain, view, payment.created_at));
+        finding = await act(context, options, payment, await examine(context.log, options.chain, view, followed(payment), searchFromBlock));
       } catch (error) {
         context.metrics.backgroundRowFailures.inc({ pass: 'reconciler' });
         log.warn({ err: error, paymentId: payment.id }, 'could not reconcile payment yet');
@@ -201,12 +142,12 @@ export async function followUpPayments(context: AppContext, options: ReconcilerO
  */
 export async function confirmSettled(
   context: AppContext,
-  options: Pick<ReconcilerOptions, 'chain' | 'facilitator' | 'confirmations' | 'graceMs'>,
+  options: Pick<PaymentsPassOptions, 'chain' | 'facilitator' | 'confirmations' | 'graceMs'>,
 ): Promise<number> {
   const { db, log } = context;
   const settled = await findUnfinalized(db, context.config.mode, context.now() - options.graceMs, BATCH);
   if (settled.length === 0) return 0;
-  const view = await viewChain(options);
+  const view = await viewChain(options.chain, options.confirmations);
   let changed = 0;
   for (const payment of settled) {
     let finding = 'finality checked';
@@ -224,7 +165,7 @@ export async function confirmSettled(
 
 async function confirmOne(
   context: AppContext,
-  options: Pick<ReconcilerOptions, 'chain' | 'facilitator'>,
+  options: Pick<PaymentsPassOptions, 'chain' | 'facilitator'>,
   view: ChainView,
   payment: PaymentRow,
 ): Promise<boolean> {
@@ -244,18 +185,25 @@ async function confirmOne(
       { paymentId: payment.id, txHash: payment.tx_hash },
       "the recorded transaction does not hold this payment's transfer; resolving it from the chain",
     );
-  const finding = await examine(context, options.chain, view, { ...payment, reported_tx_hash: null }, await searchStart(options.chain, view, payment));
+  const from = payment.search_from_block ?? (await searchStart(options.chain, view, payment.created_at));
+  const finding = await examine(log, options.chain, view, { ...followed(payment), reportedTxHash: null }, from);
   if (finding.kind === 'transfer') {
     await recordTransferLocation(db, payment.id, { txHash: finding.txHash, blockNumber: finding.blockNumber });
     return true;
   }
   if (finding.kind === 'valid') {
     log.warn({ paymentId: payment.id, txHash: payment.tx_hash }, 'settlement not on the canonical chain; submitting the authorization again');
-    const quote = await findQuote(db, payment.quote_id);
-    const request = facilitatorRequest(proofOf(payment), quote, {
-      url: sessionResourceUrl(context.config.baseUrl, payment.session_id),
-      description: `payment ${payment.public_order_id}`,
-    });
+    const request = authorizationRequest(
+      {
+        ...authorizationOf(payment),
+        from: payment.payer,
+        to: payment.pay_to,
+        validAfter: payment.valid_after,
+        validBefore: payment.valid_before,
+        signature: payment.signature,
+      },
+      { url: sessionResourceUrl(context.config.baseUrl, payment.session_id), description: `payment ${payment.public_order_id}` },
+    );
     const outcome = await options.facilitator.settle(request.payload, request.requirements);
     if (outcome.kind !== 'settled' && outcome.problem)
       reportFacilitatorProblem(context, log, outcome.problem, { sessionId: payment.session_id, paymentId: payment.id });
@@ -275,32 +223,4 @@ async function confirmOne(
     return true;
   }
   return false;
-}
-
-export function startReconciler(context: AppContext, options: ReconcilerOptions): { stop(): Promise<void>; runOnce(): Promise<void> } {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let stopped = false;
-  const runOnce = async () => {
-    await followUpPayments(context, options);
-    await confirmSettled(context, options);
-    await followUpRefunds(context, options.chain, options.confirmations);
-  };
-  const tick = () => {
-    running = runOnce()
-      .catch((error: unknown) => context.log.warn({ err: error }, 'reconciler pass failed'))
-      .finally(() => {
-        running = undefined;
-        if (!stopped) timer = setTimeout(tick, options.intervalMs);
-      });
-  };
-  timer = setTimeout(tick, options.intervalMs);
-  return {
-    runOnce,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
 }

@@ -16,7 +16,7 @@ import { submitAuthorization } from '../testing/buyer.ts';
 import { type LiveRehearsal, startLiveRehearsal } from '../testing/live-rehearsal.ts';
 import { authorization, newAccount, randomNonce, signAuthorization } from '../testing/payer.ts';
 import { logRangeRefusal } from '../testing/rpc-log-range.ts';
-import { type Authorization, createChainReader, LOG_RANGE_BLOCKS } from './chain.ts';
+import { type Authorization, createChainReader, LOG_RANGE_BLOCKS } from './reader.ts';
 import { ChainReadError, narrowerRange, rangeRefusal } from './rpc-errors.ts';
 
 const ASSET = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
