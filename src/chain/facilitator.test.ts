@@ -148,6 +148,19 @@ describe('the facilitator client reads every answer', () => {
     assert.equal(bodies.length, sent, 'nothing reached the facilitator');
   });
 
+  test('an answer carrying extension responses prints nothing outside the logger', async (t) => {
+    const printed = t.mock.method(console, 'log', () => {});
+    const extensions = Buffer.from(JSON.stringify({ bazaar: { status: 'rejected', reason: 'x' } })).toString('base64');
+    next = { ...json(200, { isValid: true, payer: '0x1' }), headers: { 'content-type': 'application/json', 'extension-responses': extensions } };
+    assert.equal((await facilitator().verify(payload, requirements)).isValid, true);
+    next = {
+      ...json(200, { success: true, transaction: HASH, network: 'eip155:8453' }),
+      headers: { 'content-type': 'application/json', 'extension-responses': extensions },
+    };
+    assert.equal((await facilitator().settle(payload, requirements)).kind, 'settled');
+    assert.equal(printed.mock.callCount(), 0);
+  });
+
   test('nothing listening: no verdict (unreachable), and a settle is unsure', async () => {
     const closed = createFacilitator({ url: 'http://127.0.0.1:9/x402', headers: {}, settleTimeoutMs: 1000 });
     await assert.rejects(closed.verify(payload, requirements), (e: unknown) => e instanceof FacilitatorError && e.problem.kind === 'unreachable');
