@@ -24,4 +24,8 @@ export type AppContext = {
   faultHook?: (point: FaultPoint) => void | Promise<void>;
 };
 
-export type FaultPoint = 'x402:after-claim' | 'x402:after-settle';
+export type FaultPoint =
+  | 'x402:after-claim'
+  | 'x402:after-settle'
+  /** An MCP tool has run (what it did is committed) and its answer is not yet sent. */
+  | 'mcp:after-tool';

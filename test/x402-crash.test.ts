@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.ts';
 import { type DatabaseHandle, openDatabase } from '../src/db/index.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
@@ -12,10 +9,7 @@ import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../
 import { newAccount, nowSeconds, signedXPayment } from '../src/testing/payer.ts';
 import { challenge, createMerchant, createSession, fundedPayer, pay } from '../src/testing/shop.ts';
 import { waitFor } from '../src/webhooks/fixtures/wait.ts';
-
-const SERVICE = fileURLToPath(new URL('./fixtures/service-process.ts', import.meta.url));
-
-type Running = { url: string; child: ChildProcessByStdio<null, Readable, Readable>; exited: Promise<NodeJS.Signals | null>; stderr: () => string };
+import { startService, stopService } from './fixtures/crashable-service.ts';
 
 /**
  * The service runs as a child process on a real database, paying through `till sandbox` running
@@ -56,28 +50,6 @@ for (const { engine, skip } of engines) {
       await spawned?.stop();
     });
 
-    async function startService(killPoint?: string): Promise<Running> {
-      const child = spawn(process.execPath, [SERVICE], { env: { ...env, TILL_TEST_KILL_POINT: killPoint ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-          const line = out.split('\n').find((l) => l.startsWith('{'));
-          if (line) resolve((JSON.parse(line) as { url: string }).url);
-        });
-        void exited.then(() => reject(new Error(`service exited before listening: ${stderr}`)));
-      });
-      return { url, child, exited, stderr: () => stderr };
-    }
-
-    async function stopService(running: Running) {
-      running.child.kill('SIGTERM');
-      await running.exited;
-    }
-
     async function openSession(url: string) {
       const sessionId = await createSession(url, apiKey, { amount: 0.05, currency: 'USD' });
       const { value, payTo } = await challenge(url, sessionId);
@@ -89,7 +61,7 @@ for (const { engine, skip } of engines) {
       (await handle.db.selectFrom('webhook_events').select('type').where('session_id', '=', sessionId).execute()).map((e) => e.type).sort();
 
     test('killed after the facilitator settled but before the result was recorded: SUCCESS with the tx hash after restart, never a second transfer', async () => {
-      const first = await startService('x402:after-settle');
+      const first = await startService(env, 'x402:after-settle');
       const { sessionId, value, payTo } = await openSession(first.url);
       const payer = await fundedPayer(sandbox);
       const settledBefore = (await sandbox.faults.get()).stats.settledTransactions.length;
@@ -100,7 +72,7 @@ for (const { engine, skip } of engines) {
       const [claimed] = await paymentOf(sessionId);
       assert.equal(claimed?.status, 'PENDING', 'the claim survived the crash, the outcome did not');
 
-      const second = await startService();
+      const second = await startService(env);
       try {
         const settled = await waitFor(async () => (await paymentOf(sessionId)).find((p) => p.status === 'SUCCESS'), 'the reconciler to record the settlement');
         const { stats } = await sandbox.faults.get();
@@ -128,7 +100,7 @@ for (const { engine, skip } of engines) {
     });
 
     test('killed after the claim, before settling: FAILED once validBefore has passed on chain, and the session can be paid again', async () => {
-      const first = await startService('x402:after-claim');
+      const first = await startService(env, 'x402:after-claim');
       const { sessionId, value, payTo } = await openSession(first.url);
       const payer = await fundedPayer(sandbox);
       const proof = await signedXPayment(payer, sandbox.usdcAddress, payTo, value, { validBefore: nowSeconds() + 12n });
@@ -136,7 +108,7 @@ for (const { engine, skip } of engines) {
       assert.equal(await first.exited, 'SIGKILL');
       assert.match(first.stderr(), /killed:x402:after-claim/);
 
-      const second = await startService();
+      const second = await startService(env);
       try {
         // The retried proof waits (up to 10 s) for the outcome rather than being settled again: it
         // hears payment_in_progress while the authorization could still be used, and its failure

@@ -104,10 +104,22 @@ async function readResponse(response: Response): Promise<{ status: number; heade
   return { status: response.status, headers, body: response.body ? await response.text() : undefined };
 }
 
+/**
+ * Every answer of the endpoint may carry a secret (a new API key) or payment data: no cache keeps
+ * one, whatever the transport and whoever answered (the SDK, a refusal, an error). An SSE stream
+ * keeps `no-transform`, so no proxy rewrites it on its way; the SDK's `no-cache` would let a cache
+ * store it.
+ */
+const mcpCacheControl = (contentType: unknown) => (String(contentType ?? '').startsWith('text/event-stream') ? 'no-store, no-transform' : 'no-store');
+
 export function registerMcpRoutes(app: FastifyInstance, context: AppContext): void {
   app.register(async (scope) => {
     scope.addHook('onRequest', async (_request, reply) => {
       reply.headers(CORS_HEADERS);
+    });
+    scope.addHook('onSend', async (_request, reply, payload) => {
+      reply.header('cache-control', mcpCacheControl(reply.getHeader('content-type')));
+      return payload;
     });
     registerMcpEndpoint(scope, context);
   });

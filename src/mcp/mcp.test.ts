@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type { InjectOptions } from 'fastify';
 import { createClient } from '../oauth/clients.ts';
 import { revokeGrant } from '../oauth/grants.ts';
 import { issueCheckoutToken } from '../oauth/tokens.ts';
-import { authorizedAgent, callMcpTool, mcpRequest } from '../testing/agent.ts';
+import { authorizedAgent, callMcpTool, type McpProtocol, mcpRequest } from '../testing/agent.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { argumentsDigest, listToolCalls, recordToolCall } from './audit.ts';
 import { RATE_LIMITED_CODE } from './mcp.route.ts';
@@ -12,6 +13,17 @@ const CHALLENGE = 'Bearer resource_metadata="http://till.test/.well-known/oauth-
 /** RFC 6750 §3.1: a token that was sent but cannot be used is named invalid_token, beside the spec's parameters. */
 const invalidTokenChallenge = (description: string) =>
   `Bearer error="invalid_token", error_description="${description}", resource_metadata="http://till.test/.well-known/oauth-protected-resource/mcp", scope="settings:read orders:read"`;
+
+/** `Cache-Control: no-store`, or on an SSE stream `no-store, no-transform`: never kept, never rewritten on its way. */
+function isNoStore(cacheControl: unknown, contentType: unknown): boolean {
+  const directives = String(cacheControl ?? '')
+    .split(',')
+    .map((directive) => directive.trim().toLowerCase())
+    .filter(Boolean)
+    .sort();
+  const expected = String(contentType ?? '').startsWith('text/event-stream') ? ['no-store', 'no-transform'] : ['no-store'];
+  return directives.join() === expected.join();
+}
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`the MCP endpoint on ${engine}`, skip, () => {
@@ -24,8 +36,10 @@ for (const { engine, skip } of engines) {
     });
     after(() => service?.stop());
 
-    const rpc = (token: string | undefined, method: string, params: Record<string, unknown> = {}) => mcpRequest(service.app, token, method, params);
-    const callTool = (token: string, name: string, args: Record<string, unknown> = {}) => callMcpTool(service.app, token, name, args);
+    const rpc = (token: string | undefined, method: string, params: Record<string, unknown> = {}, protocol?: McpProtocol) =>
+      mcpRequest(service.app, token, method, params, protocol);
+    const callTool = (token: string, name: string, args: Record<string, unknown> = {}, protocol?: McpProtocol) =>
+      callMcpTool(service.app, token, name, args, protocol);
     const auditOf = async (tool: string) => (await listToolCalls(service.context.db, merchantId, 1000)).filter((c) => c.tool === tool);
 
     test('no token, a client-credentials token, a foreign or expired one: 401 with exactly the spec challenge', async () => {
@@ -161,6 +175,50 @@ for (const { engine, skip } of engines) {
           ['refused', 'grant_revoked'],
           ['ok', null],
         ],
+      );
+    });
+
+    test('every answer is kept by no cache, JSON and SSE alike, refusals and errors too', async () => {
+      const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read', 'keys:write']);
+      const answers: { what: string; status: number; headers: Record<string, unknown> }[] = [];
+      const transports: [McpProtocol, string][] = [
+        ['2025-11-25', 'text/event-stream'],
+        ['2026-07-28', 'application/json'],
+      ];
+      for (const [protocol, type] of transports) {
+        const key = await callTool(accessToken, 'create_api_key', {}, protocol);
+        assert.match(key.body.result.structuredContent.apiKey, /^sk_test_/);
+        assert.ok(String(key.headers['content-type']).startsWith(type), `${protocol} answers ${type}: ${key.headers['content-type']}`);
+        answers.push({ what: `create_api_key over ${type}`, ...key });
+        answers.push({ what: `tools/list over ${type}`, ...(await rpc(accessToken, 'tools/list', {}, protocol)) });
+        answers.push({ what: `an unknown tool over ${type}`, ...(await callTool(accessToken, 'no_such_tool', {}, protocol)) });
+        answers.push({ what: `a scope not granted over ${type}`, ...(await callTool(accessToken, 'list_orders', {}, protocol)) });
+        answers.push({ what: `no token over ${type}`, ...(await rpc(undefined, 'tools/list', {}, protocol)) });
+      }
+      const raw = async (what: string, request: InjectOptions) => {
+        const answer = await service.app.inject(request);
+        answers.push({ what, status: answer.statusCode, headers: answer.headers });
+      };
+      const auth = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' };
+      await raw('accepting neither JSON nor SSE', {
+        method: 'POST',
+        url: '/mcp',
+        headers: { ...auth, accept: 'text/plain', 'mcp-protocol-version': '2025-11-25' },
+        payload: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+      });
+      await raw('a body that is no JSON', { method: 'POST', url: '/mcp', headers: { ...auth, accept: 'application/json, text/event-stream' }, payload: '{' });
+      await raw('GET', { method: 'GET', url: '/mcp' });
+      assert.deepEqual(
+        answers
+          .filter((answer) => !isNoStore(answer.headers['cache-control'], answer.headers['content-type']))
+          .map(({ what, status, headers }) => ({ what, status, cacheControl: headers['cache-control'] })),
+        [],
+        'every /mcp answer: Cache-Control no-store (an SSE stream: no-store, no-transform)',
+      );
+      assert.deepEqual(
+        new Set(answers.map((answer) => answer.status)),
+        new Set([200, 401, 403, 400, 406, 405]),
+        'successes, refusals and errors were all seen',
       );
     });
 

@@ -99,6 +99,7 @@ export async function runTool(context: AppContext, state: McpRequestState, tool:
     },
   };
   const { result, outcome, reason } = await outcomeOf(context, state.access, tool, args, call);
+  await context.faultHook?.('mcp:after-tool');
   // A tool that audited its success in its own transaction is not audited again; one that failed
   // after (its transaction rolled back) is.
   if (recorded && outcome === 'ok') return result;

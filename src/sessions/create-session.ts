@@ -42,6 +42,11 @@ export type CreateSessionOptions = {
   requestBody?: unknown;
   /** Whether the merchant has a payout wallet, when the caller knows it already (E1 learns it with the API key); read otherwise. */
   walletConfigured?: boolean;
+  /**
+   * Written in the session's own transaction, so both are committed or neither (the MCP tool's
+   * audit row): a crash can never leave the session without it.
+   */
+  alsoInTransaction?: (trx: Db) => Promise<void>;
 };
 
 export type SessionCreatedResult = { sessionId: string; redirectUrl: string; warnings?: SessionWarning[] };
@@ -108,8 +113,10 @@ export async function createPaymentSessionJson(context: Context, merchantId: str
     if (input.chains != null) draft.pay_to = checkSessionChains(input.chains, merchant.acceptedChains).payTo;
   }
 
+  const { alsoInTransaction } = options;
   const insert = async (trx: Db) => {
     await insertSession(trx, { ...draft, merchant_id: merchantId });
+    await alsoInTransaction?.(trx);
     context.metrics.sessionsCreated.inc();
     return { status: 201, body: JSON.stringify(createdBody(context.config.baseUrl, draft, merchantId, walletConfigured === true)) };
   };
@@ -126,7 +133,9 @@ export async function createPaymentSessionJson(context: Context, merchantId: str
         },
         insert,
       )
-    : await insert(context.db);
+    : alsoInTransaction
+      ? await context.db.transaction().execute(insert)
+      : await insert(context.db);
   return response.body;
 }
 

@@ -54,8 +54,32 @@ export async function authorizedAgents(context: AgentContext, merchantId: string
 
 let requests = 0;
 
-/** One JSON-RPC request to POST /mcp (protocol 2025-11-25); the answer whether it came as JSON or as one SSE event. */
-export async function mcpRequest(app: FastifyInstance, token: string | undefined, method: string, params: Record<string, unknown> = {}) {
+/**
+ * The protocol versions the endpoint serves, each as its clients post: 2025-11-25 is answered as one
+ * SSE event, 2026-07-28 (its per-request `_meta` envelope and `Mcp-Method` header) as JSON.
+ */
+export type McpProtocol = '2025-11-25' | '2026-07-28';
+
+function envelopeOf(protocol: McpProtocol, method: string, params: Record<string, unknown>) {
+  if (protocol === '2025-11-25') return { headers: {}, params };
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': protocol,
+    'io.modelcontextprotocol/clientCapabilities': {},
+    'io.modelcontextprotocol/clientInfo': { name: 'test-agent', version: '1.0.0' },
+  };
+  const name = method === 'tools/call' && typeof params.name === 'string' ? { 'mcp-name': params.name } : {};
+  return { headers: { 'mcp-method': method, ...name }, params: { ...params, _meta: meta } };
+}
+
+/** One JSON-RPC request to POST /mcp (protocol 2025-11-25 unless given); the answer whether it came as JSON or as one SSE event. */
+export async function mcpRequest(
+  app: FastifyInstance,
+  token: string | undefined,
+  method: string,
+  params: Record<string, unknown> = {},
+  protocol: McpProtocol = '2025-11-25',
+) {
+  const envelope = envelopeOf(protocol, method, params);
   const response = await app.inject({
     method: 'POST',
     url: '/mcp',
@@ -63,9 +87,10 @@ export async function mcpRequest(app: FastifyInstance, token: string | undefined
       ...(token ? { authorization: `Bearer ${token}` } : {}),
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
+      'mcp-protocol-version': protocol,
+      ...envelope.headers,
     },
-    payload: { jsonrpc: '2.0', id: ++requests, method, params },
+    payload: { jsonrpc: '2.0', id: ++requests, method, params: envelope.params },
   });
   const data = /^data: (.*)$/m.exec(response.body)?.[1];
   const body = data ? JSON.parse(data) : response.body ? response.json() : undefined;
@@ -73,5 +98,5 @@ export async function mcpRequest(app: FastifyInstance, token: string | undefined
 }
 
 /** A tools/call; `result` is the tool's result (`isError` set when refused). */
-export const callMcpTool = (app: FastifyInstance, token: string, name: string, args: Record<string, unknown> = {}) =>
-  mcpRequest(app, token, 'tools/call', { name, arguments: args });
+export const callMcpTool = (app: FastifyInstance, token: string, name: string, args: Record<string, unknown> = {}, protocol: McpProtocol = '2025-11-25') =>
+  mcpRequest(app, token, 'tools/call', { name, arguments: args }, protocol);

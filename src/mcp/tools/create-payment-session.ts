@@ -26,8 +26,12 @@ export const createPaymentSessionTool = defineTool({
       .optional(),
   }),
   output: z.object({ sessionId: z.string(), redirectUrl: z.string() }),
-  async run(context, access, args) {
-    const { sessionId, redirectUrl } = await createPaymentSession(context, access.grant.merchantId, args, { createdVia: 'mcp' });
+  async run(context, access, args, call) {
+    // The call is audited in the session's transaction: no session made by an agent without its audit row.
+    const { sessionId, redirectUrl } = await createPaymentSession(context, access.grant.merchantId, args, {
+      createdVia: 'mcp',
+      alsoInTransaction: (trx) => call.recordSuccess(trx),
+    });
     return { sessionId, redirectUrl };
   },
 });

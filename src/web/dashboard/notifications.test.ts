@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { createPaymentSessionTool } from '../../mcp/tools/create-payment-session.ts';
 import { createApiKey } from '../../merchants/api-keys.ts';
 import { findSession } from '../../sessions/sessions.ts';
+import { authorizedAgent, callMcpTool } from '../../testing/agent.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../../testing/harness.ts';
 import { Browser, csrfField, signedInMerchant } from '../../testing/page-browser.ts';
 import { listDeliveries } from '../../webhooks/deliveries.ts';
@@ -206,12 +206,8 @@ for (const { engine, skip } of engines) {
         concept: 'Made on the dashboard',
       });
       const linkId = /\/dashboard\/links\/(ps_[\w-]+)\?/.exec(String(link.headers.location))![1]!;
-      const mcp = await createPaymentSessionTool.run(
-        service.context,
-        { grant: { merchantId: owner.merchantId } } as never,
-        { amount: 3, currency: 'USD' },
-        {} as never,
-      );
+      const agent = await authorizedAgent(service.context, owner.merchantId, ['sessions:write']);
+      const mcp = (await callMcpTool(service.app, agent.accessToken, 'create_payment_session', { amount: 3, currency: 'USD' })).body.result.structuredContent;
       const other = await signedInMerchant(service);
       const otherKey = (await createApiKey(service.context.db, other.merchantId, 'test')).apiKey;
       const othersId = await e1(otherKey, { amount: 1, currency: 'USD', orderId: 'someone-elses' });
