@@ -99,7 +99,7 @@ export const ERROR_CATALOGUE = {
   body_too_large: entry(413, 'The body is over 1 MiB (16 KiB on the session endpoints)', () => 'The request body is too large'),
   form_too_large: entry(
     413,
-    'A form post has more fields or files than its form takes (a page form: 32 fields, no file; the logo form: 1 file, 4 fields); the message names the limit',
+    'A form post has more fields or files than its form takes (a page form: 32 fields, no file; the logo form: 1 file, 8 fields); the message names the limit',
     (p: { found: string; takes: string }) => `The form has ${p.found}; this form takes at most ${p.takes}`,
   ),
   unsupported_media_type: entry(

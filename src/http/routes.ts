@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { jsonContentTypeProblem } from './json.ts';
@@ -41,15 +41,23 @@ function requireJsonBody(request: FastifyRequest, _reply: FastifyReply, done: (e
 export function addRoute(
   app: FastifyInstance,
   doc: RouteDoc,
-  options: { bodyLimit?: number; preHandler?: (request: FastifyRequest, reply: FastifyReply) => Promise<void> },
+  options: {
+    bodyLimit?: number;
+    /** Runs before the body is read: a reply sent here is the answer, and no body is parsed. */
+    onRequest?: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+    preHandler?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    config?: FastifyContextConfig;
+  },
   handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
 ): void {
+  const onRequest = [...(doc.body ? [requireJsonBody] : []), ...(options.onRequest ? [options.onRequest] : [])];
   app.route({
-    ...(doc.body ? { onRequest: requireJsonBody } : {}),
+    ...(onRequest.length > 0 ? { onRequest } : {}),
     method: doc.method,
     url: doc.url.replace(/\{(\w+)\}/g, ':$1'),
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     ...(options.preHandler ? { preHandler: options.preHandler } : {}),
+    ...(options.config ? { config: options.config } : {}),
     handler,
   });
   app.routeDocs.push(doc);

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { redirectToSignIn, type SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
+import type { FormLimits } from '../../http/forms.ts';
 import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { HTML_RESPONSE } from '../kit/page.ts';
@@ -18,6 +19,8 @@ export type DashboardRouteDoc = {
   responses?: Responses;
   /** A form post that sends a file takes a larger body than a form's few fields. */
   bodyLimit?: number;
+  /** And other parts: its files and fields. */
+  formLimits?: FormLimits;
 };
 export type DashboardHandler = (signedIn: SignedIn, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -32,7 +35,12 @@ const POST_RESPONSES: Responses = {
  * only a form of ours (the web scope's one guard: signed in, with the CSRF token, from our origin).
  * The handler gets the user.
  */
-export function addDashboardRoute(app: FastifyInstance, context: AppContext, { bodyLimit, ...doc }: DashboardRouteDoc, handler: DashboardHandler): void {
+export function addDashboardRoute(
+  app: FastifyInstance,
+  context: AppContext,
+  { bodyLimit, formLimits, ...doc }: DashboardRouteDoc,
+  handler: DashboardHandler,
+): void {
   if (doc.method === 'POST') {
     const responses = { ...POST_RESPONSES, ...doc.responses };
     addFormRoute(
@@ -45,7 +53,7 @@ export function addDashboardRoute(app: FastifyInstance, context: AppContext, { b
         refuse: (_request, reply, signedIn) => refuseDashboardPost(context, reply, signedIn),
       },
       handler,
-      bodyLimit ? { bodyLimit } : {},
+      { ...(bodyLimit ? { bodyLimit } : {}), ...(formLimits ? { formLimits } : {}) },
     );
     return;
   }

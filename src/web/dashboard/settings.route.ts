@@ -12,7 +12,7 @@ import { type Html, html } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
 import { dashboardPage } from './layout.ts';
-import { addDashboardRoute, type DashboardHandler } from './page-route.ts';
+import { addDashboardRoute, type DashboardHandler, type DashboardRouteDoc } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 
 export const SETTINGS_PATH = '/dashboard/settings';
@@ -170,6 +170,9 @@ const POST_RESPONSES = {
 /** A logo form's body: the file (at most LOGO_MAX_BYTES) and its multipart framing, with room to refuse a larger file by name. */
 const LOGO_FORM_BODY_LIMIT = 1024 * 1024;
 
+/** A logo form's parts: the file and the CSRF token, with room for a few more fields. */
+const LOGO_FORM_LIMITS = { files: 1, fields: 8 };
+
 /** Settings: business details, the payout wallet (behind the password), accepted chains and tokens, the brand. */
 export function registerSettings(app: FastifyInstance, context: AppContext): void {
   addDashboardRoute(
@@ -182,8 +185,13 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     },
   );
 
-  const post = (url: string, summary: string, description: string, handle: DashboardHandler, options: { bodyLimit?: number } = {}) =>
-    addDashboardRoute(app, context, { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES, ...options }, handle);
+  const post = (
+    url: string,
+    summary: string,
+    description: string,
+    handle: DashboardHandler,
+    options: Pick<DashboardRouteDoc, 'bodyLimit' | 'formLimits'> = {},
+  ) => addDashboardRoute(app, context, { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES, ...options }, handle);
 
   post(
     'business',
@@ -270,7 +278,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
   post(
     'logo',
     'Uploads the logo of the hosted payment page and receipts (multipart form post)',
-    'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB.',
+    'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB of at most 1 file and 8 fields (more: 413 `form_too_large`). Not signed in: on to sign-in before the body is read.',
     async (signedIn, request, reply) => {
       try {
         await setLogo(context.db, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now());
@@ -279,7 +287,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       }
       return reply.redirect(`${SETTINGS_PATH}?saved=logo`, 303);
     },
-    { bodyLimit: LOGO_FORM_BODY_LIMIT },
+    { bodyLimit: LOGO_FORM_BODY_LIMIT, formLimits: LOGO_FORM_LIMITS },
   );
 
   post('logo/remove', 'Removes the logo (form post)', 'Takes `csrf`.', async (signedIn, _request, reply) => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { currentUser, formCsrfValid, type SignedIn, sessionCsrfValid } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
-import { formFields, registerFormParser, registerMultipartParser } from '../../http/forms.ts';
+import { DEFAULT_FORM_LIMITS, type FormLimits, formFields, registerFormParser, registerMultipartParser } from '../../http/forms.ts';
 import { addRoute, type RouteDoc } from '../../http/routes.ts';
 
 /**
@@ -44,9 +44,16 @@ type Handler<G extends FormGuard> = G extends { kind: 'signed-in' }
 /** The handlers made by addFormRoute: the web scope refuses to register any other POST. */
 const guardedHandlers = new WeakSet<object>();
 
+/** The signed-in user of a post, found before its body was read. */
+const signedInPosts = new WeakMap<FastifyRequest, SignedIn>();
+
 /**
- * The one way to add a form post to the web scope: the guard runs before the handler, which is
- * given the signed-in user (for `signed-in` posts). A form that sends a file sets `bodyLimit`.
+ * The one way to add a form post to the web scope. The checks that need no body run before it is
+ * read (a refused post's body is never parsed): an Origin and a Sec-Fetch-Site of ours, and for a
+ * `signed-in` post the browser's session, from its cookie. Then the body, within the route's size
+ * (`bodyLimit`, 16 KiB unless given) and parts (`formLimits`, DEFAULT_FORM_LIMITS unless given),
+ * and its CSRF token; then the handler, given the signed-in user (for `signed-in` posts). A form
+ * that sends a file sets both.
  */
 export function addFormRoute<G extends FormGuard>(
   app: FastifyInstance,
@@ -54,22 +61,34 @@ export function addFormRoute<G extends FormGuard>(
   doc: Omit<RouteDoc, 'method'> & { method: 'POST' },
   guard: G,
   handler: Handler<G>,
-  options: { bodyLimit?: number } = {},
+  options: { bodyLimit?: number; formLimits?: FormLimits } = {},
 ): void {
+  const beforeBody = async (request: FastifyRequest, reply: FastifyReply) => {
+    // An answer sent before the body is read ends the connection: a client that stops sending the
+    // body once answered would otherwise leave it half-read, held open until it times out.
+    if (!postedFromOurPages(context, request)) {
+      reply.code(403).header('connection', 'close');
+      await (guard.kind === 'signed-out' ? guard.refuse(request, reply) : guard.refuse(request, reply, undefined));
+      return reply;
+    }
+    if (guard.kind === 'signed-out') return;
+    const signedIn = await currentUser(context, request);
+    if (!signedIn) {
+      reply.header('connection', 'close');
+      await guard.signedOut(request, reply);
+      return reply;
+    }
+    signedInPosts.set(request, signedIn);
+  };
   const guarded = async (request: FastifyRequest, reply: FastifyReply) => {
     if (guard.kind === 'signed-out') {
-      if (!postedFromOurPages(context, request) || !formCsrfValid(context, request, formFields(request).csrf)) {
+      if (!formCsrfValid(context, request, formFields(request).csrf)) {
         reply.code(403);
         return guard.refuse(request, reply);
       }
       return (handler as Handler<{ kind: 'signed-out'; refuse: never }>)(request, reply);
     }
-    if (!postedFromOurPages(context, request)) {
-      reply.code(403);
-      return guard.refuse(request, reply, undefined);
-    }
-    const signedIn = await currentUser(context, request);
-    if (!signedIn) return guard.signedOut(request, reply);
+    const signedIn = signedInPosts.get(request)!;
     if (!sessionCsrfValid(signedIn, formFields(request).csrf)) {
       reply.code(403);
       return guard.refuse(request, reply, signedIn);
@@ -77,7 +96,16 @@ export function addFormRoute<G extends FormGuard>(
     return (handler as Handler<Extract<FormGuard, { kind: 'signed-in' }>>)(signedIn, request, reply);
   };
   guardedHandlers.add(guarded);
-  addRoute(app, doc, options, guarded);
+  addRoute(
+    app,
+    doc,
+    {
+      onRequest: beforeBody,
+      config: { formLimits: options.formLimits ?? DEFAULT_FORM_LIMITS },
+      ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+    },
+    guarded,
+  );
 }
 
 const unsafeMethod = (method: RouteOptions['method']) => (Array.isArray(method) ? method : [method]).some((m) => !['GET', 'HEAD', 'OPTIONS'].includes(m));
