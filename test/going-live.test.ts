@@ -7,16 +7,21 @@
 // Base Sepolia, a token whose EIP-712 name is Base Sepolia USDC's "USDC").
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createFacilitatorConfig } from '@coinbase/x402';
-import { createUser } from '../src/accounts/users.ts';
+import { createUser, findUserByEmail, removeUser } from '../src/accounts/users.ts';
 import { DEMO_USER_EMAIL } from '../src/cli/demo.ts';
+import { createDemoMerchant } from '../src/cli/serve.ts';
 import { BASE_USDC_ADDRESS } from '../src/common/network.ts';
 import { COINBASE_FACILITATOR_URL, ConfigError, loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/index.ts';
 import { createService } from '../src/main.ts';
+import { findMerchant } from '../src/merchants/merchants.ts';
 import { runNodeScript } from '../src/testing/child-process.ts';
 import { temporaryDirectories } from '../src/testing/environment.ts';
+import { newAccount } from '../src/testing/payer.ts';
 import { createMerchant, createSession } from '../src/testing/shop.ts';
 import { listen, standInFacilitator, standInRpc } from '../src/testing/stand-ins.ts';
 
@@ -178,6 +183,29 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
       },
     });
 
+  /** A sandbox service on this data folder, as `npm start` leaves its database (no workers). */
+  const sandboxService = (dataDir: string) =>
+    createService(loadConfig({ TILL_DATA_DIR: dataDir, TILL_SANDBOX: 'true', TILL_FACILITATOR_URL: 'http://127.0.0.1:9', TILL_LOG_LEVEL: 'silent' }), {
+      workers: false,
+    });
+
+  /** The live settings of an operator's commands on this data folder. */
+  const liveSettings = (dataDir: string) => ({
+    PATH: process.env.PATH,
+    TILL_DATA_DIR: dataDir,
+    TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true',
+    TILL_FACILITATOR_URL: urls.facilitator,
+    TILL_BASE_RPC_URL: urls.base,
+  });
+
+  /** `till doctor`'s check of the sandbox data in a live start's way. */
+  const sandboxDataCheck = async (dataDir: string) => {
+    const doctor = await runNodeScript(CLI, ['doctor', '--json'], { env: liveSettings(dataDir) });
+    return (JSON.parse(doctor.stdout).checks as { name: string; status: string; detail: string; fix?: string }[]).find(
+      (check) => check.name === 'no sandbox data in the way',
+    );
+  };
+
   test('an RPC whose chain id is not 8453 names TILL_BASE_RPC_URL', async () => {
     const run = await serve({ TILL_BASE_RPC_URL: urls.sepolia });
     assert.equal(run.code, 2, run.stderr);
@@ -247,12 +275,7 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
   test('a database that served the sandbox is refused until till live prepare has archived its sandbox data', async () => {
     // The sandbox first: the demo user, and a merchant with an open session, as `npm start` leaves them.
     const dataDir = freshDir();
-    const sandbox = await createService(
-      loadConfig({ TILL_DATA_DIR: dataDir, TILL_SANDBOX: 'true', TILL_FACILITATOR_URL: 'http://127.0.0.1:9', TILL_LOG_LEVEL: 'silent' }),
-      {
-        workers: false,
-      },
-    );
+    const sandbox = await sandboxService(dataDir);
     try {
       const shop = await createMerchant(sandbox.context.db, { keyMode: 'test' });
       await createUser(sandbox.context.db, { merchantId: shop.merchantId, email: DEMO_USER_EMAIL, password: 'demo password 12345' });
@@ -266,19 +289,58 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
       refused.stderr,
       /Invalid setting TILL_DATABASE_URL: live mode refused to start: this database holds 1 payable sandbox session and the sandbox demo user\. Fix: run till live prepare with the live settings/,
     );
-    const live = {
-      PATH: process.env.PATH,
-      TILL_DATA_DIR: dataDir,
-      TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true',
-      TILL_FACILITATOR_URL: urls.facilitator,
-      TILL_BASE_RPC_URL: urls.base,
-    };
-    const prepared = await runNodeScript(CLI, ['live', 'prepare', '--json'], { env: live });
+    const prepared = await runNodeScript(CLI, ['live', 'prepare', '--json'], { env: liveSettings(dataDir) });
     assert.equal(prepared.code, 0, prepared.stderr);
     assert.equal(JSON.parse(prepared.stdout).sessionsArchived, 1);
-    const doctor = await runNodeScript(CLI, ['doctor', '--json'], { env: live });
-    const checks = JSON.parse(doctor.stdout).checks as { name: string; status: string }[];
-    assert.equal(checks.find((check) => check.name === 'no sandbox data in the way')?.status, 'ok');
+    assert.equal((await sandboxDataCheck(dataDir))?.status, 'ok');
+  });
+
+  test('the demo payout key and a merchant paid out to its wallet are in the way of a live start until till live prepare deletes the key and clears the wallet', async () => {
+    // The sandbox's demo merchant as `till serve` makes it (its payout key in the data folder), its
+    // user gone, and a merchant of the operator's with a wallet of its own.
+    const dataDir = freshDir();
+    const sandbox = await sandboxService(dataDir);
+    let demo: { merchantId: string; wallet: string; payoutKeyFile: string };
+    const ownWallet = newAccount().address;
+    let own: { merchantId: string };
+    try {
+      const made = await createDemoMerchant(sandbox.context.db, dataDir);
+      assert.ok(made);
+      demo = made;
+      const user = await findUserByEmail(sandbox.context.db, DEMO_USER_EMAIL);
+      await removeUser(sandbox.context.db, user!.id);
+      own = await createMerchant(sandbox.context.db, { walletAddress: ownWallet, keyMode: 'live' });
+    } finally {
+      await sandbox.close();
+    }
+    const live = liveSettings(dataDir);
+    const inTheWay = `this database holds merchant ${demo.merchantId} paid out to the sandbox demo wallet ${demo.wallet}; the data folder holds the sandbox demo payout key ${demo.payoutKeyFile}`;
+
+    const refused = await serve({ TILL_DATA_DIR: dataDir });
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.ok(
+      refused.stderr.includes(`Invalid setting TILL_DATABASE_URL: live mode refused to start: ${inTheWay}. Fix: run till live prepare`),
+      refused.stderr,
+    );
+    assert.doesNotMatch(refused.stdout, /Till is serving/);
+    const before = await sandboxDataCheck(dataDir);
+    assert.equal(before?.status, 'failed');
+    assert.equal(before?.detail, inTheWay);
+    assert.match(before?.fix ?? '', /^run till live prepare/);
+
+    const prepared = await runNodeScript(CLI, ['live', 'prepare', '--json'], { env: live });
+    assert.equal(prepared.code, 0, prepared.stderr);
+    const done = JSON.parse(prepared.stdout);
+    assert.deepEqual([done.demoPayoutKeyRemoved, done.walletsCleared], [demo.payoutKeyFile, [demo.merchantId]]);
+    assert.equal(existsSync(demo.payoutKeyFile), false, 'the demo payout key is deleted');
+    const database = openDatabase(loadConfig(live));
+    try {
+      assert.equal((await findMerchant(database.db, demo.merchantId))?.walletAddress, null, 'the demo merchant is paid out nowhere');
+      assert.equal((await findMerchant(database.db, own.merchantId))?.walletAddress, ownWallet, "the operator's own merchant is untouched");
+    } finally {
+      await database.close();
+    }
+    assert.equal((await sandboxDataCheck(dataDir))?.status, 'ok');
   });
 
   test('a setting refused without the network stops the start the same way', async () => {

@@ -4,18 +4,20 @@
 // archives the open sandbox sessions and removes the demo user, after which a live start has
 // nothing left in its way.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { pino } from 'pino';
 import { startUserSession } from '../src/accounts/user-sessions.ts';
-import { createUser, findUserByEmail } from '../src/accounts/users.ts';
+import { findUserByEmail } from '../src/accounts/users.ts';
 import { DEMO_USER_EMAIL } from '../src/cli/demo.ts';
 import { liveReadiness, prepareForLive } from '../src/cli/live.ts';
+import { createDemoMerchant } from '../src/cli/serve.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/index.ts';
 import { createService, type Service } from '../src/main.ts';
 import { createApiKey } from '../src/merchants/api-keys.ts';
-import { createMerchant } from '../src/merchants/merchants.ts';
+import { createMerchant, findMerchant } from '../src/merchants/merchants.ts';
 import { createClient } from '../src/oauth/clients.ts';
 import { issueGrantSecret } from '../src/oauth/grant-secrets.ts';
 import { addConsent } from '../src/oauth/grants.ts';
@@ -262,11 +264,16 @@ for (const { engine, skip } of engines) {
       }
     });
 
-    test('till live prepare archives the open sandbox sessions and removes the demo user, in one go; a second run finds nothing', async () => {
-      // The sandbox's demo merchant as `till serve` makes it, signed in, with a coding agent and client credentials.
-      const demo = await createMerchant(db(), { name: 'Demo store (sandbox)', walletAddress: newAccount().address });
-      const demoKey = await createApiKey(db(), demo.id, 'test');
-      const user = await createUser(db(), { merchantId: demo.id, email: DEMO_USER_EMAIL, password: 'demo password, long enough' });
+    test('till live prepare archives the open sandbox sessions, removes the demo user, deletes the demo payout key and clears its wallet, in one go; a second run finds nothing', async () => {
+      // The sandbox's demo merchant as `till serve` makes it (its payout key in the data folder), signed in, with a coding agent and client credentials.
+      const made = await createDemoMerchant(db(), shop.service.config.dataDir);
+      assert.ok(made);
+      const demo = { id: made.merchantId };
+      const demoKey = {
+        apiKey: made.apiKey,
+        keyId: (await db().selectFrom('api_keys').select('id').where('merchant_id', '=', demo.id).executeTakeFirstOrThrow()).id,
+      };
+      const user = (await findUserByEmail(db(), DEMO_USER_EMAIL))!;
       await startUserSession(db(), user.id, undefined, { idleSeconds: 3600, absoluteSeconds: 86_400 }, Date.now());
       await db()
         .transaction()
@@ -281,9 +288,12 @@ for (const { engine, skip } of engines) {
       await createClient(db(), demo.id);
       const liveSession = await createSession(liveUrl, liveKey, { amount: 4, currency: 'USD' });
 
-      const before = await liveReadiness(db());
+      const before = await liveReadiness(db(), shop.service.config.dataDir);
       assert.ok(before.payableSandboxSessions >= 2, `open sandbox sessions: ${before.payableSandboxSessions}`);
       assert.equal(before.demoUser, true);
+      assert.equal(before.demoPayoutKey, made.payoutKeyFile);
+      assert.equal(before.demoWallet, made.wallet);
+      assert.deepEqual(before.demoWalletMerchants, [demo.id]);
       const events = async () =>
         Number(
           (
@@ -313,9 +323,19 @@ for (const { engine, skip } of engines) {
         grantsRemoved: 1,
         keysRevoked: [demoKey.keyId],
         clientsRevoked: [(await db().selectFrom('oauth_clients').select('id').where('merchant_id', '=', demo.id).executeTakeFirstOrThrow()).id],
+        demoPayoutKeyRemoved: made.payoutKeyFile,
+        walletsCleared: [demo.id],
       });
 
-      assert.deepEqual(await liveReadiness(db()), { payableSandboxSessions: 0, demoUser: false });
+      assert.deepEqual(await liveReadiness(db(), shop.service.config.dataDir), {
+        payableSandboxSessions: 0,
+        demoUser: false,
+        demoPayoutKey: null,
+        demoWallet: null,
+        demoWalletMerchants: [],
+      });
+      assert.equal(existsSync(made.payoutKeyFile), false, 'the demo payout key is deleted');
+      assert.equal((await findMerchant(db(), demo.id))?.walletAddress, null, 'the demo merchant is paid out nowhere');
       assert.equal(await countPayableSandboxSessions(db()), 0);
       assert.equal(await findUserByEmail(db(), DEMO_USER_EMAIL), undefined);
       assert.equal(await events(), eventsBefore, 'archiving sends no webhook');
@@ -325,13 +345,15 @@ for (const { engine, skip } of engines) {
       const demoKeyUse = await sessionRequest(shop.baseUrl, demoKey.apiKey, 'POST', { amount: 1, currency: 'USD' });
       assert.equal(demoKeyUse.status, 401);
 
-      assert.deepEqual(await prepareForLive(db()), {
+      assert.deepEqual(await prepareForLive(db(), shop.service.config.dataDir), {
         sessionsArchived: 0,
         demoMerchantId: null,
         demoUserRemoved: false,
         grantsRemoved: 0,
         keysRevoked: [],
         clientsRevoked: [],
+        demoPayoutKeyRemoved: null,
+        walletsCleared: [],
       });
     });
   });

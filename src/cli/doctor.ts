@@ -48,7 +48,12 @@ async function runChecks(config: Config): Promise<Check[]> {
     const [supported, credentials, chain, logRange, token] = await network;
     checks.push(supported, credentials, ...chain, logRange, token);
     if (config.mode === 'live') {
-      if (usable) checks.push(await payoutWalletChecks(database.db), sandboxDataCheck(await liveReadiness(database.db)), await webhookUrlCheck(database.db));
+      if (usable)
+        checks.push(
+          await payoutWalletChecks(database.db),
+          sandboxDataCheck(await liveReadiness(database.db, config.dataDir)),
+          await webhookUrlCheck(database.db),
+        );
       else checks.push({ name: "merchants' payout wallets", status: 'skipped', detail: 'the database is not ready' });
     }
   } finally {

@@ -321,15 +321,21 @@ function isChecksummed(address: string): boolean {
 /** What `till live prepare` clears: a live start on a database still holding sandbox data is refused. */
 export function sandboxDataCheck(readiness: LiveReadiness): Check {
   const name = 'no sandbox data in the way';
-  const found = [
+  const { demoPayoutKey, demoWalletMerchants } = readiness;
+  const inDatabase = [
     readiness.payableSandboxSessions ? `${readiness.payableSandboxSessions} payable sandbox session${readiness.payableSandboxSessions === 1 ? '' : 's'}` : '',
     readiness.demoUser ? 'the sandbox demo user' : '',
+    demoWalletMerchants.length ? `merchant ${demoWalletMerchants.join(', ')} paid out to the sandbox demo wallet ${readiness.demoWallet}` : '',
   ].filter(Boolean);
-  if (found.length === 0) return ok(name, 'no payable sandbox session, no demo user');
+  const found = [
+    inDatabase.length ? `this database holds ${inDatabase.join(' and ')}` : '',
+    demoPayoutKey ? `the data folder holds the sandbox demo payout key ${demoPayoutKey}` : '',
+  ].filter(Boolean);
+  if (found.length === 0) return ok(name, 'no payable sandbox session, no demo user, no demo payout key');
   return failed(
     name,
-    `this database holds ${found.join(' and ')}`,
-    'run till live prepare with the live settings: it archives them (nothing made in the sandbox is ever served in live mode)',
+    found.join('; '),
+    'run till live prepare with the live settings: it archives them, deletes the demo payout key and clears the wallet of a merchant paid out to it (nothing made in the sandbox is ever served or paid to in live mode)',
   );
 }
 

@@ -7,7 +7,7 @@ import type { Db } from '../db/index.ts';
 import type { Service } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { countMerchants, createMerchant } from '../merchants/merchants.ts';
-import { DEMO_USER_EMAIL } from './demo.ts';
+import { DEMO_USER_EMAIL, SANDBOX_PAYOUT_KEY_FILE } from './demo.ts';
 import { liveReadiness } from './live.ts';
 import { liveStartChecks, sandboxDataRefusal, startRefusal } from './live-checks.ts';
 import { noneLeft } from './output.ts';
@@ -30,15 +30,14 @@ async function withSandbox(config: Config): Promise<{ config: Config; sandbox: S
   };
 }
 
-/** In the data folder of a sandbox only: the private key of the demo merchant's payout wallet (mode 0600). */
-export const SANDBOX_PAYOUT_KEY_FILE = 'sandbox-demo-payout.key';
+export { SANDBOX_PAYOUT_KEY_FILE };
 
 /**
  * The demo merchant, its key and its user, in one transaction. Instances started at once on an
  * empty database all try: the one whose user is written first makes it, the others (refused on the
  * user's unique email, their merchant rolled back) start without. Undefined when another made it.
  */
-async function createDemoMerchant(db: Db, dataDir: string) {
+export async function createDemoMerchant(db: Db, dataDir: string) {
   const payoutKey = generatePrivateKey();
   const wallet = privateKeyToAccount(payoutKey).address;
   const password = generatePassword();
@@ -90,7 +89,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const service = await createService(config);
   const { log, db } = service.context;
   if (config.mode === 'live') {
-    const refusal = sandboxDataRefusal(await liveReadiness(db));
+    const refusal = sandboxDataRefusal(await liveReadiness(db, config.dataDir));
     if (refusal) {
       await service.close();
       throw refusal;

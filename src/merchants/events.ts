@@ -4,7 +4,8 @@ import { findMerchant, setMerchantWallet } from './merchants.ts';
 
 /**
  * The owner of `merchant_events`: the audit of a merchant's sensitive changes. Today one kind, the
- * payout wallet changed, with who changed it (a user, or the operator's CLI) and from what to what.
+ * payout wallet changed, with who changed it (a user, or the operator's CLI) and from what to what
+ * (to nothing: `till live prepare` clears a wallet whose key the sandbox kept).
  */
 export type WalletChange = {
   id: string;
@@ -12,16 +13,20 @@ export type WalletChange = {
   /** The user who changed it on the dashboard; null when the operator did, from the CLI. */
   userId: string | null;
   from: string | null;
-  to: string;
+  to: string | null;
   at: number;
 };
 
 /**
- * Sets the payout wallet and records the change, in one transaction: both or neither. False when
- * there is no such merchant.
+ * Sets the payout wallet (null: none) and records the change, in one transaction unless `db` is
+ * one already: both or neither. False when there is no such merchant.
  */
-export async function changeWallet(db: Db, input: { merchantId: string; userId: string | null; walletAddress: string }, now = Date.now()): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
+export async function changeWallet(
+  db: Db,
+  input: { merchantId: string; userId: string | null; walletAddress: string | null },
+  now = Date.now(),
+): Promise<boolean> {
+  const change = async (trx: Db) => {
     const merchant = await findMerchant(trx, input.merchantId);
     if (!merchant) return false;
     await setMerchantWallet(trx, input.merchantId, input.walletAddress);
@@ -37,7 +42,8 @@ export async function changeWallet(db: Db, input: { merchantId: string; userId: 
       })
       .execute();
     return true;
-  });
+  };
+  return db.isTransaction ? change(db) : db.transaction().execute(change);
 }
 
 /** The merchant's latest wallet change at or after `since`, if any. */
@@ -53,6 +59,6 @@ export async function latestWalletChange(db: Db, merchantId: string, since: numb
     .limit(1)
     .executeTakeFirst();
   if (!row) return undefined;
-  const detail = JSON.parse(row.detail) as { from: string | null; to: string };
+  const detail = JSON.parse(row.detail) as { from: string | null; to: string | null };
   return { id: row.id, merchantId: row.merchant_id, userId: row.user_id, from: detail.from, to: detail.to, at: Number(row.created_at) };
 }

@@ -230,10 +230,22 @@ export async function setBusinessDetails(db: Db, id: string, input: { name: stri
   return result.numUpdatedRows > 0n;
 }
 
-/** The payout wallet is set only by the operator or the dashboard, never over the payment API. */
-export async function setMerchantWallet(db: Db, id: string, walletAddress: string): Promise<boolean> {
+/** The payout wallet is set only by the operator or the dashboard, never over the payment API (null: paid out nowhere). */
+export async function setMerchantWallet(db: Db, id: string, walletAddress: string | null): Promise<boolean> {
   const result = await db.updateTable('merchants').set({ wallet_address: walletAddress }).where('id', '=', id).executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+/** The merchants paid out to an address (however its case was stored), oldest first. */
+export async function merchantsPaidTo(db: Db, address: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('merchants')
+    .select('id')
+    .where((eb) => eb(eb.fn('lower', ['wallet_address']), '=', address.toLowerCase()))
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.id);
 }
 
 export async function countMerchants(db: Db): Promise<number> {

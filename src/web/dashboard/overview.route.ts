@@ -82,7 +82,11 @@ async function walletNotice(context: AppContext, signedIn: SignedIn, merchantId:
       : change.userId === signedIn.user.id
         ? 'you'
         : ((await findUser(context.db, change.userId))?.email ?? 'a user no longer here');
-  return html`<p role="status" class="attention wallet-notice">The payout wallet was ${change.from ? 'changed' : 'set'} on ${utcMinute(change.at)} by ${who}, to <code class="address">${change.to}</code>. If this was not expected, set the right wallet in <a href="/dashboard/settings">Settings</a> and change your password in <a href="/dashboard/account">Account</a>.</p>`;
+  const what =
+    change.to === null
+      ? html`removed on ${utcMinute(change.at)} by ${who}: payments cannot be made until one is set.`
+      : html`${change.from ? 'changed' : 'set'} on ${utcMinute(change.at)} by ${who}, to <code class="address">${change.to}</code>.`;
+  return html`<p role="status" class="attention wallet-notice">The payout wallet was ${what} If this was not expected, set the right wallet in <a href="/dashboard/settings">Settings</a> and change your password in <a href="/dashboard/account">Account</a>.</p>`;
 }
 
 /** The overview: where the merchant lands after signing in. */

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { getAddress } from 'viem';
+import { changeWallet } from '../../merchants/events.ts';
 import { findMerchant } from '../../merchants/merchants.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../../testing/harness.ts';
 import { csrfField, postFromOrigin, signedInMerchant } from '../../testing/page-browser.ts';
@@ -104,6 +105,19 @@ for (const { engine, skip } of engines) {
       const same = await browser.request('POST', '/dashboard/settings/wallet', { csrf, wallet: CHECKSUMMED, confirm: '9EE7', password });
       assert.equal(same.headers.location, '/dashboard/settings?saved=wallet-unchanged');
       assert.equal((await service.context.db.selectFrom('merchant_events').selectAll().where('merchant_id', '=', merchantId).execute()).length, 1);
+    });
+
+    test('a wallet the operator removed (till live prepare clears the sandbox demo wallet) is told on the overview, with what it means', async () => {
+      const { browser, merchantId } = await signedInMerchant(service, { walletAddress: CHECKSUMMED });
+      assert.equal(await changeWallet(service.context.db, { merchantId, userId: null, walletAddress: null }), true);
+      assert.equal((await merchantRow(merchantId)).walletAddress, null);
+      const events = await service.context.db.selectFrom('merchant_events').selectAll().where('merchant_id', '=', merchantId).execute();
+      assert.deepEqual(JSON.parse(events[0]!.detail), { from: CHECKSUMMED, to: null });
+      const overview = await browser.request('GET', '/dashboard');
+      assert.match(
+        overview.body,
+        /class="attention wallet-notice">The payout wallet was removed on [^<]+ by the operator: payments cannot be made until one is set\. If this was not expected/,
+      );
     });
 
     test('a malformed, mis-checksummed or zero address, or the wrong last characters, is refused by field', async () => {
