@@ -80,7 +80,9 @@ export function serviceEnv(
     TILL_NO_SANDBOX: 'true',
     ...sandboxSettings(sandbox),
     TILL_X402_PROOFS_PER_MINUTE_PER_IP: '1000000',
+    TILL_X402_PROOFS_PER_MINUTE_PER_PAYER: '1000000',
     TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '1000000',
+    TILL_X402_QUOTES_PER_MINUTE_PER_CLIENT: '1000000',
     ...settings,
   });
 }

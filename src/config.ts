@@ -66,12 +66,19 @@ export type Config = {
   /** Exchange rates document over HTTP; unset: the static sandbox table. */
   ratesUrl: string | undefined;
   ratesMaxAgeSeconds: number;
+  /** Payment proofs one client IP may send per minute, checked first and alone (docs/x402.md, "Rate limits"). */
   x402ProofsPerMinutePerIp: number;
   /** Sessions (E1) one API key, or one merchant's bearer tokens, may create per minute, across every instance. */
   sessionsPerMinutePerKey: number;
   /** `webhook.test` events one merchant may queue per hour (API and dashboard together). */
   webhookTestEventsPerHour: number;
+  /** Proofs one payer (its signature recovered) may send per minute for one session; a smart wallet's count per session and client. */
+  x402ProofsPerMinutePerPayer: number;
+  /** Proofs of one session that may reach the facilitator per minute, whoever sends them. */
   x402ProofsPerMinutePerSession: number;
+  /** New quotes one client IP may add to one session per minute (each distinct ?amount= of an editable session is one)… */
+  x402QuotesPerMinutePerClient: number;
+  /** …and every client together, a backstop far above one client's. */
   x402QuotesPerMinutePerSession: number;
   webhooks: WebhookSettings;
   /** A signed-in merchant user's browser session ends after this long without a request… */
@@ -327,8 +334,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionsPerMinutePerKey: required(read(env, 'TILL_SESSIONS_PER_MINUTE_PER_KEY', positiveInt, '6000')),
     webhookTestEventsPerHour: required(read(env, 'TILL_WEBHOOK_TEST_EVENTS_PER_HOUR', positiveInt, '20')),
     x402ProofsPerMinutePerIp: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_IP', positiveInt, '600')),
-    x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '600')),
-    x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '120')),
+    x402ProofsPerMinutePerPayer: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_PAYER', positiveInt, '600')),
+    x402ProofsPerMinutePerSession: required(read(env, 'TILL_X402_PROOFS_PER_MINUTE_PER_SESSION', positiveInt, '6000')),
+    x402QuotesPerMinutePerClient: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_CLIENT', positiveInt, '120')),
+    x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '2400')),
     webhooks: loadWebhookSettings(env, mode),
     signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
     signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),

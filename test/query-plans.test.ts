@@ -12,6 +12,7 @@ import type { DatabaseKind, Db } from '../src/db/index.ts';
 import { authorizedAgent, callMcpTool } from '../src/testing/agent.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { Browser } from '../src/testing/page-browser.ts';
+import { newAccount } from '../src/testing/payer.ts';
 import { readSession, sessionRequest } from '../src/testing/shop.ts';
 
 /**
@@ -175,6 +176,13 @@ for (const { engine, skip } of engines) {
       const open = await env.challenge(sessionId);
       for (const round of [1, 2])
         await serve(`E3 refused proof (${round})`, env.pay(sessionId, (await env.signedPayment(payer, { ...open, value: open.value + 1n })).header), 402);
+      // One its named payer did not sign only adds to the session's unsigned count.
+      for (const round of [1, 2])
+        await serve(
+          `E3 refused unsigned proof (${round})`,
+          env.pay(sessionId, (await env.signedPayment(newAccount(), open, { from: payer.address })).header),
+          402,
+        );
       await serve('receipt JSON', app.inject({ method: 'GET', url: `/checkout/v2/orders/receipt/${paymentId}` }), 200);
       await serve('receipt HTML', app.inject({ method: 'GET', url: `/checkout/v2/orders/receipt/${paymentId}`, headers: { accept: 'text/html' } }), 200);
       await serve('webhook deliveries', app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries', headers: { 'x-sc-apikey': apiKey } }), 200);

@@ -3,13 +3,15 @@ import { after, before, test } from 'node:test';
 import { TillError } from '../common/errors.ts';
 import { clearOfMinuteEnd } from '../testing/clock.ts';
 import { describeOnEngine, engines, startListeningTestService, type TestService } from '../testing/harness.ts';
-import { newAccount } from '../testing/payer.ts';
-import { challenge, createSession, pay, signedPayment } from '../testing/shop.ts';
+import { clientFrom, type LoopbackClient } from '../testing/loopback-client.ts';
+import { authorization, newAccount, signAuthorization, xPaymentHeader } from '../testing/payer.ts';
+import { challenge, createSession, signedPayment, x402Url } from '../testing/shop.ts';
 import { consume, type Limit, purgeEndedWindows } from './limits.ts';
 
 const USDC = '0x2222222222222222222222222222222222222222';
 const WALLET = '0x1111111111111111111111111111111111111111';
-// A challenge and a refused proof never call the facilitator, so an address nothing listens on is enough.
+// A challenge and a refused proof never call the facilitator, so an address nothing listens on is enough;
+// a proof that reaches it is answered 503.
 const X402 = { TILL_SANDBOX: 'true', TILL_FACILITATOR_URL: 'http://127.0.0.1:9', TILL_USDC_ADDRESS: USDC };
 
 const refusal = async (promise: Promise<unknown>) => {
@@ -28,7 +30,13 @@ for (const { engine, skip } of engines) {
     let second: TestService & { baseUrl: string };
     let apiKey: string;
     before(async () => {
-      const limits = { TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '4', TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '5', TILL_X402_PROOFS_PER_MINUTE_PER_IP: '1000' };
+      const limits = {
+        TILL_X402_QUOTES_PER_MINUTE_PER_CLIENT: '4',
+        TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '6',
+        TILL_X402_PROOFS_PER_MINUTE_PER_IP: '12',
+        TILL_X402_PROOFS_PER_MINUTE_PER_PAYER: '5',
+        TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '3',
+      };
       first = await startListeningTestService(engine, { ...X402, ...limits });
       // A second instance on the same database and secret key, as behind a load balancer.
       second = await startListeningTestService(engine, {
@@ -39,10 +47,31 @@ for (const { engine, skip } of engines) {
       });
       ({ apiKey } = await first.merchant({ walletAddress: WALLET }));
     });
+    const clients: LoopbackClient[] = [];
     after(async () => {
+      for (const client of clients) await client.close();
       await second?.stop();
       await first?.stop();
     });
+
+    /** A client of its own address (127.0.1.1, 127.0.1.2 …), each test's clients apart from the others'. */
+    const client = () => {
+      const made = clientFrom(`127.0.1.${clients.length + 1}`);
+      clients.push(made);
+      return made;
+    };
+    /** Request `i` from `from` for the session, to the first instance or the second in turn: its status and refusal (a limit's by what it counts). */
+    const send = async (from: LoopbackClient, i: number, sessionId: string, query = '', proof?: string) => {
+      const response = await from.get(x402Url((i % 2 ? second : first).baseUrl, sessionId, query), proof ? { 'x-payment': proof } : {});
+      const { error } = (await response.json()) as { error?: string | { code: string; message: string } };
+      if (typeof error !== 'object') return `${response.status} ${error}`;
+      return `${response.status} ${error.code === 'rate_limited' ? error.message.replace(/; retry after \d+ s$/, '') : error.code}`;
+    };
+    /** `from`'s own proof of `value`, or one in `from`'s name signed by another key. */
+    const proofOf = async (payer: ReturnType<typeof newAccount>, to: `0x${string}`, value: bigint, signer = payer) => {
+      const auth = authorization(payer.address, to, value);
+      return xPaymentHeader(await signAuthorization(signer, USDC, auth), auth);
+    };
 
     test('a window counts hits, refuses past its points with the time left, and starts again at the next window', async () => {
       const db = first.context.db;
@@ -106,30 +135,67 @@ for (const { engine, skip } of engines) {
       assert.equal(results.filter((r) => r?.code === 'rate_limited').length, 10);
     });
 
-    test('new quotes of a session are counted once across both instances', async () => {
+    test("new quotes are counted per session and client, then for the session, once across both instances; a client's refused ones count nowhere else", async () => {
       const sessionId = await createSession(first.baseUrl, apiKey, { amount: 1, currency: 'USD', editable: true, minAmount: 0.5, orderType: 'STATIC' });
+      const [busy, other] = [client(), client()];
       await clearOfMinuteEnd();
-      const ask = (i: number) => fetch(`${(i % 2 ? second : first).baseUrl}/x402/session/${sessionId}?amount=1.0${i}`);
-      for (const i of [1, 2, 3, 4]) assert.equal((await ask(i)).status, 402, `quote ${i}`);
-      for (const i of [5, 6]) {
-        const refused = await ask(i);
-        assert.equal(refused.status, 429);
-        assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'rate_limited');
-        assert.ok(Number(refused.headers.get('retry-after')) >= 1);
-      }
+      const asked: string[] = [];
+      for (let i = 1; i <= 6; i++) asked.push(await send(busy, i, sessionId, `?amount=1.0${i}`));
+      assert.deepEqual(asked, [...Array(4).fill('402 payment_required'), ...Array(2).fill('429 Too many new quotes for this session from this client')]);
+      // The session has counted 4: another client gets 2 more, then the session's backstop refuses.
+      const others: string[] = [];
+      for (let i = 1; i <= 3; i++) others.push(await send(other, i, sessionId, `?amount=1.1${i}`));
+      assert.deepEqual(others, ['402 payment_required', '402 payment_required', '429 Too many new quotes for this session']);
+      assert.equal(await send(busy, 0, sessionId, '?amount=1.01'), '402 payment_required', 'a quote already made is reused, never refused');
     });
 
-    test('proofs for a session are counted once across both instances', async () => {
+    test("one payer's proofs for a session are counted once across both instances; proofs in its name it did not sign count nowhere", async () => {
       const sessionId = await createSession(first.baseUrl, apiKey, { amount: 1, currency: 'USD' });
-      await clearOfMinuteEnd();
       const offer = await challenge(first.baseUrl, sessionId);
-      const statuses: number[] = [];
-      for (let i = 0; i < 8; i++) {
-        // Signed for too little, so each is refused by the local checks, after being counted.
-        const proof = await signedPayment(newAccount(), USDC, { ...offer, value: offer.value - 1n });
-        statuses.push((await pay((i % 2 ? second : first).baseUrl, sessionId, proof.header)).status);
-      }
-      assert.deepEqual(statuses, [402, 402, 402, 402, 402, 429, 429, 429]);
+      const payer = newAccount();
+      const [forger, own] = [client(), client()];
+      await clearOfMinuteEnd();
+      // Signed for too little, so each is refused by the local checks, after being counted (or not).
+      const forged: string[] = [];
+      for (let i = 0; i < 10; i++) forged.push(await send(forger, i, sessionId, '', await proofOf(payer, offer.payTo, offer.value - 1n, newAccount())));
+      assert.deepEqual(forged, Array(10).fill('402 amount_mismatch'));
+      const statuses: string[] = [];
+      for (let i = 0; i < 8; i++) statuses.push(await send(own, i, sessionId, '', await proofOf(payer, offer.payTo, offer.value - 1n)));
+      assert.deepEqual(statuses, [...Array(5).fill('402 amount_mismatch'), ...Array(3).fill('429 Too many payment proofs from this payer for this session')]);
+    });
+
+    test("a proof over its client's limit counts nowhere else: not against its payer, not against the session", async () => {
+      const sessionId = await createSession(first.baseUrl, apiKey, { amount: 1, currency: 'USD' });
+      const offer = await challenge(first.baseUrl, sessionId);
+      const payer = newAccount();
+      const [flooding, own] = [client(), client()];
+      await clearOfMinuteEnd();
+      for (let i = 0; i < 12; i++)
+        assert.equal(await send(flooding, i, sessionId, '', await proofOf(newAccount(), offer.payTo, offer.value - 1n)), '402 amount_mismatch');
+      for (let i = 0; i < 5; i++)
+        assert.equal(await send(flooding, i, sessionId, '', await proofOf(payer, offer.payTo, offer.value)), '429 Too many payment proofs from this client');
+      // The payer's budget (5) and the session's count of proofs sent to the facilitator (3) are untouched.
+      const paid: string[] = [];
+      for (let i = 0; i < 3; i++) paid.push(await send(own, i, sessionId, '', await proofOf(payer, offer.payTo, offer.value)));
+      assert.deepEqual(paid, Array(3).fill('503 facilitator_unavailable'));
+    });
+
+    test("proofs that reach the facilitator are counted for the session; a signature not its payer's never reaches it; a smart wallet's counts per client", async () => {
+      const sessionId = await createSession(first.baseUrl, apiKey, { amount: 1, currency: 'USD' });
+      const offer = await challenge(first.baseUrl, sessionId);
+      const [forger, wallets, otherWallets, buyers] = [client(), client(), client(), client()];
+      await clearOfMinuteEnd();
+      for (let i = 0; i < 10; i++)
+        assert.equal(await send(forger, i, sessionId, '', await proofOf(newAccount(), offer.payTo, offer.value, newAccount())), '402 invalid_signature');
+      // A signature longer than 65 bytes is checked by the facilitator only: one client's count for the session.
+      const long = (i: number) => xPaymentHeader(`0x${'22'.repeat(100)}`, authorization(newAccount().address, offer.payTo, offer.value - BigInt(i + 1)));
+      const walletAnswers: string[] = [];
+      for (let i = 0; i < 6; i++) walletAnswers.push(await send(wallets, i, sessionId, '', long(i)));
+      assert.deepEqual(walletAnswers, [...Array(5).fill('402 amount_mismatch'), '429 Too many smart-wallet payment proofs from this client for this session']);
+      assert.equal(await send(otherWallets, 0, sessionId, '', long(0)), '402 amount_mismatch', 'another client has its own');
+      const paid: string[] = [];
+      for (let i = 0; i < 4; i++) paid.push(await send(buyers, i, sessionId, '', (await signedPayment(newAccount(), USDC, offer)).header));
+      assert.deepEqual(paid, [...Array(3).fill('503 facilitator_unavailable'), '429 Too many payment proofs for this session']);
     });
   });
 }

@@ -22,7 +22,8 @@ export type Hit = { limit: Limit; subject: string };
 /**
  * Counts one request against each limit in one statement; throws `rate_limited` (429, with
  * Retry-After until the window ends) for the first limit, in the order given, that is over.
- * Every hit counts even when another one refuses: a refused request still spent a try.
+ * Every hit counts even when another one refuses: a refused request still spent a try. A limit that
+ * must not count what another refuses (a session's, after its client's) is consumed after it, alone.
  */
 export async function consume(db: Db, hits: Hit[], now: number): Promise<void> {
   if (hits.length === 0) return;

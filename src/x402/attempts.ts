@@ -10,14 +10,20 @@ import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 
 /**
  * Refused payment proofs, recorded against their session so the merchant can see why a buyer's
- * payment did not go through (docs/x402.md, "Refused attempts"). Only a proof decoded far enough to
- * name its payer is recorded; a challenge, an unreadable header, a rate-limited request and a
- * successful payment write nothing here. Bounded: repeats of one payer with one refusal code are one
- * row with a count, a session keeps its last ATTEMPTS_PER_SESSION rows, and the periodic sweep
- * deletes rows not seen for ATTEMPT_RETENTION_MS.
+ * payment did not go through (docs/x402.md, "Refused attempts"). A row names a payer only when that
+ * payer signed the proof (its signature recovered to it, or the facilitator verified a smart
+ * wallet's); any other refused proof, which anyone can send naming anyone, only adds one to the
+ * session's count of unsigned refusals, one row that names nobody and is never pushed out. A
+ * challenge, an unreadable header, a rate-limited request and a successful payment write nothing
+ * here. Bounded: repeats of one payer with one refusal code are one row with a count, a session keeps
+ * its last ATTEMPTS_PER_SESSION named rows, and the periodic sweep deletes rows not seen for
+ * ATTEMPT_RETENTION_MS.
  */
 export const ATTEMPTS_PER_SESSION = 20;
 export const ATTEMPT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** The row that counts a session's refused proofs its named payer did not sign: no payer, one reason. */
+const UNSIGNED = { payer: '', reason: 'unsigned' } as const;
 
 /** The codes a decoded proof can be refused with, each said for the merchant (the buyer's words are the checkout page's). */
 type RefusalCode = Exclude<
@@ -47,17 +53,28 @@ export const refusalSentence = (code: string): string => REFUSAL_SENTENCES[code 
 /** One row of a session's refused attempts, as the dashboard shows it. */
 export type RefusedAttempt = { payer: string; reason: string; value: bigint | null; count: number; firstSeenAt: number; lastSeenAt: number };
 
+/** A session's refused attempts: the rows of payers who signed, and how many refused proofs no payer was shown to sign. */
+export type SessionAttempts = { signed: RefusedAttempt[]; unsigned: { count: number; firstSeenAt: number; lastSeenAt: number } | undefined };
+
 /**
- * Records a refused proof against its session: a new row, or one more of a repeat. Never throws: a
- * refusal is answered as a refusal whether or not it could be recorded (a failure is logged).
+ * Records a refused proof against its session: a new row, or one more of a repeat; a proof its payer
+ * did not sign, one more on the session's unsigned count. Never throws: a refusal is answered as a
+ * refusal whether or not it could be recorded (a failure is logged).
  */
 export async function recordRefusedProof(
   db: Db,
-  refused: { session: Pick<SessionRow, 'id' | 'merchant_id' | 'mode'>; proof: Pick<Proof, 'from' | 'value'>; reason: X402ErrorCode; now: number },
+  refused: {
+    session: Pick<SessionRow, 'id' | 'merchant_id' | 'mode'>;
+    proof: Pick<Proof, 'from' | 'value'>;
+    payerSigned: boolean;
+    reason: X402ErrorCode;
+    now: number;
+  },
   log: FastifyBaseLogger,
 ): Promise<void> {
   const { session, proof, reason, now } = refused;
-  const value = proof.value <= MAX_USDC_BASE_UNITS ? proof.value : null;
+  const named = refused.payerSigned ? { payer: proof.from.toLowerCase(), reason } : UNSIGNED;
+  const value = refused.payerSigned && proof.value <= MAX_USDC_BASE_UNITS ? proof.value : null;
   try {
     const row = await db
       .insertInto('payment_attempts')
@@ -66,8 +83,7 @@ export async function recordRefusedProof(
         session_id: session.id,
         merchant_id: session.merchant_id,
         mode: session.mode,
-        payer: proof.from.toLowerCase(),
-        reason,
+        ...named,
         value,
         count: 1,
         first_seen_at: now,
@@ -76,23 +92,25 @@ export async function recordRefusedProof(
       .onConflict((oc) => oc.columns(['session_id', 'payer', 'reason']).doUpdateSet({ count: sql`payment_attempts.count + 1`, value, last_seen_at: now }))
       .returning('count')
       .executeTakeFirst();
-    // Only a new row can put the session over its bound.
-    if (row?.count === 1) await keepLatest(db, session.id);
+    // Only a new signed row can put the session over its bound.
+    if (row?.count === 1 && refused.payerSigned) await keepLatest(db, session.id);
   } catch (error) {
     log.warn({ err: error, sessionId: session.id, reason }, 'a refused payment proof could not be recorded');
   }
 }
 
-/** Deletes a session's rows beyond its ATTEMPTS_PER_SESSION most recently seen. */
+/** Deletes a session's signed rows beyond its ATTEMPTS_PER_SESSION most recently seen (the unsigned count stays). */
 async function keepLatest(db: Db, sessionId: string): Promise<void> {
   await db
     .deleteFrom('payment_attempts')
     .where('session_id', '=', sessionId)
+    .where('payer', '!=', UNSIGNED.payer)
     .where('id', 'not in', (qb) =>
       qb
         .selectFrom('payment_attempts')
         .select('id')
         .where('session_id', '=', sessionId)
+        .where('payer', '!=', UNSIGNED.payer)
         .orderBy('last_seen_at', 'desc')
         .orderBy('id', 'desc')
         .limit(ATTEMPTS_PER_SESSION),
@@ -100,19 +118,22 @@ async function keepLatest(db: Db, sessionId: string): Promise<void> {
     .execute();
 }
 
-/** A merchant's session's refused attempts in the service's mode, the most recently seen first. */
-export async function listRefusedAttempts(db: Db, mode: Mode, merchantId: string, sessionId: string): Promise<RefusedAttempt[]> {
-  const rows = await db
+/** A merchant's session's refused attempts in the service's mode: the signed ones most recently seen first, and the unsigned count. */
+export async function listRefusedAttempts(db: Db, mode: Mode, merchantId: string, sessionId: string): Promise<SessionAttempts> {
+  const ofSession = db
     .selectFrom('payment_attempts')
     .select(['payer', 'reason', 'value', 'count', 'first_seen_at', 'last_seen_at'])
     .where('session_id', '=', sessionId)
     .where('merchant_id', '=', merchantId)
-    .where('mode', '=', mode)
-    .orderBy('last_seen_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(ATTEMPTS_PER_SESSION)
-    .execute();
-  return rows.map((r) => ({ payer: r.payer, reason: r.reason, value: r.value, count: r.count, firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at }));
+    .where('mode', '=', mode);
+  const [rows, unsigned] = await Promise.all([
+    ofSession.where('payer', '!=', UNSIGNED.payer).orderBy('last_seen_at', 'desc').orderBy('id', 'desc').limit(ATTEMPTS_PER_SESSION).execute(),
+    ofSession.where('payer', '=', UNSIGNED.payer).executeTakeFirst(),
+  ]);
+  return {
+    signed: rows.map((r) => ({ payer: r.payer, reason: r.reason, value: r.value, count: r.count, firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at })),
+    unsigned: unsigned && { count: unsigned.count, firstSeenAt: unsigned.first_seen_at, lastSeenAt: unsigned.last_seen_at },
+  };
 }
 
 /** Attempts not seen for ATTEMPT_RETENTION_MS, removed by the periodic sweep. */

@@ -43,7 +43,8 @@ function docFor(url: string): RouteDoc {
       404: { description: 'Unknown or expired session', schema: ErrorResponse },
       422: { description: 'No payout wallet configured, so no payTo can be quoted', schema: ErrorResponse },
       429: {
-        description: 'Too many payment proofs from this client or for this session, or too many new quotes (distinct ?amount= values) for this session',
+        description:
+          'Too many payment proofs from this client, from this payer for this session or for this session, or too many new quotes (distinct ?amount= values) for this session from this client or from all',
         schema: ErrorResponse,
       },
       503: {

@@ -13,6 +13,7 @@ import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 import { findQuoteForValue, findSessionToQuote, type Quote } from './quotes.ts';
 import type { PayFlow } from './services.ts';
 import { claimTerms, facilitatorRefusal, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
+import { type ProofSigner, proofSigner } from './signer.ts';
 
 /** One request to E3, as read from HTTP. */
 export type PayRequest = {
@@ -24,8 +25,18 @@ export type PayRequest = {
   log: FastifyBaseLogger;
 };
 
-/** A proof against one session's offer: everything the steps after decoding need. */
-type Attempt = { flow: PayFlow; request: PayRequest; session: SessionRow; offer: Offer; quote: Quote; amountMinor: bigint; proof: Proof; now: number };
+/** A proof against one session's offer: everything the steps after decoding need, and who signed it (signer.ts). */
+type Attempt = {
+  flow: PayFlow;
+  request: PayRequest;
+  session: SessionRow;
+  offer: Offer;
+  quote: Quote;
+  amountMinor: bigint;
+  proof: Proof;
+  now: number;
+  signer: ProofSigner;
+};
 
 const DUPLICATE_WAIT_MS = 10_000;
 
@@ -42,15 +53,28 @@ export async function answerPayRequest(flow: PayFlow, request: PayRequest): Prom
   const payTo = payeeOf(session);
   const amount = chosenAmount(session, request.amount);
   if ('answer' in amount) return amount.answer;
-  const quoted = await quoteOffer(flow, found, amount.minor, payTo, now);
+  const quoted = await quoteOffer(flow, found, amount.minor, payTo, now, request.ip);
   if ('answer' in quoted) return quoted.answer;
   const { quote, offer } = quoted;
 
   const decoded = decodeProof({ xPayment: request.xPayment, paymentSignature: request.paymentSignature });
   if (!decoded) return { ...challengeAnswer('payment_required', offer), reusable: { merchantId: session.merchant_id, until: reusableUntil(session, quote) } };
   if (!decoded.ok) return refuseProof(flow, offer, decoded.error, decoded.message);
-  await flow.services.limitProofs(request.ip, session.id);
-  return payWithProof({ flow, request, session, offer, quote, amountMinor: amount.minor, proof: decoded.proof, now });
+  const signer = await limitProof(flow, request, session, offer, decoded.proof);
+  return payWithProof({ flow, request, session, offer, quote, amountMinor: amount.minor, proof: decoded.proof, now, signer });
+}
+
+/**
+ * The client's limit first and alone (what it refuses counts nowhere else), then who signed the
+ * proof, recovered locally; only a signature its payer made counts against the session, in that
+ * payer's budget (a smart wallet's, which only the chain can check, in its client's).
+ */
+async function limitProof(flow: PayFlow, request: PayRequest, session: SessionRow, offer: Offer, proof: Proof): Promise<ProofSigner> {
+  await flow.services.limitClientProofs(request.ip);
+  const signer = await proofSigner(proof, offer.asset);
+  if (signer === 'payer') await flow.services.limitSignedProofs(session.id, { payer: proof.from });
+  if (signer === 'wallet') await flow.services.limitSignedProofs(session.id, { client: request.ip });
+  return signer;
 }
 
 /**
@@ -88,11 +112,11 @@ function refuseProof(flow: PayFlow, offer: Offer, error: X402ErrorCode, message?
  */
 async function refuseAttempt(attempt: Attempt, error: X402ErrorCode, message?: string): Promise<Answer> {
   const { flow, session, proof, request } = attempt;
-  await recordRefusedProof(flow.context.db, { session, proof, reason: error, now: flow.context.now() }, request.log);
+  await recordRefusedProof(flow.context.db, { session, proof, payerSigned: attempt.signer === 'payer', reason: error, now: flow.context.now() }, request.log);
   return refuseProof(flow, attempt.offer, error, message);
 }
 
-/** Duplicate → quote paid → local checks → facilitator verify → claim → settle. */
+/** Duplicate → quote paid → local checks → the payer's own signature → facilitator verify → claim → settle. */
 async function payWithProof(attempt: Attempt): Promise<Answer> {
   const { flow, proof, offer } = attempt;
   // A proof already claimed is never checked, verified or settled again, even once it has run out.
@@ -102,10 +126,15 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   const quote = await quotePaidBy(attempt);
   const problem = localCheck({ proof, quote, offer, session: attempt.session, nowSeconds: BigInt(Math.floor(attempt.now / 1000)) });
   if (problem) return refuseAttempt(attempt, problem);
+  // A signature that is not its payer's never reaches the facilitator, nor the session's count of what does.
+  if (attempt.signer === 'stranger') return refuseAttempt(attempt, 'invalid_signature');
+  await flow.services.limitVerifications(attempt.session.id);
 
   const request = facilitatorRequest(proof, quote!, { url: offer.resourceUrl, description: offer.description });
   const verification = await verifyWithFacilitator(flow.context, attempt.request.log, flow.services.facilitator, request, { sessionId: attempt.session.id });
   if (!verification.isValid) return answerInvalid(attempt, verification.invalidReason);
+  // The facilitator found the signature its payer's, a smart wallet's included.
+  const signed: Attempt = { ...attempt, signer: 'payer' };
 
   const now = flow.context.now();
   const claim = await claimPayment(flow.context, claimTerms(proof, quote!, attempt.session), {
@@ -113,8 +142,8 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
     explorerTxUrl: flow.context.config.explorerTxUrl,
     followUpAt: now + flow.context.config.reconcileGraceMs,
   });
-  if (claim.kind !== 'claimed') return answerLostClaim(attempt, claim);
-  return settle(attempt, claim.payment, request);
+  if (claim.kind !== 'claimed') return answerLostClaim(signed, claim);
+  return settle(signed, claim.payment, request);
 }
 
 /**

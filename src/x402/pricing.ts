@@ -59,13 +59,14 @@ function belowFacilitatorMinimum(): Answer {
   });
 }
 
-/** The stored quote of this amount (reused or new) and the offer the challenge makes from it. */
+/** The stored quote of this amount (reused or new, a new one counted against `client`, the client IP) and the offer the challenge makes from it. */
 export async function quoteOffer(
   flow: PayFlow,
   found: { session: SessionToQuote; reusable: Quote | undefined },
   amountMinor: bigint,
   payTo: string,
   now: number,
+  client: string,
 ): Promise<{ quote: Quote; offer: Offer } | { answer: Answer }> {
   const { context, services } = flow;
   const { session } = found;
@@ -78,7 +79,7 @@ export async function quoteOffer(
       asset: services.usdcAddress,
       now,
       candidate: found.reusable,
-      beforeNewQuote: () => services.limitNewQuotes(session.id),
+      beforeNewQuote: () => services.limitNewQuotes(session.id, client),
     });
   } catch (error) {
     // A currency the provider stopped quoting is as unavailable as a stale rate: never a made-up quote.

@@ -11,10 +11,14 @@ export type X402Services = {
   chain: ChainReader | undefined;
   rates: RatesProvider;
   usdcAddress: string;
-  /** Throws 429 when a client or a session sends too many proofs. */
-  limitProofs(ip: string, sessionId: string): Promise<void>;
-  /** Counts a quote about to be stored for the session; 429 past TILL_X402_QUOTES_PER_MINUTE_PER_SESSION. */
-  limitNewQuotes(sessionId: string): Promise<void>;
+  /** Throws 429 when a client sends too many proofs; checked first and alone, so a refused one counts nowhere else. */
+  limitClientProofs(ip: string): Promise<void>;
+  /** Counts a proof against its session once its signer is known: its payer's budget, or a smart wallet's per client; 429 past it. */
+  limitSignedProofs(sessionId: string, signedBy: { payer: string } | { client: string }): Promise<void>;
+  /** Counts a proof of the session about to reach the facilitator; 429 past TILL_X402_PROOFS_PER_MINUTE_PER_SESSION. */
+  limitVerifications(sessionId: string): Promise<void>;
+  /** Counts a quote about to be stored for the session: the client's budget, then the session's backstop; 429 past either. */
+  limitNewQuotes(sessionId: string, ip: string): Promise<void>;
   metrics: { proofsRefused: Counter<'reason'>; paymentsSettled: Counter };
 };
 
@@ -28,23 +32,30 @@ export function createX402Services(
   // Counted in the database, so every instance on it shares one count (docs/decisions.md).
   const minute = (name: string, points: number, what: string): Limit => ({ name, points, windowMs: 60_000, what });
   const perIp = minute('x402_proofs_ip', config.x402ProofsPerMinutePerIp, 'payment proofs from this client');
-  const perSession = minute('x402_proofs_session', config.x402ProofsPerMinutePerSession, 'payment proofs for this session');
+  const perPayer = minute('x402_proofs_payer', config.x402ProofsPerMinutePerPayer, 'payment proofs from this payer for this session');
+  const perWalletClient = minute(
+    'x402_proofs_wallet_client',
+    config.x402ProofsPerMinutePerPayer,
+    'smart-wallet payment proofs from this client for this session',
+  );
+  const verificationsPerSession = minute('x402_proofs_session', config.x402ProofsPerMinutePerSession, 'payment proofs for this session');
+  const quotesPerClient = minute('x402_quotes_client', config.x402QuotesPerMinutePerClient, 'new quotes for this session from this client');
   const quotesPerSession = minute('x402_quotes_session', config.x402QuotesPerMinutePerSession, 'new quotes for this session');
+  // One limit at a time: a request refused by one is counted by no later one.
+  const hit = (limit: Limit, subject: string) => consume(context.db, [{ limit, subject }], context.now());
   return {
     facilitator: rails.facilitator,
     chain: rails.chain,
     rates: context.rates,
     usdcAddress: config.usdcAddress,
-    limitProofs: (ip, sessionId) =>
-      consume(
-        context.db,
-        [
-          { limit: perIp, subject: ip },
-          { limit: perSession, subject: sessionId },
-        ],
-        context.now(),
-      ),
-    limitNewQuotes: (sessionId) => consume(context.db, [{ limit: quotesPerSession, subject: sessionId }], context.now()),
+    limitClientProofs: (ip) => hit(perIp, ip),
+    limitSignedProofs: (sessionId, signedBy) =>
+      'payer' in signedBy ? hit(perPayer, `${sessionId} ${signedBy.payer}`) : hit(perWalletClient, `${sessionId} ${signedBy.client}`),
+    limitVerifications: (sessionId) => hit(verificationsPerSession, sessionId),
+    limitNewQuotes: async (sessionId, ip) => {
+      await hit(quotesPerClient, `${sessionId} ${ip}`);
+      await hit(quotesPerSession, sessionId);
+    },
     metrics: { proofsRefused: context.metrics.x402ProofsRefused, paymentsSettled: context.metrics.x402PaymentsSettled },
   };
 }

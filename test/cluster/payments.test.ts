@@ -44,7 +44,9 @@ const { skip } = engines.find((e) => e.engine === 'postgres')!;
 /** Proof limits high: 429 is allowed but not what this measures. */
 const HIGH_LIMITS = {
   TILL_X402_PROOFS_PER_MINUTE_PER_IP: '1000000',
+  TILL_X402_PROOFS_PER_MINUTE_PER_PAYER: '1000000',
   TILL_X402_PROOFS_PER_MINUTE_PER_SESSION: '1000000',
+  TILL_X402_QUOTES_PER_MINUTE_PER_CLIENT: '1000000',
   TILL_X402_QUOTES_PER_MINUTE_PER_SESSION: '1000000',
 };
 

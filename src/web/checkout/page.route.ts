@@ -24,7 +24,7 @@ const doc: RouteDoc = {
     404: { description: 'Unknown session' },
     410: { description: 'Expired session' },
     422: { description: "No payout wallet configured (the merchant's to fix)" },
-    429: { description: 'Too many new quotes for this session in the last minute (Retry-After)' },
+    429: { description: 'Too many new quotes for this session from this client, or from every client, in the last minute (Retry-After)' },
     503: { description: 'No fresh exchange rate (Retry-After), or no payment network configured' },
   },
 };
@@ -37,7 +37,7 @@ export function registerCheckoutPage(services: X402Services | undefined) {
     addRoute(app, doc, {}, async (request, reply) => {
       // Only uid is read; a malformed one is simply not a session.
       const parsed = Query.safeParse(request.query);
-      const state = parsed.success ? await checkoutState(context, services, parsed.data.uid) : ({ kind: 'unknown', status: 404 } as const);
+      const state = parsed.success ? await checkoutState(context, services, parsed.data.uid, request.ip) : ({ kind: 'unknown', status: 404 } as const);
       // The merchant's logo and accent colour, on every page of one of its sessions.
       const branding =
         'session' in state ? { brand: await findBrand(context.db, state.session.merchant_id), businessName: state.session.merchant_name } : undefined;

@@ -22,9 +22,9 @@ export type CheckoutState =
  * The session behind `uid`, read and quoted as the x402 endpoint does: the same session query, the
  * same payee rule and the same stored quote (`x402/pricing.ts`), so the page shows exactly what a
  * proof is checked against. An editable session is quoted at its own amount; the page re-quotes a
- * chosen amount through the x402 endpoint's `?amount=`.
+ * chosen amount through the x402 endpoint's `?amount=`. A new quote counts against `client`, the client IP, as there.
  */
-export async function checkoutState(context: AppContext, services: X402Services | undefined, sessionId: string): Promise<CheckoutState> {
+export async function checkoutState(context: AppContext, services: X402Services | undefined, sessionId: string, client: string): Promise<CheckoutState> {
   const now = context.now();
   const asset = services?.usdcAddress ?? context.config.usdcAddress ?? '';
   const found = await findSessionToQuote(context.db, sessionId, { mode: context.config.mode, asset, now });
@@ -38,7 +38,7 @@ export async function checkoutState(context: AppContext, services: X402Services 
   if (!services) return { kind: 'unavailable', status: 503, session };
   try {
     const payTo = payeeOf(session);
-    const quoted = await quoteOffer({ context, services }, found, session.amount_minor, payTo, now);
+    const quoted = await quoteOffer({ context, services }, found, session.amount_minor, payTo, now, client);
     if ('answer' in quoted) return { kind: 'below_minimum', status: 422, session };
     const { quote } = quoted;
     return { kind: 'payable', status: 200, session, quote, payTo, asset: services.usdcAddress };

@@ -120,7 +120,7 @@ async function ordersPage(
   // The orders of one session come with its refused attempts.
   const attempts =
     problem || parsed.filter.sessionId === undefined
-      ? []
+      ? undefined
       : await listRefusedAttempts(context.db, context.config.mode, signedIn.user.merchantId, parsed.filter.sessionId);
   const query = filterQuery(parsed.form);
   const filtered = query !== '';
