@@ -438,8 +438,12 @@ describe('hosted payment page in Chromium', { skip: browserSkip }, () => {
     }
   });
 
-  test('unknown, expired and no-wallet sessions each show their page with its status', async () => {
+  test('unknown, expired, no-wallet and too-small sessions each show their page with its status', async () => {
     await assertStatePage('ps_nope', shop.baseUrl, 404, 'Payment not found', 'unknown');
+
+    // 1 KRW is about 0.00072 USDC, under the 0.001 USDC the facilitator settles.
+    const tooSmall = await createSession(shop.baseUrl, shop.apiKey, { amount: 1, currency: 'KRW', concept: 'Sticker', cancelUrl: `${SHOP}/cart` });
+    await assertStatePage(tooSmall, shop.baseUrl, 422, 'This amount is too small to pay in USDC', 'below-minimum');
 
     const noWalletMerchant = await shop.service.merchant({ name: 'Walletless Books' });
     const noWalletSession = await createSession(shop.baseUrl, noWalletMerchant.apiKey, { amount: 9, currency: 'USD', cancelUrl: `${SHOP}/cart` });
