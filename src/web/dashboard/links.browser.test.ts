@@ -11,7 +11,7 @@ import { startSandbox } from '../../sandbox/index.ts';
 import { assertAccessible, browserSkip, launchChromium, payWithSandboxWallet, screenshots } from '../../testing/browser.ts';
 import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
-import { newAccount } from '../../testing/payer.ts';
+import { authorization, newAccount, signAuthorization, xPaymentHeader } from '../../testing/payer.ts';
 import { challenge, pay, signedPayment } from '../../testing/shop.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
@@ -122,9 +122,16 @@ describe('the Get paid and Payment links pages in Chromium', { skip: browserSkip
         const { header } = await signedPayment(payer, sandbox.usdcAddress, { payTo: offer.payTo, value });
         assert.equal((await pay(shop.baseUrl, linkId, header)).status, 402);
       }
+      // A stranger's proof naming a payer who never signed it: counted apart, never a row with that payer.
+      const victim = newAccount();
+      const named = authorization(victim.address, offer.payTo, offer.value);
+      const forged = await signAuthorization(newAccount(), sandbox.usdcAddress, named);
+      assert.equal((await pay(shop.baseUrl, linkId, xPaymentHeader(forged, named))).status, 402);
       await page.reload();
       await page.getByRole('heading', { name: 'Refused attempts' }).waitFor();
       assert.equal(await page.locator('section[aria-labelledby="attempts-heading"] tbody tr').count(), 2);
+      assert.doesNotMatch((await page.locator('section[aria-labelledby="attempts-heading"]').textContent()) ?? '', new RegExp(victim.address, 'i'));
+      await page.getByText(/^Not listed: 1 refused payment/).waitFor();
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'link-attempts');
 
