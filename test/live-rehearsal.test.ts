@@ -24,7 +24,7 @@ import { describeOnEngine, engines } from '../src/testing/harness.ts';
 import { type HttpsFront, type LiveRehearsal, liveServiceEnv, startLiveRehearsal } from '../src/testing/live-rehearsal.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { listen, standInRpc } from '../src/testing/stand-ins.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../src/testing/wait.ts';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 const freshDir = temporaryDirectories('till-rehearsal-');

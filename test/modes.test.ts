@@ -29,10 +29,10 @@ import { sandboxSettings } from '../src/testing/environment.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { challenge, createSession, pay, readSession, SESSIONS_PATH, sessionRequest, signedPayment } from '../src/testing/shop.ts';
+import { waitFor } from '../src/testing/wait.ts';
 import { createDeliveryStore } from '../src/webhooks/delivery-store.ts';
 import { getWebhook, setWebhook } from '../src/webhooks/endpoints.ts';
 import { startReceiver } from '../src/webhooks/fixtures/receiver.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
 import { startWebhookWorker } from '../src/webhooks/worker.ts';
 
 const CLI = resolve(import.meta.dirname, '../src/cli/main.ts');

@@ -14,7 +14,7 @@ import { describeOnEngine, type Engine, engines, startTestService, type TestServ
 import { Browser } from '../src/testing/page-browser.ts';
 import { type Authorization, authorization, newAccount, signAuthorization } from '../src/testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, readSession, signedPayment } from '../src/testing/shop.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../src/testing/wait.ts';
 
 /**
  * A model-based test of refunds, decided by the chain alone. fast-check draws schedules, each played

@@ -19,9 +19,9 @@ import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../
 import { Browser } from '../src/testing/page-browser.ts';
 import { authorization, exactRequirements, newAccount, paymentPayload, signAuthorization } from '../src/testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, readSession, signedPayment } from '../src/testing/shop.ts';
+import { waitFor } from '../src/testing/wait.ts';
 import { setWebhook } from '../src/webhooks/endpoints.ts';
 import { startReceiver } from '../src/webhooks/fixtures/receiver.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
 
 type TypedData = {
   domain: { name: string; version: string; chainId: number; verifyingContract: Address };

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { browserSkip, launchChromium } from '../src/testing/browser.ts';
 import { freePort } from '../src/testing/environment.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../src/testing/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 

@@ -20,7 +20,7 @@ import { createServiceStorage } from '../src/testing/environment.ts';
 import { describeOnEngine, engines, LIVE_STAND_INS, startListeningTestService, type TestService } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { createMerchant, createSession, sessionRequest, x402Url } from '../src/testing/shop.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../src/testing/wait.ts';
 
 /** Live mode (a facilitator URL) serves /metrics only with its token. */
 const METRICS_TOKEN = 'metrics-token-for-the-challenge-cache-tests';

@@ -8,7 +8,7 @@ import { createServiceStorage, sandboxOverHttp, sandboxSettings } from '../src/t
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { newAccount, nowSeconds, signedXPayment } from '../src/testing/payer.ts';
 import { challenge, createMerchant, createSession, fundedPayer, pay } from '../src/testing/shop.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../src/testing/wait.ts';
 import { startService, stopService } from './fixtures/crashable-service.ts';
 
 /**

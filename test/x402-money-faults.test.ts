@@ -9,7 +9,7 @@ import { runNodeScript } from '../src/testing/child-process.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { readSession } from '../src/testing/shop.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../src/testing/wait.ts';
 
 /**
  * Money is never charged twice and never stuck, whatever the facilitator answers and however the

@@ -18,7 +18,7 @@ import { runNodeScript } from '../src/testing/child-process.ts';
 import { sandboxSettings } from '../src/testing/environment.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { readSession } from '../src/testing/shop.ts';
-import { waitFor } from '../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../src/testing/wait.ts';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 const KEY = 'alch-7f3c9e1d2b4a';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../config.ts';
-import { waitFor } from '../webhooks/fixtures/wait.ts';
+import { waitFor } from '../testing/wait.ts';
 import { type DatabaseHandle, openDatabase } from './index.ts';
 import { migrateToLatest } from './migrate.ts';
 import { WalSync } from './sqlite-dialect.ts';

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { createTestDatabase, freePort } from '../testing/environment.ts';
 import { describeOnEngine, engines } from '../testing/harness.ts';
 import { proxiedPostgres, type TcpProxy } from '../testing/tcp-proxy.ts';
-import { waitFor } from '../webhooks/fixtures/wait.ts';
+import { waitFor } from '../testing/wait.ts';
 import { type DatabaseHandle, isDatabaseUnavailable, openDatabase } from './index.ts';
 
 const failure = (promise: Promise<unknown>) =>

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../config.ts';
 import { type DocumentServer, startDocumentServer } from '../testing/document-server.ts';
 import { temporaryDirectories } from '../testing/environment.ts';
-import { waitFor } from '../webhooks/fixtures/wait.ts';
+import { waitFor } from '../testing/wait.ts';
 import { ClientMetadataError, type ClientMetadataResolver, clientMetadataResolver, createClientMetadataResolver } from './client-metadata.ts';
 
 const dataDir = temporaryDirectories('till-client-metadata-');

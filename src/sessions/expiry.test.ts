@@ -6,8 +6,8 @@ import { openDatabase } from '../db/index.ts';
 import { SANDBOX_RATES, StaticRatesProvider } from '../money/rates.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession } from '../testing/shop.ts';
+import { waitFor } from '../testing/wait.ts';
 import { setWebhook } from '../webhooks/endpoints.ts';
-import { waitFor } from '../webhooks/fixtures/wait.ts';
 import { expireDueSessions, type Purge, startExpirySweeper } from './expiry.ts';
 
 for (const { engine, skip } of engines) {

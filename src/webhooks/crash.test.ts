@@ -3,10 +3,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { waitFor } from '../testing/wait.ts';
 import { setWebhook } from './endpoints.ts';
 import { enqueueWebhookEvent, type WebhookSession } from './events.ts';
 import { startReceiver } from './fixtures/receiver.ts';
-import { waitFor } from './fixtures/wait.ts';
 
 const CHILD = fileURLToPath(new URL('./fixtures/crash-worker.ts', import.meta.url));
 const POINTS = ['after-claim', 'after-post', 'before-record'] as const;

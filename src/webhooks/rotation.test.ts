@@ -11,10 +11,10 @@ import { Webhook } from 'standardwebhooks';
 import { freePort } from '../testing/environment.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { csrfField, signedInMerchant } from '../testing/page-browser.ts';
+import { waitFor } from '../testing/wait.ts';
 import { sendTestEvent } from './deliveries.ts';
 import { getWebhook, setWebhook } from './endpoints.ts';
 import { startReceiver } from './fixtures/receiver.ts';
-import { waitFor } from './fixtures/wait.ts';
 import { startWebhookWorker, type WebhookWorker } from './worker.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');

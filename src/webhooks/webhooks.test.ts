@@ -8,12 +8,12 @@ import { openDatabase } from '../db/index.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
 import { createSession, sessionRequest } from '../testing/shop.ts';
 import { proxiedPostgres } from '../testing/tcp-proxy.ts';
+import { waitFor } from '../testing/wait.ts';
 import { webhookHeaders } from './deliver.ts';
 import { checkWebhookUrl, getWebhook, setWebhook, WebhookSettingsError } from './endpoints.ts';
 import type { WebhookEventType } from './event-types.ts';
 import { enqueueWebhookEvent } from './events.ts';
 import { type Reply, startReceiver } from './fixtures/receiver.ts';
-import { waitFor } from './fixtures/wait.ts';
 import { NOT_SENT, startWebhookWorker, type WebhookWorker } from './worker.ts';
 
 const PAYMENT = { id: 'pay_1', amount_minor: 1999n, currency: 'EUR', public_order_id: 'TX-abc', tx_hash: '0xfeed' };

@@ -15,9 +15,9 @@ import { type Cluster, startCluster } from '../../src/testing/cluster.ts';
 import { describeOnEngine, engines } from '../../src/testing/harness.ts';
 import { apiHeaders, challenge, fundedPayer, pay, SESSIONS_PATH, signedPayment } from '../../src/testing/shop.ts';
 import { startTcpProxy, type TcpProxy } from '../../src/testing/tcp-proxy.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 import { setWebhook } from '../../src/webhooks/endpoints.ts';
 import { startReceiver } from '../../src/webhooks/fixtures/receiver.ts';
-import { waitFor } from '../../src/webhooks/fixtures/wait.ts';
 
 const OUTAGE_MS = Number(process.env.TILL_TEST_OUTAGE_SECONDS ?? 10) * 1000;
 const CLIENTS = 6;

@@ -11,7 +11,7 @@ import { type Cluster, startCluster } from '../../src/testing/cluster.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../src/testing/harness.ts';
 import { type Authorization, newAccount, nowSeconds } from '../../src/testing/payer.ts';
 import { apiHeaders, SESSIONS_PATH, signedPayment } from '../../src/testing/shop.ts';
-import { waitFor } from '../../src/webhooks/fixtures/wait.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 
 /**
  * A model-based test of the money path. fast-check draws schedules — buyers (some persistent:

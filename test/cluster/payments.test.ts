@@ -18,9 +18,9 @@ import { type Cluster, startCluster } from '../../src/testing/cluster.ts';
 import { describeOnEngine, engines } from '../../src/testing/harness.ts';
 import { nowSeconds } from '../../src/testing/payer.ts';
 import { challenge, createSession, fundedPayer, signedPayment, type X402Offer } from '../../src/testing/shop.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 import { setWebhook } from '../../src/webhooks/endpoints.ts';
 import { startReceiver } from '../../src/webhooks/fixtures/receiver.ts';
-import { waitFor } from '../../src/webhooks/fixtures/wait.ts';
 
 const sized = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback);

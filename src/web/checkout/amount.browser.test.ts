@@ -9,7 +9,7 @@ import type { Address } from 'viem';
 import { formatUsdc } from '../../money/usdc.ts';
 import { assertAccessible, browserSkip, launchChromium } from '../../testing/browser.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../testing/harness.ts';
-import { waitFor } from '../../webhooks/fixtures/wait.ts';
+import { waitFor } from '../../testing/wait.ts';
 import { checkoutScreenshots, openCheckout, outcome, payButton } from './fixtures/checkout-page.ts';
 
 /**

@@ -23,9 +23,9 @@ import { sandboxSettings } from '../../testing/environment.ts';
 import { type PayingShop, startPayingShop, startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 import { createSession } from '../../testing/shop.ts';
+import { waitFor } from '../../testing/wait.ts';
 import { setWebhook } from '../../webhooks/endpoints.ts';
 import { startReceiver } from '../../webhooks/fixtures/receiver.ts';
-import { waitFor } from '../../webhooks/fixtures/wait.ts';
 import { X402_ERRORS } from '../../x402/protocol.ts';
 import { X402_SENTENCES } from './browser/messages.ts';
 

@@ -19,7 +19,7 @@ import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { serveAgentDocument } from '../../testing/oauth-flow.ts';
 import { newAccount } from '../../testing/payer.ts';
-import { waitFor } from '../../webhooks/fixtures/wait.ts';
+import { waitFor } from '../../testing/wait.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';

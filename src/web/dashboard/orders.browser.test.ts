@@ -18,7 +18,7 @@ import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment } from '../../testing/shop.ts';
-import { waitFor } from '../../webhooks/fixtures/wait.ts';
+import { waitFor } from '../../testing/wait.ts';
 
 const EMAIL = 'owner@corner-coffee.example';
 const PASSWORD = 'correct horse battery staple';

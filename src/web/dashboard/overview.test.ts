@@ -7,10 +7,10 @@ import { createUser } from '../../accounts/users.ts';
 import { DAY_MS, paidVolume } from '../../payments/volume.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../testing/harness.ts';
 import { Browser, signedInMerchant } from '../../testing/page-browser.ts';
+import { waitFor } from '../../testing/wait.ts';
 import { webhookEndpointState } from '../../webhooks/endpoint-state.ts';
 import { disableWebhook, setWebhook } from '../../webhooks/endpoints.ts';
 import { startReceiver } from '../../webhooks/fixtures/receiver.ts';
-import { waitFor } from '../../webhooks/fixtures/wait.ts';
 
 const PASSWORD = 'correct horse battery staple';
 

@@ -14,9 +14,9 @@ import { freePort, sandboxSettings } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment } from '../../testing/shop.ts';
+import { waitFor } from '../../testing/wait.ts';
 import { setWebhook } from '../../webhooks/endpoints.ts';
 import { startReceiver } from '../../webhooks/fixtures/receiver.ts';
-import { waitFor } from '../../webhooks/fixtures/wait.ts';
 
 const EMAIL = 'owner@refund-shop.example';
 const PASSWORD = 'correct horse battery staple';
