@@ -176,6 +176,7 @@ for (const { engine, skip } of engines) {
         env.service.context.db.selectFrom('payments').select(['status', 'checks']).where('session_id', '=', sessionId).executeTakeFirstOrThrow();
       const passes = async () => Number((await looks()).checks) + failedPasses;
       const passesBefore = await passes();
+      const failedBefore = failedPasses;
       const seen = new Set<string>();
       await waitFor(async () => {
         for (const p of await payments(sessionId)) seen.add(p.status);
@@ -184,6 +185,7 @@ for (const { engine, skip } of engines) {
         return row.status !== 'PENDING' || Number(row.checks) + failedPasses >= passesBefore + 3;
       }, 'three reconciler passes while the node lags');
       assert.ok(!seen.has('FAILED'), `the payment was never FAILED (seen: ${[...seen].join(', ')})`);
+      assert.equal(failedPasses, failedBefore, 'no reconciler pass failed as a whole while the node lagged: its pin moved back to a block the node has');
       await env.sandbox.faults.set({ rpcLagBlocks: 0 });
       const [payment] = await settledOf(sessionId);
       assert.equal(payment?.status, 'SUCCESS');

@@ -4,10 +4,29 @@ import { type Authorization, type Block, blockAtTime, type ChainReader } from '.
 /** Where the chain stands for one look: its head, and the block `confirmations` below it that decisions read. */
 export type ChainView = { head: bigint; pinned: Block; known: Map<bigint, Block> };
 
+/** How many times a pinned block the RPC answers "not found" is moved back before the look gives up. */
+const PIN_TRIES = 6;
+const BLOCK_NOT_FOUND = /could not be found|header not found|block not found|unknown block/i;
+
+/**
+ * The chain as one look reads it: its head, and the block `confirmations` below it. Behind a load
+ * balancer one node may lag, knowing neither that block nor its header: the pin then moves back by
+ * `confirmations` (at least one block) until a node answers, so the look goes on instead of failing
+ * as a whole. An older pin only delays decisions: what a block shows, every later one shows too.
+ */
 export async function viewChain(chain: ChainReader, confirmations: bigint): Promise<ChainView> {
   const head = await chain.head();
-  const pinned = await chain.block(head > confirmations ? head - confirmations : 0n);
-  return { head, pinned, known: new Map([[pinned.number, pinned]]) };
+  const step = confirmations > 0n ? confirmations : 1n;
+  let number = head > confirmations ? head - confirmations : 0n;
+  for (let tries = 1; ; tries++) {
+    try {
+      const pinned = await chain.block(number);
+      return { head, pinned, known: new Map([[pinned.number, pinned]]) };
+    } catch (error) {
+      if (tries >= PIN_TRIES || number === 0n || !BLOCK_NOT_FOUND.test(error instanceof Error ? error.message : '')) throw error;
+      number = number > step ? number - step : 0n;
+    }
+  }
 }
 
 /** An EIP-3009 authorization followed on chain: a buyer's payment or a merchant's refund. */
