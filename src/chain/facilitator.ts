@@ -83,29 +83,26 @@ const SUPPORTED_TIMEOUT_MS = 10_000;
 const MAX_RETRY_AFTER_S = 600;
 
 type Operation = FacilitatorProblem['operation'];
-type AuthHeaders = () => Promise<Record<Operation, Record<string, string>>>;
+type AuthHeaders = (operation: Operation) => Promise<Record<string, string>>;
 
 /**
- * The headers each facilitator call carries. Coinbase's hosted facilitator takes a JWT signed per
+ * The headers a facilitator call carries. Coinbase's hosted facilitator takes a JWT signed per
  * request with the CDP API key (ES256 or Ed25519), naming the request's method, host and path: made
- * by `@coinbase/x402`'s own `createAuthHeader`, for the configured URL (Coinbase's unless overridden).
+ * by `@coinbase/x402`'s own `createAuthHeader`, for the configured URL (Coinbase's unless overridden),
+ * for the one call about to be made.
  */
 export function facilitatorAuthHeaders(url: string, auth: Config['facilitator'], staticHeaders: Record<string, string>): AuthHeaders | undefined {
   if (auth.kind === 'url') {
     if (Object.keys(staticHeaders).length === 0) return undefined;
-    return async () => ({ verify: staticHeaders, settle: staticHeaders, supported: staticHeaders });
+    return async () => staticHeaders;
   }
   const { host, pathname } = new URL(url);
   const base = pathname.replace(/\/+$/, '');
-  const signed = async (method: 'GET' | 'POST', path: string) => ({
+  return async (operation) => ({
     ...staticHeaders,
-    Authorization: await createAuthHeader(auth.apiKeyId, auth.apiKeySecret, method, host, `${base}/${path}`),
+    Authorization: await createAuthHeader(auth.apiKeyId, auth.apiKeySecret, operation === 'supported' ? 'GET' : 'POST', host, `${base}/${operation}`),
     'Correlation-Context': createCorrelationHeader(),
   });
-  return async () => {
-    const [verify, settle, supported] = await Promise.all([signed('POST', 'verify'), signed('POST', 'settle'), signed('GET', 'supported')]);
-    return { verify, settle, supported };
-  };
 }
 
 const record = (value: unknown): Record<string, unknown> | undefined =>
@@ -169,7 +166,7 @@ export function createFacilitator(options: {
   const call = async (operation: Operation, init: { body?: unknown; timeoutMs: number }): Promise<Answered> => {
     let signed: Record<string, string> | undefined;
     try {
-      signed = (await auth?.())?.[operation];
+      signed = await auth?.(operation);
     } catch (error) {
       // Nothing was sent: the key itself is the problem, the same on every retry.
       throw new FacilitatorError({

@@ -195,9 +195,11 @@ async function confirmOne(
     log.warn({ paymentId: payment.id, txHash: payment.tx_hash }, 'settlement not on the canonical chain; submitting the authorization again');
     const request = authorizationRequest(
       {
-        ...authorizationOf(payment),
+        asset: payment.asset,
         from: payment.payer,
         to: payment.pay_to,
+        value: payment.value,
+        nonce: payment.nonce,
         validAfter: payment.valid_after,
         validBefore: payment.valid_before,
         signature: payment.signature,

@@ -84,10 +84,9 @@ export async function refundableValue(context: Pick<AppContext, 'db'>, payment: 
 
 /** Parses a refund amount in USDC (up to 6 decimals) and checks it against what is left: 400 naming `amount`. */
 export function refundValue(amount: string | undefined, remaining: bigint): bigint {
-  const problem = amountProblem(amount, remaining);
-  if (problem) throw new TillError('invalid_field', { field: 'amount', problem });
-  const parsed = parseDecimalAmount(amount!.trim(), USDC_DECIMALS);
-  return parsed.ok ? parsed.minor : 0n;
+  const read = refundAmount(amount, remaining);
+  if ('problem' in read) throw new TillError('invalid_field', { field: 'amount', problem: read.problem });
+  return read.value;
 }
 
 /**
@@ -122,7 +121,7 @@ export type RefundServices = { facilitator: Facilitator; chain: ChainReader | un
 /** A posted refund as read: the payment it refunds, what is left of it, and each field parsed where it could be. */
 type PostedRefund = {
   payment: PaymentRow;
-  remaining: bigint;
+  amount: ReturnType<typeof refundAmount>;
   nowS: bigint;
   request: RefundRequest;
   reason: string | null;
@@ -137,7 +136,7 @@ type RefundField = 'amount' | 'reason' | 'validBefore' | 'nonce' | 'signature';
  * again, atomically, when the refund is recorded; the signer last, once the terms are known good.
  */
 const REFUND_CHECKS: ReadonlyArray<[RefundField, (posted: PostedRefund) => string | undefined]> = [
-  ['amount', ({ request, remaining }) => amountProblem(request.amount, remaining)],
+  ['amount', ({ amount }) => ('problem' in amount ? amount.problem : undefined)],
   ['reason', ({ reason }) => (reason !== null && reason.length > MAX_REFUND_REASON ? `must be at most ${MAX_REFUND_REASON} characters` : undefined)],
   ['validBefore', ({ validBefore }) => (validBefore === undefined ? 'must be a time in Unix seconds' : undefined)],
   ['validBefore', ({ validBefore, nowS }) => (validBefore! < nowS + MIN_VALIDITY_S ? 'has passed: prepare the refund again' : undefined)],
@@ -150,14 +149,14 @@ const REFUND_CHECKS: ReadonlyArray<[RefundField, (posted: PostedRefund) => strin
   ],
 ];
 
-/** Why an amount cannot be refunded of what is left, or undefined when it can. */
-function amountProblem(amount: string | undefined, remaining: bigint): string | undefined {
-  if (amount === undefined || amount.trim() === '') return 'is required';
+/** A refund amount in USDC base units, or why it cannot be refunded of what is left. */
+function refundAmount(amount: string | undefined, remaining: bigint): { value: bigint } | { problem: string } {
+  if (amount === undefined || amount.trim() === '') return { problem: 'is required' };
   const parsed = parseDecimalAmount(amount.trim(), USDC_DECIMALS);
-  if (!parsed.ok) return `must be a USDC amount with at most 6 decimals (${parsed.reason})`;
-  if (remaining <= 0n) return 'cannot be refunded: nothing is left to refund of this payment';
-  if (parsed.minor > remaining) return `is more than is left to refund (${formatUsdc(remaining)} USDC)`;
-  return undefined;
+  if (!parsed.ok) return { problem: `must be a USDC amount with at most 6 decimals (${parsed.reason})` };
+  if (remaining <= 0n) return { problem: 'cannot be refunded: nothing is left to refund of this payment' };
+  if (parsed.minor > remaining) return { problem: `is more than is left to refund (${formatUsdc(remaining)} USDC)` };
+  return { value: parsed.minor };
 }
 
 /**
@@ -179,7 +178,7 @@ export async function makeRefund(
   const validBefore = /^\d{1,15}$/.test(request.validBefore ?? '') ? BigInt(request.validBefore!) : undefined;
   const posted: PostedRefund = {
     payment,
-    remaining: await refundableValue(context, payment),
+    amount: refundAmount(request.amount, await refundableValue(context, payment)),
     nowS: BigInt(Math.floor(context.now() / 1000)),
     request,
     reason: request.reason?.trim() ? request.reason.trim() : null,
@@ -189,7 +188,7 @@ export async function makeRefund(
     const problem = check(posted);
     if (problem) throw new TillError('invalid_field', { field, problem });
   }
-  const value = refundValue(request.amount, posted.remaining);
+  const { value } = posted.amount as { value: bigint };
   const authorization: RefundAuthorization = {
     from: getAddress(payment.pay_to),
     to: getAddress(payment.payer),

@@ -105,7 +105,7 @@ export async function checkFacilitatorCredentials(config: Config): Promise<Check
       ? 'check CDP_API_KEY_ID and CDP_API_KEY_SECRET (a Secret API key from portal.cdp.coinbase.com, not a client key)'
       : 'check TILL_FACILITATOR_HEADERS';
   try {
-    await facilitatorAuthHeaders(config.facilitatorUrl, config.facilitator, config.facilitatorHeaders)?.();
+    await facilitatorAuthHeaders(config.facilitatorUrl, config.facilitator, config.facilitatorHeaders)?.('verify');
   } catch (error) {
     return failed(
       name,
