@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import type { Mode } from './common/modes.ts';
 import { BASE_USDC_ADDRESS } from './common/network.ts';
 import { redactUrl } from './common/redact.ts';
 
@@ -30,6 +31,8 @@ export type Config = {
   secretKey: Buffer;
   /** Sandbox when no real facilitator is configured: fake money, test keys only. */
   mode: 'sandbox' | 'live';
+  /** The modes this deployment serves; a credential of another mode is refused. */
+  modes: readonly Mode[];
   facilitatorUrl: string | undefined;
   /**
    * How Till authenticates to the facilitator: static headers (`url`, any facilitator), or a JWT signed
@@ -299,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionTtlSeconds: required(read(env, 'TILL_SESSION_TTL_SECONDS', positiveInt, '86400')),
     secretKey: loadSecretKey(env, databaseKind, dataDir),
     mode,
+    modes: [mode],
     facilitatorUrl,
     facilitator,
     facilitatorHeaders: parseHeaders(env.TILL_FACILITATOR_HEADERS),

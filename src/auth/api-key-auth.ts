@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { TillError } from '../common/errors.ts';
+import { type Mode, modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { authenticateApiKey } from '../merchants/api-keys.ts';
 import { activeClient } from '../oauth/clients.ts';
@@ -7,8 +8,11 @@ import { verifyCheckoutToken } from '../oauth/tokens.ts';
 
 export const API_KEY_HEADER = 'x-sc-apikey';
 
-/** `keyHash`: the SHA-256 of the API key it authenticated with (none for a bearer token). */
-export type AuthenticatedMerchant = { merchantId: string; walletConfigured: boolean; keyHash?: string };
+/**
+ * `mode`: the credential's mode, which decides what the request reads and writes; `keyHash`: the
+ * SHA-256 of the API key it authenticated with (none for a bearer token).
+ */
+export type AuthenticatedMerchant = { merchantId: string; walletConfigured: boolean; mode: Mode; keyHash?: string };
 
 /**
  * The merchant behind the request: its X-SC-ApiKey, or a client-credentials bearer token for the
@@ -27,14 +31,14 @@ export async function requireMerchant(context: AppContext, request: FastifyReque
   const authorization = request.headers.authorization;
   if (!presented && authorization && /^bearer /i.test(authorization)) return requireBearer(context, authorization.slice(7).trim());
   if (!presented) throw new TillError('unauthorized', { presented: false });
-  const key = await authenticateApiKey(context.db, presented.trim(), context.config.mode, context.now());
+  const key = await authenticateApiKey(context.db, presented.trim(), context.config.modes, context.now());
   if (!key) throw new TillError('unauthorized', { presented: true });
-  return { merchantId: key.merchantId, walletConfigured: key.walletConfigured, keyHash: key.keyHash };
+  return { merchantId: key.merchantId, walletConfigured: key.walletConfigured, mode: modeOfKey(key.mode), keyHash: key.keyHash };
 }
 
 async function requireBearer(context: AppContext, token: string): Promise<AuthenticatedMerchant> {
   const claims = await verifyCheckoutToken(context.db, context.config, token, context.now());
   const client = claims && (await activeClient(context.db, claims.clientId));
   if (!client || client.merchantId !== claims.merchantId) throw new TillError('unauthorized', { presented: true, bearer: true });
-  return client;
+  return { ...client, mode: context.config.mode };
 }

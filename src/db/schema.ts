@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { Mode } from '../common/modes.ts';
 
 /**
  * Table types. Money is bigint (BIGINT base units), times are epoch milliseconds
@@ -29,10 +30,10 @@ export interface ApiKeysTable {
 }
 
 /**
- * The mode a row was made in: the mode of the service that made it (config.mode). A service reads
- * and acts on the rows of its own mode only; rows made before modes were recorded are `sandbox`.
+ * The mode a row was made in: the mode of the credential (or the session) that made it. Rows made
+ * before modes were recorded are `sandbox`.
  */
-export type Mode = 'sandbox' | 'live';
+export type { Mode };
 
 export type OrderType = 'STATIC' | 'TRANSIENT';
 export type SessionStatus = 'OPEN' | 'SUCCESS' | 'EXPIRED';

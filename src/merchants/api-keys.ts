@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
 import { newId } from '../common/ids.ts';
+import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
 import { changeFeed } from '../db/changes.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
 
-export type KeyMode = 'test' | 'live';
+export type { KeyMode };
 
 export type IssuedApiKey = { keyId: string; apiKey: string; mode: KeyMode; lastFour: string };
 
@@ -135,12 +136,12 @@ function knownKey(known: KnownKeys, hash: string): KnownKey | undefined {
 export async function authenticateApiKey(
   db: Db,
   presented: string | undefined,
-  serviceMode: 'sandbox' | 'live',
+  servedModes: readonly Mode[],
   now = Date.now(),
 ): Promise<AuthenticatedKey | undefined> {
-  if (!presented || !KEY_PATTERN.test(presented)) return undefined;
+  const expectedMode = servedKeyMode(presented, servedModes);
+  if (!presented || !expectedMode) return undefined;
   const hash = sha256Hex(presented);
-  const expectedMode: KeyMode = serviceMode === 'sandbox' ? 'test' : 'live';
   const known = knownKeysOf(db);
   let key = known && knownKey(known, hash);
   if (!key) {
@@ -170,13 +171,22 @@ export async function authenticateApiKey(
   return { keyId: key.keyId, merchantId: key.merchantId, mode: key.mode, walletConfigured: key.walletConfigured, keyHash: hash };
 }
 
+/** The mode a presented key's prefix names, when it has a key's shape and the deployment serves that mode. */
+function servedKeyMode(presented: string | undefined, servedModes: readonly Mode[]): KeyMode | undefined {
+  const prefix = presented && KEY_PATTERN.exec(presented)?.[1];
+  if (!prefix) return undefined;
+  const keyMode = prefix as KeyMode;
+  return servedModes.includes(modeOfKey(keyMode)) ? keyMode : undefined;
+}
+
 /** What {@link usableApiKeyCtes} is given: the presented key's hash, the mode the service takes, and the time. */
 export type ApiKeyUse = { keyHash: string; keyMode: KeyMode; now: number; usedBefore: number };
 
 /** The values for {@link usableApiKeyCtes}, or undefined when the presented text cannot be a key. */
-export function apiKeyUse(presented: string | undefined, serviceMode: 'sandbox' | 'live', now: number): ApiKeyUse | undefined {
-  if (!presented || !KEY_PATTERN.test(presented)) return undefined;
-  return { keyHash: sha256Hex(presented), keyMode: serviceMode === 'sandbox' ? 'test' : 'live', now, usedBefore: now - LAST_USED_RESOLUTION_MS };
+export function apiKeyUse(presented: string | undefined, servedModes: readonly Mode[], now: number): ApiKeyUse | undefined {
+  const keyMode = servedKeyMode(presented, servedModes);
+  if (!presented || !keyMode) return undefined;
+  return { keyHash: sha256Hex(presented), keyMode, now, usedBefore: now - LAST_USED_RESOLUTION_MS };
 }
 
 /**

@@ -114,11 +114,11 @@ for (const { engine, skip } of engines) {
       const key = await createApiKey(db(), merchant.id, 'test', 1_000);
       const lastUsed = async () => (await listApiKeys(db(), merchant.id)).keys[0]?.lastUsedAt;
       assert.equal(await lastUsed(), null);
-      assert.ok(await authenticateApiKey(db(), key.apiKey, 'sandbox', 100_000));
+      assert.ok(await authenticateApiKey(db(), key.apiKey, ['sandbox'], 100_000));
       assert.equal(await lastUsed(), new Date(100_000).toISOString());
-      await authenticateApiKey(db(), key.apiKey, 'sandbox', 159_999);
+      await authenticateApiKey(db(), key.apiKey, ['sandbox'], 159_999);
       assert.equal(await lastUsed(), new Date(100_000).toISOString(), 'not rewritten within the minute');
-      await authenticateApiKey(db(), key.apiKey, 'sandbox', 160_000);
+      await authenticateApiKey(db(), key.apiKey, ['sandbox'], 160_000);
       assert.equal(await lastUsed(), new Date(160_000).toISOString());
       assert.equal(await revokeApiKey(db(), key.keyId, 2_000, 'mer_other'), false);
       assert.equal(await revokeApiKey(db(), key.keyId, 2_000, merchant.id), true);

@@ -103,7 +103,7 @@ export async function createSessionWithApiKey(
   options: { idempotencyKey?: string | undefined; requestBody: unknown },
 ): Promise<SessionCreatedResult> {
   const now = draft.created_at;
-  const use = apiKeyUse(presentedKey, context.config.mode, now);
+  const use = apiKeyUse(presentedKey, context.config.modes, now);
   if (!use) throw new TillError('unauthorized', { presented: true });
   const { baseUrl } = context.config;
   const limit = creationLimit(context.config);
@@ -130,7 +130,7 @@ export async function createSessionWithApiKey(
   } catch (error) {
     if (isLockTimeout(error)) throw new TillError('idempotency_key_in_use');
     // The statement failed whole, its write of last_used_at with it: record the key's use as the two-step path does.
-    if (isUniqueViolation(error)) await authenticateApiKey(context.db, presentedKey, context.config.mode, now);
+    if (isUniqueViolation(error)) await authenticateApiKey(context.db, presentedKey, context.config.modes, now);
     return orderIdInUse(error, draft.order_id);
   }
   if (!outcome || outcome.usable === 0) throw new TillError('unauthorized', { presented: true });
