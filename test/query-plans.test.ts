@@ -186,6 +186,24 @@ for (const { engine, skip } of engines) {
       await serve('receipt JSON', app.inject({ method: 'GET', url: `/checkout/v2/orders/receipt/${paymentId}` }), 200);
       await serve('receipt HTML', app.inject({ method: 'GET', url: `/checkout/v2/orders/receipt/${paymentId}`, headers: { accept: 'text/html' } }), 200);
       await serve('webhook deliveries', app.inject({ method: 'GET', url: '/api/checkout/v2/webhooks/deliveries', headers: { 'x-sc-apikey': apiKey } }), 200);
+      // The events API: a test event made, the first page, a page after a cursor with every filter, oldest first, and one event.
+      const trigger = () =>
+        app.inject({
+          method: 'POST',
+          url: '/api/checkout/v2/events/test',
+          headers: { 'x-sc-apikey': apiKey, 'content-type': 'application/json' },
+          payload: '{"type":"payment.succeeded"}',
+        });
+      await serve('test event', trigger(), 201);
+      const events = (query: string) => app.inject({ method: 'GET', url: `/api/checkout/v2/events?${query}`, headers: { 'x-sc-apikey': apiKey } });
+      const firstEvents = await events('limit=1');
+      await serve('event list', Promise.resolve(firstEvents), 200);
+      const eventsCursor = firstEvents.json().nextCursor as string;
+      assert.ok(eventsCursor, 'the paid session and the test event make two pages of one');
+      await serve('event list, filtered, after a cursor', events(`type=payment.succeeded,session.expired&${range}&limit=5&cursor=${eventsCursor}`), 200);
+      await serve('event list, oldest first', events(`order=oldest&createdFrom=2020-01-01T00:00:00Z`), 200);
+      const eventId = (firstEvents.json().events as { id: string }[])[0]!.id;
+      await serve('event read', app.inject({ method: 'GET', url: `/api/checkout/v2/events/${eventId}`, headers: { 'x-sc-apikey': apiKey } }), 200);
       // A coding agent's tools.
       for (const [tool, args] of [
         ['list_orders', {}],
@@ -219,7 +237,16 @@ for (const { engine, skip } of engines) {
 
     test('the requests were served and their statements captured', () => {
       assert.ok(served.length >= 20, served.join(', '));
-      for (const table of ['payment_sessions', 'payments', 'payment_quotes', 'idempotency_keys', 'user_sessions', 'mcp_tool_calls', 'payment_attempts']) {
+      for (const table of [
+        'payment_sessions',
+        'payments',
+        'payment_quotes',
+        'idempotency_keys',
+        'user_sessions',
+        'mcp_tool_calls',
+        'payment_attempts',
+        'webhook_events',
+      ]) {
         assert.ok(
           [...captured.keys()].some((text) => text.includes(table)),
           `no captured statement reads or writes ${table}`,
