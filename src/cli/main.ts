@@ -35,6 +35,10 @@ Commands:
   till webhooks list [--merchant MERCHANT_ID] [--json]
   till webhooks redeliver EVENT_ID [--json]
   till webhooks test --merchant MERCHANT_ID [--json]
+  till listen --forward-to URL [--api-key KEY] [--till URL] [--events a,b] [--from ISO_TIME | --from-event EVENT_ID] [--state FILE]
+                                               follow a Till's events of the key's mode and forward each to URL, signed with a local secret
+  till trigger EVENT_TYPE [--api-key KEY] [--till URL] [--json]
+                                               a test-mode event with made-up values, for trying a receiver (test keys only)
   till payments pending [--limit N] [--json]   PENDING payments, oldest first: age, validBefore, the reconciler's last finding
   till live prepare [--json]                   before the first live start on a database used in the sandbox: archive open
                                                sandbox sessions, remove the demo user and revoke its merchant's test keys
@@ -54,6 +58,8 @@ const commands: Record<string, () => Promise<Command>> = {
   keys: async () => (await import('./operator.ts')).keysCommand,
   sandbox: async () => (await import('./sandbox.ts')).sandboxCommand,
   webhooks: async () => (await import('./webhooks.ts')).webhooksCommand,
+  listen: async () => (await import('./listen.ts')).listenCommand,
+  trigger: async () => (await import('./trigger.ts')).triggerCommand,
   users: async () => (await import('./users.ts')).usersCommand,
   clients: async () => (await import('./clients.ts')).clientsCommand,
   'signing-keys': async () => (await import('./clients.ts')).signingKeysCommand,

@@ -68,8 +68,8 @@ export function checkEvents(events: readonly string[] | undefined): WebhookEvent
 
 const parseEvents = (column: string) => JSON.parse(column) as WebhookEventType[];
 
-const newWebhookKey = () => `whk_${randomBytes(24).toString('base64url')}`;
-const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
+export const newWebhookKey = () => `whk_${randomBytes(24).toString('base64url')}`;
+export const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
 /** How long the previous signing secret keeps signing after a rotation: 24 hours unless chosen, at most 7 days. */
 export const DEFAULT_OVERLAP_HOURS = 24;
