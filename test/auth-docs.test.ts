@@ -35,7 +35,7 @@ async function agentRefreshToken(merchantId: string): Promise<{ grantId: string;
   return db.transaction().execute(async (trx) => {
     const grant = await addConsent(
       trx,
-      { merchantId, userId: user.id, clientId: AGENT, clientName: 'Agent', scopes: ['settings:read', 'orders:read'] },
+      { merchantId, userId: user.id, clientId: AGENT, clientName: 'Agent', scopes: ['settings:read', 'orders:read'], mode: 'sandbox' },
       Date.now(),
     );
     return { grantId: grant.id, refreshToken: await issueGrantSecret(trx, 'refresh_token', { grantId: grant.id, clientId: AGENT }, Date.now()) };
@@ -45,7 +45,7 @@ async function agentRefreshToken(merchantId: string): Promise<{ grantId: string;
 test('docs/auth.md has curl examples for client credentials, discovery, refresh and revocation, and each runs', async () => {
   assert.ok(curlBlocks.length >= 4, 'curl blocks found');
   const { merchantId } = await service.merchant();
-  const client = await createClient(service.context.db, merchantId);
+  const client = await createClient(service.context.db, merchantId, 'sandbox');
   const agent = await agentRefreshToken(merchantId);
   const token = (
     await fetch(`${base}/oauth/token`, {

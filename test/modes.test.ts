@@ -280,12 +280,19 @@ for (const { engine, skip } of engines) {
         .execute(async (trx) => {
           const grant = await addConsent(
             trx,
-            { merchantId: demo.id, userId: user.id, clientId: 'https://agent.example/client.json', clientName: 'Agent', scopes: ['orders:read'] },
+            {
+              merchantId: demo.id,
+              userId: user.id,
+              clientId: 'https://agent.example/client.json',
+              clientName: 'Agent',
+              scopes: ['orders:read'],
+              mode: 'sandbox',
+            },
             Date.now(),
           );
           await issueGrantSecret(trx, 'refresh_token', { grantId: grant.id, clientId: grant.clientId }, Date.now());
         });
-      await createClient(db(), demo.id);
+      await createClient(db(), demo.id, 'sandbox');
       const liveSession = await createSession(liveUrl, liveKey, { amount: 4, currency: 'USD' });
 
       const before = await liveReadiness(db(), shop.service.config.dataDir);

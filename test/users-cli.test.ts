@@ -77,6 +77,11 @@ describe('till users', () => {
     assert.match(client.client_id, /^cli_[\w-]{22}$/);
     assert.match(client.client_secret, /^cs_[\w-]{43}$/);
     assert.equal(client.merchant_id, merchantId);
+    assert.equal(client.mode, 'test', 'a deployment serving test mode only makes test clients');
+    assert.match(
+      till(['clients', 'create', '--merchant', merchantId, '--mode', 'live'], env).stderr,
+      /this deployment does not serve live mode \(it serves test\)/,
+    );
     assert.match(till(['clients', 'create', '--merchant', 'mer_nope'], env).stderr, /no merchant mer_nope/);
     assert.equal(till(['clients', 'revoke', client.client_id], env).status, 0);
     assert.match(till(['clients', 'revoke', client.client_id], env).stderr, /no active client/);
@@ -93,7 +98,11 @@ describe('till users', () => {
     const grant = await database.db
       .transaction()
       .execute((trx) =>
-        addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Agent', scopes: ['settings:read', 'keys:read'] }, Date.UTC(2026, 0, 2)),
+        addConsent(
+          trx,
+          { merchantId, userId: user.userId, clientId, clientName: 'Agent', scopes: ['settings:read', 'keys:read'], mode: 'sandbox' },
+          Date.UTC(2026, 0, 2),
+        ),
       )
       .finally(() => database.close());
     const listed = till(['grants', 'list', '--merchant', merchantId, '--json'], env);
@@ -106,6 +115,7 @@ describe('till users', () => {
           client_id: clientId,
           client_name: 'Agent',
           scopes: ['settings:read', 'keys:read'],
+          mode: 'test',
           created_at: '2026-01-02T00:00:00.000Z',
           last_used_at: null,
         },
@@ -125,12 +135,12 @@ describe('till users', () => {
       const now = Date.now();
       const grant = await database.db
         .transaction()
-        .execute((trx) => addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Intruder', scopes: ['keys:write'] }, now));
+        .execute((trx) => addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Intruder', scopes: ['keys:write'], mode: 'sandbox' }, now));
       // What the MCP tool create_api_key leaves: the key, then its audited call.
       const agentKey = await createApiKey(database.db, merchantId, 'test', now + 1);
       await recordToolCall(
         database.db,
-        { grantId: grant.id, clientId, merchantId, tool: 'create_api_key', outcome: 'ok', reason: null, arguments: {} },
+        { grantId: grant.id, clientId, merchantId, mode: grant.mode, tool: 'create_api_key', outcome: 'ok', reason: null, arguments: {} },
         now + 2,
       );
       const ownKey = await createApiKey(database.db, merchantId, 'test', now + 3);
@@ -151,7 +161,9 @@ describe('till users', () => {
     const again = openDatabase(loadConfig({ ...env, TILL_LOG_LEVEL: 'silent' }));
     await again.db
       .transaction()
-      .execute((trx) => addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Own agent', scopes: ['settings:read'] }, Date.now()))
+      .execute((trx) =>
+        addConsent(trx, { merchantId, userId: user.userId, clientId, clientName: 'Own agent', scopes: ['settings:read'], mode: 'sandbox' }, Date.now()),
+      )
       .finally(() => again.close());
     const kept = till(['users', 'reset-password', '--email', 'intruded@shop.example', '--password-stdin', '--keep-agents'], env, 'another fresh password\n');
     assert.equal(kept.status, 0, kept.stderr);

@@ -4,6 +4,7 @@ import { type Mode, modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { authenticateApiKey } from '../merchants/api-keys.ts';
 import { activeClient } from '../oauth/clients.ts';
+import { otherMode, unservedMode } from '../oauth/credential-modes.ts';
 import { verifyCheckoutToken } from '../oauth/tokens.ts';
 
 export const API_KEY_HEADER = 'x-sc-apikey';
@@ -36,9 +37,12 @@ export async function requireMerchant(context: AppContext, request: FastifyReque
   return { merchantId: key.merchantId, walletConfigured: key.walletConfigured, mode: modeOfKey(key.mode), keyHash: key.keyHash };
 }
 
+/** A client-credentials token acts in its client's mode, and only while the deployment serves it. */
 async function requireBearer(context: AppContext, token: string): Promise<AuthenticatedMerchant> {
   const claims = await verifyCheckoutToken(context.db, context.config, token, context.now());
   const client = claims && (await activeClient(context.db, claims.clientId));
   if (!client || client.merchantId !== claims.merchantId) throw new TillError('unauthorized', { presented: true, bearer: true });
-  return { ...client, mode: context.config.mode };
+  const because = otherMode(claims.mode, client.mode) ?? unservedMode(context.config, client.mode);
+  if (because) throw new TillError('unauthorized', { presented: true, bearer: true, because });
+  return { merchantId: client.merchantId, walletConfigured: client.walletConfigured, mode: client.mode };
 }

@@ -1,3 +1,4 @@
+import { keyModeOf } from '../common/modes.ts';
 import { findMerchant } from '../merchants/merchants.ts';
 import { listGrants, revokeGrant } from '../oauth/grants.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
@@ -22,12 +23,16 @@ export async function grantsCommand(args: string[]): Promise<void> {
       client_id: g.clientId,
       client_name: g.clientName,
       scopes: g.scopes,
+      mode: keyModeOf(g.mode),
       created_at: new Date(g.createdAt).toISOString(),
       last_used_at: g.lastUsedAt === null ? null : new Date(g.lastUsedAt).toISOString(),
     }));
     const human = grants.length
       ? grants
-          .map((g) => `${g.id}  ${g.clientName} (${g.clientId})\n  scopes: ${g.scopes.join(' ')}; since ${when(g.createdAt)}; last used ${when(g.lastUsedAt)}`)
+          .map(
+            (g) =>
+              `${g.id}  ${g.clientName} (${g.clientId})\n  ${keyModeOf(g.mode)} data; scopes: ${g.scopes.join(' ')}; since ${when(g.createdAt)}; last used ${when(g.lastUsedAt)}`,
+          )
           .join('\n')
       : `Merchant ${merchantId} has authorized no coding agent.`;
     printResult(json, { merchant_id: merchantId, grants: rows }, human);

@@ -2,7 +2,7 @@
 // agent runs (discovery, a Client ID Metadata Document, authorization code with PKCE S256, the code
 // on a loopback redirect) and prints an access token to try the server with, e.g. in the MCP
 // Inspector. Its document is served on 127.0.0.1, which the service accepts only with
-// TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS=true (sandbox only).
+// TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS=true (sandbox only); such a client is given test data only.
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { accessSync, constants } from 'node:fs';
@@ -216,6 +216,7 @@ async function login(args: string[]): Promise<void> {
       client_id: loopback.clientId,
       resource: discovered.resource,
     });
+    const mode = modeOfToken(tokens.access_token);
     const inspector = `npx @modelcontextprotocol/inspector --cli ${discovered.resource} --transport http --header "Authorization: Bearer ${tokens.access_token}" --method tools/list`;
     printResult(
       json,
@@ -226,10 +227,11 @@ async function login(args: string[]): Promise<void> {
         token_type: tokens.token_type,
         expires_in: tokens.expires_in,
         scope: tokens.scope ?? null,
+        mode,
         refresh_token: tokens.refresh_token ?? null,
       },
       [
-        `Authorized for ${discovered.resource} with the scopes: ${tokens.scope ?? scope}.`,
+        `Authorized for ${discovered.resource} with the scopes: ${tokens.scope ?? scope}${mode ? `, on ${mode} data` : ''}.`,
         `Access token (valid ${Math.round(tokens.expires_in / 60)} minutes):`,
         '',
         tokens.access_token,
@@ -251,6 +253,16 @@ async function login(args: string[]): Promise<void> {
   } finally {
     // Answers already written (the browser's landing page) are sent before the server closes.
     await new Promise<void>((resolve) => loopback.server.close(() => resolve()));
+  }
+}
+
+/** The mode an access token names (its `mode` claim: `test` or `live`), read without verifying it: only to be shown. */
+function modeOfToken(accessToken: string): string | null {
+  try {
+    const claims = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString('utf8')) as { mode?: unknown };
+    return typeof claims.mode === 'string' ? claims.mode : null;
+  } catch {
+    return null;
   }
 }
 

@@ -59,18 +59,15 @@ export const ERROR_CATALOGUE = {
   ),
   unauthorized: entry(
     401,
-    'The API key is missing, unknown, revoked or for the other mode; or the bearer token is expired, revoked or not for the payment API',
-    (p: { presented: boolean; bearer?: boolean }) =>
-      p.bearer
-        ? 'The bearer token is not valid: it is expired, its client was revoked, or it is not for the payment API (audience {base_url}/checkout)'
-        : p.presented
-          ? 'The API key is not valid: it is unknown, revoked, or not for this mode (sk_test_ keys work only in the sandbox, sk_live_ keys only with a real facilitator)'
-          : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
-  ),
-  test_mode_only: entry(
-    403,
-    'The request makes test data, so it takes a test-mode credential (an sk_test_ key); a live one is refused',
-    () => 'This request works only with a test-mode credential (an sk_test_ key), never a live one',
+    'The API key is missing, unknown, revoked or for the other mode; or the bearer token is expired, revoked, not for the payment API, or of a mode the deployment does not serve',
+    (p: { presented: boolean; bearer?: boolean; because?: string }) =>
+      p.because
+        ? `The bearer token is refused: ${p.because}`
+        : p.bearer
+          ? 'The bearer token is not valid: it is expired, its client was revoked, or it is not for the payment API (audience {base_url}/checkout)'
+          : p.presented
+            ? 'The API key is not valid: it is unknown, revoked, or not for this mode (sk_test_ keys work only in the sandbox, sk_live_ keys only with a real facilitator)'
+            : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
   ),
   not_found: entry(404, 'The object does not exist, belongs to another merchant, or the route is unknown', (p: { what: string }) => `${p.what} was not found`),
   method_not_allowed: entry(

@@ -345,6 +345,8 @@ export interface RateLimitWindowsTable {
 export interface OAuthClientsTable {
   id: string;
   merchant_id: string;
+  /** The mode its tokens act in, bound when it was made. */
+  mode: Mode;
   secret_hash: string;
   created_at: number;
   revoked_at: number | null;
@@ -369,6 +371,8 @@ export interface OAuthGrantsTable {
   client_id: string;
   client_name: string;
   scopes: string;
+  /** The mode the merchant gave the agent access to, bound at consent; its codes and tokens carry it. */
+  mode: Mode;
   created_at: number;
   updated_at: number;
   last_used_at: number | null;
@@ -413,6 +417,8 @@ export interface McpToolCallsTable {
   grant_id: string;
   client_id: string;
   merchant_id: string;
+  /** The mode of the grant that made the call. */
+  mode: Mode;
   tool: string;
   /** `ok`, `refused` (with the reason's code) or `failed`. */
   outcome: 'ok' | 'refused' | 'failed';

@@ -1,10 +1,11 @@
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
+import { type GrantRefusal, grantRefusal, otherMode } from '../oauth/credential-modes.ts';
 import { GRANT_COLUMNS, orderedScopes, toGrant, touchDue } from '../oauth/grants.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
 import { type McpTokenClaims, verifyMcpToken } from '../oauth/tokens.ts';
-import { touchGrantLater } from './audit.ts';
+import { type Caller, callerOf, touchGrantLater } from './audit.ts';
 import { HOUR_MS } from './limits.ts';
 
 /**
@@ -34,7 +35,9 @@ export type CallerAccess =
   /** Not an access token for this endpoint, or expired. */
   | { kind: 'invalid' }
   /** A good token whose grant was revoked (or no longer matches it): refused, and audited when it was a tool call. */
-  | { kind: 'revoked'; claims: McpTokenClaims }
+  | { kind: 'revoked'; caller: Caller }
+  /** A good token of an active grant this deployment refuses (its mode not served, or a development client): refused, named, audited. */
+  | { kind: 'refused'; caller: Caller; refusal: GrantRefusal }
   /** The access, the grant's counted calls in the last hour, and the write of its last use when one is due (to await before answering). */
   | { kind: 'active'; access: McpAccess; countedCalls: number; touched: Promise<void> | undefined };
 
@@ -48,9 +51,12 @@ export async function callerAccess(context: AppContext, token: string): Promise<
   const claims = await verifyMcpToken(context.db, context.config, token, now);
   if (!claims) return { kind: 'invalid' };
   const row = await grantWithCountedCalls.executeTakeFirst(context.db, { grantId: claims.grantId, since: now - HOUR_MS });
-  if (!row) return { kind: 'revoked', claims };
+  if (!row) return { kind: 'revoked', caller: await revokedCaller(context.db, claims) };
   const grant = toGrant(row);
-  if (grant.merchantId !== claims.merchantId || grant.clientId !== claims.clientId) return { kind: 'revoked', claims };
+  if (grant.merchantId !== claims.merchantId || grant.clientId !== claims.clientId || otherMode(claims.mode, grant.mode))
+    return { kind: 'revoked', caller: await revokedCaller(context.db, claims) };
+  const refusal = grantRefusal(context.config, grant);
+  if (refusal) return { kind: 'refused', caller: callerOf({ grant, scopes: [] }), refusal };
   // The last use is written with the next batch of audit rows; the request waits for it only before answering.
   const touched = touchDue(grant, now)
     ? touchGrantLater(context.db, grant.id, now).catch((error: unknown) =>
@@ -59,4 +65,10 @@ export async function callerAccess(context: AppContext, token: string): Promise<
     : undefined;
   const scopes = orderedScopes(claims.scopes.filter((scope) => (grant.scopes as string[]).includes(scope)));
   return { kind: 'active', access: { grant, scopes }, countedCalls: Number(row.counted_calls), touched };
+}
+
+/** Who presented a token of a revoked grant, in the grant's mode (a token issued before modes names none). */
+async function revokedCaller(db: Db, claims: McpTokenClaims): Promise<Caller> {
+  const mode = claims.mode ?? (await db.selectFrom('oauth_grants').select('mode').where('id', '=', claims.grantId).executeTakeFirst())?.mode ?? 'sandbox';
+  return { grantId: claims.grantId, clientId: claims.clientId, merchantId: claims.merchantId, mode };
 }

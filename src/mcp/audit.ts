@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CompiledQuery, type Insertable, PostgresAdapter, type Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
+import type { Mode } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isDatabaseUnavailable } from '../db/index.ts';
 import { namedStatements } from '../db/prepared.ts';
@@ -11,10 +12,15 @@ import { GroupCommit } from './group-commit.ts';
 
 export type AuditOutcome = 'ok' | 'refused' | 'failed';
 
-/** Who made a call: what the access token and its grant say. */
-export type Caller = { grantId: string; clientId: string; merchantId: string };
+/** Who made a call, and in which mode: what the access token and its grant say. */
+export type Caller = { grantId: string; clientId: string; merchantId: string; mode: Mode };
 
-export const callerOf = (access: McpAccess): Caller => ({ grantId: access.grant.id, clientId: access.grant.clientId, merchantId: access.grant.merchantId });
+export const callerOf = (access: McpAccess): Caller => ({
+  grantId: access.grant.id,
+  clientId: access.grant.clientId,
+  merchantId: access.grant.merchantId,
+  mode: access.grant.mode,
+});
 
 export type AuditedCall = Caller & { tool: string; outcome: AuditOutcome; reason: string | null; argumentsSha256: string; createdAt: number };
 
@@ -44,6 +50,7 @@ const auditRow = (call: CallToAudit, now: number): AuditRow => ({
   grant_id: call.grantId,
   client_id: call.clientId,
   merchant_id: call.merchantId,
+  mode: call.mode,
   tool: call.tool,
   outcome: call.outcome,
   reason: call.reason,
@@ -60,7 +67,7 @@ export async function recordToolCall(db: Db, call: CallToAudit, now: number): Pr
 
 // Many rows in one statement whose text never changes, from one JSON parameter: SQLite reads it
 // with json_each, PostgreSQL with json_to_recordset (and prepares it once per connection).
-const COLUMNS = ['id', 'created_at', 'grant_id', 'client_id', 'merchant_id', 'tool', 'outcome', 'reason', 'arguments_sha256'] as const;
+const COLUMNS = ['id', 'created_at', 'grant_id', 'client_id', 'merchant_id', 'mode', 'tool', 'outcome', 'reason', 'arguments_sha256'] as const;
 const SQLITE_BATCH = `INSERT INTO mcp_tool_calls (${COLUMNS.join(', ')}) SELECT ${COLUMNS.map((column) => `value ->> '${column}'`).join(', ')} FROM json_each(?)`;
 const POSTGRES_BATCH = `INSERT INTO mcp_tool_calls (${COLUMNS.join(', ')}) SELECT ${COLUMNS.join(', ')} FROM json_to_recordset($1::json) AS r(${COLUMNS.map((column) => `${column} ${column === 'created_at' ? 'bigint' : 'text'}`).join(', ')})`;
 namedStatements.set(POSTGRES_BATCH, 'till_mcp_audit_batch');
@@ -174,6 +181,7 @@ const auditedCallOf = (row: Selectable<McpToolCallsTable>): AuditedCall => ({
   grantId: row.grant_id,
   clientId: row.client_id,
   merchantId: row.merchant_id,
+  mode: row.mode,
   tool: row.tool,
   outcome: row.outcome,
   reason: row.reason,
@@ -197,7 +205,7 @@ export async function listToolCalls(db: Db, merchantId: string, limit: number): 
 export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ['ok', 'refused', 'failed'];
 
 /** What the merchant's audit log is narrowed to. */
-export type ToolCallFilter = { grantId?: string; tool?: string; outcome?: AuditOutcome };
+export type ToolCallFilter = { grantId?: string; tool?: string; outcome?: AuditOutcome; mode?: Mode };
 
 /** Where a page of the audit log ends: the next page starts after this call. */
 export type ToolCallCursor = { createdAt: number; id: string };
@@ -221,6 +229,7 @@ export async function searchToolCalls(
     .$if(filter.grantId !== undefined, (qb) => qb.where('grant_id', '=', filter.grantId!))
     .$if(filter.tool !== undefined, (qb) => qb.where('tool', '=', filter.tool!))
     .$if(filter.outcome !== undefined, (qb) => qb.where('outcome', '=', filter.outcome!))
+    .$if(filter.mode !== undefined, (qb) => qb.where('mode', '=', filter.mode!))
     .$if(paging.after !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(paging.after!.createdAt, paging.after!.id))))
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')

@@ -210,7 +210,7 @@ for (const { engine, skip } of engines) {
       for (let i = 0; i < 290; i++)
         await recordToolCall(
           service.context.db,
-          { grantId, clientId, merchantId, tool: 'get_payment_settings', outcome: 'ok', reason: null, arguments: {} },
+          { grantId, clientId, merchantId, mode: 'sandbox', tool: 'get_payment_settings', outcome: 'ok', reason: null, arguments: {} },
           now - 60_000,
         );
       const inFlight = 30;

@@ -166,17 +166,18 @@ function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
       if (!token) return unauthorized(reply, 'send an access token for this MCP endpoint in Authorization: Bearer', false);
       const caller = await callerAccess(context, token);
       const call = toolCallOf(request.body);
-      if (caller.kind !== 'active') {
-        // A good token of a revoked grant: the refused call is audited like any other.
-        if (call && caller.kind === 'revoked') await recordRefusal(context, caller.claims, call.name, 'grant_revoked', call.arguments);
+      if (caller.kind === 'revoked' || caller.kind === 'refused') {
+        // A good token of a revoked or refused grant: the refused call is audited like any other.
+        const reason = caller.kind === 'revoked' ? 'grant_revoked' : caller.refusal.reason;
+        if (call) await recordRefusal(context, caller.caller, call.name, reason, call.arguments);
         return unauthorized(
           reply,
-          caller.kind === 'revoked'
-            ? 'the authorization behind this token was revoked; authorize again'
-            : 'the token is not an access token for this endpoint, or has expired; refresh it or authorize again',
+          caller.kind === 'revoked' ? 'the authorization behind this token was revoked; authorize again' : caller.refusal.message,
           true,
         );
       }
+      if (caller.kind !== 'active')
+        return unauthorized(reply, 'the token is not an access token for this endpoint, or has expired; refresh it or authorize again', true);
       const { access } = caller;
       // Batches left JSON-RPC over MCP in 2025-06-18; one would slip its calls past the limit and the audit below.
       if (Array.isArray(request.body)) {

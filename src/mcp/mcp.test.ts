@@ -43,7 +43,7 @@ for (const { engine, skip } of engines) {
     const auditOf = async (tool: string) => (await listToolCalls(service.context.db, merchantId, 1000)).filter((c) => c.tool === tool);
 
     test('no token, a client-credentials token, a foreign or expired one: 401 with exactly the spec challenge', async () => {
-      const client = await createClient(service.context.db, merchantId);
+      const client = await createClient(service.context.db, merchantId, 'sandbox');
       const checkoutToken = (await issueCheckoutToken(service.context.db, service.context.config, client, clock)).accessToken;
       const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read']);
       const later = clock;
@@ -265,7 +265,7 @@ for (const { engine, skip } of engines) {
       for (let i = 0; i < 300; i++)
         await recordToolCall(
           service.context.db,
-          { grantId, clientId, merchantId, tool: 'get_payment_settings', outcome: 'ok', reason: null, arguments: {} },
+          { grantId, clientId, merchantId, mode: 'sandbox', tool: 'get_payment_settings', outcome: 'ok', reason: null, arguments: {} },
           clock - 1000,
         );
       const single = await callTool(accessToken, 'get_payment_settings');

@@ -15,7 +15,7 @@ export async function quickstartMarkdown(context: AppContext, access: McpAccess)
     : 'No payout address is set yet, so sessions cannot be paid until the operator sets one (`till merchant set-wallet`), unless a session names its own `publicAddress`.';
   return `# Till quickstart for ${settings.businessName}
 
-${context.config.mode === 'sandbox' ? 'This is a **sandbox**: the money is fake.\n\n' : ''}## What the account accepts
+${access.grant.mode === 'sandbox' ? 'This access is to **test data**: the money is fake.\n\n' : ''}## What the account accepts
 
 | Chain | Tokens | Payout address set |
 |---|---|---|

@@ -5,7 +5,7 @@ import type { Db } from '../db/index.ts';
 import { validate } from '../http/validation.ts';
 import type { McpAccess } from '../oauth/mcp-access.ts';
 import type { Scope } from '../oauth/scopes.ts';
-import { auditCall, callerOf, recordToolCall } from './audit.ts';
+import { auditCall, type Caller, callerOf, recordToolCall } from './audit.ts';
 
 /** One MCP tool: its scope, its strict argument schema, its documented result, and what it does. */
 export type McpTool<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> = {
@@ -69,11 +69,7 @@ export type McpRequestState = {
  * Audits a call on the request path (group commit, see auditCall); a failure is kept on the
  * request, which the endpoint answers as an error whatever the SDK made of the call.
  */
-export async function auditOnRequest(
-  context: AppContext,
-  state: McpRequestState,
-  call: Omit<Parameters<typeof auditCall>[1], 'grantId' | 'clientId' | 'merchantId'>,
-): Promise<boolean> {
+export async function auditOnRequest(context: AppContext, state: McpRequestState, call: Omit<Parameters<typeof auditCall>[1], keyof Caller>): Promise<boolean> {
   try {
     await auditCall(context.db, { ...callerOf(state.access), ...call }, context.now());
     return true;

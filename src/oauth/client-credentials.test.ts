@@ -16,7 +16,7 @@ for (const { engine, skip } of engines) {
     before(async () => {
       service = await startTestService(engine, {}, { now: () => clock });
       ({ merchantId } = await service.merchant());
-      client = await createClient(service.context.db, merchantId);
+      client = await createClient(service.context.db, merchantId, 'sandbox');
     });
     after(() => service?.stop());
 
@@ -157,7 +157,7 @@ for (const { engine, skip } of engines) {
       clock = saved;
       assert.equal((await e1(`Bearer ${good}`)).statusCode, 201);
 
-      const other = await createClient(service.context.db, merchantId);
+      const other = await createClient(service.context.db, merchantId, 'sandbox');
       const otherToken = (await token(json({ ...grant(), client_id: other.clientId, client_secret: other.clientSecret }))).json().access_token;
       assert.equal((await e1(`Bearer ${otherToken}`)).statusCode, 201);
       assert.ok(await revokeClient(service.context.db, other.clientId));

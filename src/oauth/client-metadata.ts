@@ -73,6 +73,13 @@ function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || isLoopbackAddress(hostname);
 }
 
+/** A client_id that is an http URL on this machine: an agent under development (TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS). */
+export function isLoopbackClientId(clientId: string): boolean {
+  if (!URL.canParse(clientId)) return false;
+  const url = new URL(clientId);
+  return url.protocol === 'http:' && isLoopbackHost(url.hostname);
+}
+
 /** The path of a URL as written, before the URL parser removes its dot segments. */
 function rawPath(url: string): string {
   return url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '').replace(/[?#].*$/s, '');

@@ -1,8 +1,12 @@
+import type { FastifyRequest } from 'fastify';
 import { TillError } from '../common/errors.ts';
+import { type Mode, modeLabel, modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
+import { readCookies } from '../http/forms.ts';
 import { consume, type Limit } from '../limits/limits.ts';
 import { type AuthorizationRequest, answerAuthorizationRequest, saveAuthorizationRequest } from './authorization-requests.ts';
 import { type ClientMetadata, ClientMetadataError, type ClientMetadataResolver, controlCharacterIn } from './client-metadata.ts';
+import { grantRefusal } from './credential-modes.ts';
 import { issueGrantSecret } from './grant-secrets.ts';
 import { activeGrantFor, addConsent, orderedScopes } from './grants.ts';
 import { DEFAULT_SCOPES, SCOPES, type Scope } from './scopes.ts';
@@ -95,16 +99,28 @@ export function preTicked(scope: (typeof SCOPES)[number], requested: Scope[], gr
   return granted.includes(scope.scope) || (requested.includes(scope.scope) && !scope.elevated);
 }
 
-/** The scopes this merchant already granted this client (shown ticked and fixed on the consent screen). */
-export async function alreadyGranted(context: AppContext, merchantId: string, clientId: string): Promise<Scope[]> {
-  return (await activeGrantFor(context.db, merchantId, clientId))?.scopes ?? [];
+/** The scopes this merchant already granted this client in this mode (shown ticked and fixed on the consent screen). */
+export async function alreadyGranted(context: AppContext, merchantId: string, clientId: string, mode: Mode): Promise<Scope[]> {
+  return (await activeGrantFor(context.db, merchantId, clientId, mode))?.scopes ?? [];
+}
+
+/**
+ * The mode whose data the consent screen offers: the one the signed-in user's dashboard shows (its
+ * `till_mode` cookie, `test` or `live`) when the deployment serves it, else live when served, else
+ * test, as the dashboard chooses.
+ */
+export function consentMode(context: Pick<AppContext, 'config'>, request: FastifyRequest): Mode {
+  const served = context.config.modes;
+  const shown = readCookies(request).till_mode;
+  if ((shown === 'test' || shown === 'live') && served.includes(modeOfKey(shown))) return modeOfKey(shown);
+  return served.includes('live') ? 'live' : 'sandbox';
 }
 
 /** Saves a checked authorization request for the consent screen. */
 export const openAuthorizationRequest = (context: AppContext, request: Omit<AuthorizationRequest, 'id' | 'userId'>) =>
   saveAuthorizationRequest(context.db, request, context.now());
 
-export type Answered = { redirect: string } | { expired: true } | { nothingChosen: true };
+export type Answered = { redirect: string } | { expired: true } | { nothingChosen: true } | { refused: string };
 
 /** The merchant denied: the request is answered, and the client is told `access_denied`. */
 export async function denyAuthorization(context: AppContext, pending: AuthorizationRequest, userId: string): Promise<Answered> {
@@ -114,23 +130,34 @@ export async function denyAuthorization(context: AppContext, pending: Authorizat
 }
 
 /**
- * The merchant allowed `chosen`: the scopes join the grant this merchant gave this client (or make
- * one), and the client gets a one-minute code. Nothing chosen and nothing granted before is no answer.
+ * The merchant allowed `chosen` on the data of `mode` (the one the consent screen showed): the
+ * scopes join the grant this merchant gave this client in that mode (or make one), and the client
+ * gets a one-minute code. Nothing chosen and nothing granted before is no answer; a mode the
+ * deployment does not serve, or live data for a development client on this machine, is refused.
  */
 export async function allowAuthorization(
   context: AppContext,
   pending: AuthorizationRequest,
   user: { id: string; merchantId: string },
   chosenScopes: string[],
+  mode: Mode,
 ): Promise<Answered> {
+  const refused = grantRefusal(context.config, { mode, clientId: pending.clientId });
+  if (refused)
+    return {
+      refused:
+        refused.reason === 'mode_not_served'
+          ? `This deployment does not serve ${modeLabel(mode)} mode.`
+          : `${pending.clientName} runs on a computer of its developer (its address is http on this machine), so it can be given test data only. Switch your dashboard to test mode and start again from the agent.`,
+    };
   const chosen = orderedScopes(chosenScopes);
-  if (!chosen.length && !(await alreadyGranted(context, user.merchantId, pending.clientId)).length) return { nothingChosen: true };
+  if (!chosen.length && !(await alreadyGranted(context, user.merchantId, pending.clientId, mode)).length) return { nothingChosen: true };
   const now = context.now();
   const code = await context.db.transaction().execute(async (trx) => {
     if (!(await answerAuthorizationRequest(trx, pending.id, user.id, now))) return undefined;
     const grant = await addConsent(
       trx,
-      { merchantId: user.merchantId, userId: user.id, clientId: pending.clientId, clientName: pending.clientName, scopes: chosen },
+      { merchantId: user.merchantId, userId: user.id, clientId: pending.clientId, clientName: pending.clientName, scopes: chosen, mode },
       now,
     );
     return issueGrantSecret(

@@ -1,4 +1,5 @@
 import { newId } from '../common/ids.ts';
+import type { Mode } from '../common/modes.ts';
 import type { Db, Tx } from '../db/index.ts';
 import type { OAuthGrantsTable } from '../db/schema.ts';
 import { SCOPES, type Scope } from './scopes.ts';
@@ -11,6 +12,8 @@ export type Grant = {
   clientId: string;
   clientName: string;
   scopes: Scope[];
+  /** The mode whose data the agent was given, bound at consent: its tokens act on that mode only. */
+  mode: Mode;
   createdAt: number;
   lastUsedAt: number | null;
 };
@@ -27,7 +30,7 @@ export function orderedScopes(scopes: Iterable<string>): Scope[] {
 }
 
 /** The columns a Grant is read from (`toGrant`). */
-export const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'created_at', 'last_used_at'] as const;
+export const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'mode', 'created_at', 'last_used_at'] as const;
 export type GrantRow = Pick<OAuthGrantsTable, (typeof GRANT_COLUMNS)[number]>;
 
 export const toGrant = (row: GrantRow): Grant => ({
@@ -37,17 +40,19 @@ export const toGrant = (row: GrantRow): Grant => ({
   clientId: row.client_id,
   clientName: row.client_name,
   scopes: orderedScopes(row.scopes.split(' ')),
+  mode: row.mode,
   createdAt: row.created_at,
   lastUsedAt: row.last_used_at,
 });
 
-/** The merchant's active grant to a client, if there is one. */
-export async function activeGrantFor(db: Db | Tx, merchantId: string, clientId: string): Promise<Grant | undefined> {
+/** The merchant's active grant to a client in one mode, if there is one. */
+export async function activeGrantFor(db: Db | Tx, merchantId: string, clientId: string, mode: Mode): Promise<Grant | undefined> {
   const row = await db
     .selectFrom('oauth_grants')
     .select(GRANT_COLUMNS)
     .where('merchant_id', '=', merchantId)
     .where('client_id', '=', clientId)
+    .where('mode', '=', mode)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return row && toGrant(row);
@@ -60,15 +65,15 @@ export async function activeGrant(db: Db | Tx, grantId: string): Promise<Grant |
 }
 
 /**
- * Records a consent: the scopes are added to the merchant's active grant to this client, or a new
- * grant is made. One active grant per merchant and client (a unique index says so).
+ * Records a consent: the scopes are added to the merchant's active grant to this client in this
+ * mode, or a new grant is made. One active grant per merchant, client and mode (a unique index says so).
  */
 export async function addConsent(
   trx: Tx,
-  consent: { merchantId: string; userId: string; clientId: string; clientName: string; scopes: Scope[] },
+  consent: { merchantId: string; userId: string; clientId: string; clientName: string; scopes: Scope[]; mode: Mode },
   now: number,
 ): Promise<Grant> {
-  const existing = await activeGrantFor(trx, consent.merchantId, consent.clientId);
+  const existing = await activeGrantFor(trx, consent.merchantId, consent.clientId, consent.mode);
   if (existing) {
     const scopes = orderedScopes([...existing.scopes, ...consent.scopes]);
     await trx
@@ -88,6 +93,7 @@ export async function addConsent(
       client_id: grant.clientId,
       client_name: grant.clientName,
       scopes: grant.scopes.join(' '),
+      mode: grant.mode,
       created_at: now,
       updated_at: now,
       last_used_at: null,
@@ -98,13 +104,14 @@ export async function addConsent(
   return grant;
 }
 
-/** The merchant's authorized coding agents, newest first. */
-export async function listGrants(db: Db, merchantId: string): Promise<Grant[]> {
+/** The merchant's authorized coding agents, of one mode when given, newest first. */
+export async function listGrants(db: Db, merchantId: string, mode?: Mode): Promise<Grant[]> {
   const rows = await db
     .selectFrom('oauth_grants')
     .select(GRANT_COLUMNS)
     .where('merchant_id', '=', merchantId)
     .where('revoked_at', 'is', null)
+    .$if(mode !== undefined, (qb) => qb.where('mode', '=', mode!))
     .orderBy('created_at', 'desc')
     .orderBy('id')
     .execute();

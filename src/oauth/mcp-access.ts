@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.ts';
+import { grantRefusal, otherMode } from './credential-modes.ts';
 import { activeGrant, type Grant, orderedScopes, touchGrant } from './grants.ts';
 import type { Scope } from './scopes.ts';
 import { verifyMcpToken } from './tokens.ts';
@@ -8,7 +9,8 @@ export type McpAccess = { grant: Grant; scopes: Scope[] };
 
 /**
  * The access a bearer token gives on the MCP endpoint, or undefined: not ours, not for
- * `{mcp_url}/mcp`, expired, or its grant revoked (checked on every call, so revocation is immediate).
+ * `{mcp_url}/mcp`, expired, its grant revoked (checked on every call, so revocation is immediate),
+ * or its grant refused here (credential-modes.ts). The endpoint itself reads it with mcp/access.ts.
  */
 export async function mcpAccess(context: AppContext, token: string): Promise<McpAccess | undefined> {
   const now = context.now();
@@ -16,6 +18,7 @@ export async function mcpAccess(context: AppContext, token: string): Promise<Mcp
   if (!claims) return undefined;
   const grant = await activeGrant(context.db, claims.grantId);
   if (!grant || grant.merchantId !== claims.merchantId || grant.clientId !== claims.clientId) return undefined;
+  if (otherMode(claims.mode, grant.mode) || grantRefusal(context.config, grant)) return undefined;
   await touchGrant(context.db, grant, now);
   return { grant, scopes: orderedScopes(claims.scopes.filter((scope) => (grant.scopes as string[]).includes(scope))) };
 }

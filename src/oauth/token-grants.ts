@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { Tx } from '../db/index.ts';
+import { grantRefusal } from './credential-modes.ts';
 import { type Consumed, consumeGrantSecret, issueGrantSecret } from './grant-secrets.ts';
 import { activeGrant, type Grant, orderedScopes } from './grants.ts';
 import { issueMcpToken, mcpAudience } from './tokens.ts';
@@ -15,7 +16,7 @@ export const OAUTH_ERRORS = {
   invalid_grant: {
     status: 400,
     meaning:
-      'The code or refresh token is unknown, expired, already used (which revokes the grant), for another client or redirect URI, or its PKCE verifier is wrong',
+      'The code or refresh token is unknown, expired, already used (which revokes the grant), for another client or redirect URI, or its PKCE verifier is wrong; or its authorization is of a mode this deployment does not serve, or of a development client (http on this machine) that is live or no longer accepted',
   },
   invalid_scope: { status: 400, meaning: 'A refresh asked for a scope the grant does not have' },
   unsupported_grant_type: { status: 400, meaning: 'The grant_type is not client_credentials, authorization_code or refresh_token' },
@@ -47,7 +48,7 @@ async function answer(context: AppContext, exchanged: Exchanged): Promise<GrantA
   const { accessToken, expiresIn } = await issueMcpToken(
     context.db,
     context.config,
-    { grantId: grant.id, clientId: grant.clientId, merchantId: grant.merchantId, userId: grant.userId, scopes },
+    { grantId: grant.id, clientId: grant.clientId, merchantId: grant.merchantId, userId: grant.userId, scopes, mode: grant.mode },
     context.now(),
   );
   return { tokens: { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, scope: scopes.join(' ') } };
@@ -86,6 +87,8 @@ export async function authorizationCodeGrant(context: AppContext, fields: Record
       return refuse('invalid_grant', 'code_verifier does not match the code_challenge');
     const grant = await activeGrant(trx, secret.grantId);
     if (!grant) return refuse('invalid_grant', 'the authorization was revoked');
+    const refused = grantRefusal(context.config, grant, 'the code was issued');
+    if (refused) return refuse('invalid_grant', refused.message);
     return rotate(context, trx, grant);
   });
   return answer(context, exchanged);
@@ -105,6 +108,9 @@ export async function refreshTokenGrant(context: AppContext, fields: Record<stri
       if (consumed.secret.clientId !== fields.client_id) return refuse('invalid_grant', 'the refresh token was issued to another client');
       const grant = await activeGrant(trx, consumed.secret.grantId);
       if (!grant) return refuse('invalid_grant', 'the authorization was revoked');
+      // Undone: the refresh token stays as it was, refused while the rule that refuses it stands.
+      const refused = grantRefusal(context.config, grant, 'the refresh token was issued');
+      if (refused) throw new Undo(refuse('invalid_grant', refused.message));
       if (fields.scope === undefined) return rotate(context, trx, grant);
       const asked = fields.scope.split(' ').filter(Boolean);
       const beyond = asked.find((scope) => !(grant.scopes as string[]).includes(scope));

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { formFields, registerFormParser, repeatedFields } from '../http/forms.ts';
 import { addRoute } from '../http/routes.ts';
 import { authenticateClient } from './clients.ts';
+import { unservedMode } from './credential-modes.ts';
 import { grantOfRefreshToken } from './grant-secrets.ts';
 import { revokeGrant } from './grants.ts';
 import { grantOfAccessToken } from './mcp-access.ts';
@@ -113,6 +114,8 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
         if (!id || !secret) return refuse(reply, 'invalid_client', 'client_id and client_secret are required');
         const client = await authenticateClient(context.db, id, secret);
         if (!client) return refuse(reply, 'invalid_client', 'the client is unknown or revoked, or the secret is wrong');
+        const unserved = unservedMode(context.config, client.mode, 'this client was made');
+        if (unserved) return refuse(reply, 'invalid_client', unserved);
         const { accessToken, expiresIn } = await issueCheckoutToken(context.db, context.config, client, context.now());
         return answer(reply, { tokens: { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn } });
       },

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { errors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
+import { type KeyMode, keyModeOf, type Mode, modeOfKey } from '../common/modes.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import { SIGNING_ALG, signingKeys } from './signing-keys.ts';
@@ -57,6 +58,16 @@ function remember(db: Db, token: string, audience: string, payload: JWTPayload):
   cache.set(token, { payload, audience, expiresAt: payload.exp! * 1000 });
 }
 
+/**
+ * The `mode` claim every token carries (`test` or `live`, as API keys name it): the mode of the client
+ * or grant it was issued for. Tokens issued before modes were recorded have none; their client's or
+ * grant's mode stands.
+ */
+function modeClaim(payload: JWTPayload): Mode | undefined | 'malformed' {
+  if (payload.mode === undefined) return undefined;
+  return payload.mode === 'test' || payload.mode === 'live' ? modeOfKey(payload.mode as KeyMode) : 'malformed';
+}
+
 /** The claims of a token that is ours (signature, issuer, type), for this audience, and not expired; undefined otherwise. */
 async function verifyAccessToken(
   db: Db,
@@ -104,7 +115,7 @@ async function verifyAccessToken(
 export async function issueCheckoutToken(
   db: Db,
   config: TokenConfig,
-  client: { clientId: string; merchantId: string },
+  client: { clientId: string; merchantId: string; mode: Mode },
   now: number,
 ): Promise<{ accessToken: string; expiresIn: number }> {
   const accessToken = await signAccessToken(
@@ -114,29 +125,39 @@ export async function issueCheckoutToken(
       subject: client.clientId,
       audience: checkoutAudience(config),
       lifetimeSeconds: CHECKOUT_TOKEN_SECONDS,
-      claims: { client_id: client.clientId, merchant_id: client.merchantId },
+      claims: { client_id: client.clientId, merchant_id: client.merchantId, mode: keyModeOf(client.mode) },
     },
     now,
   );
   return { accessToken, expiresIn: CHECKOUT_TOKEN_SECONDS };
 }
 
-/** The client and merchant of a valid payment API token. Whether the client is still active is the caller's check. */
+/**
+ * The client, merchant and mode (when the token names one) of a valid payment API token. Whether
+ * the client is still active, and of that mode, is the caller's check.
+ */
 export async function verifyCheckoutToken(
   db: Db,
   config: TokenConfig,
   token: string,
   now: number,
-): Promise<{ clientId: string; merchantId: string } | undefined> {
+): Promise<{ clientId: string; merchantId: string; mode: Mode | undefined } | undefined> {
   const payload = await verifyAccessToken(db, config, token, checkoutAudience(config), ['client_id', 'merchant_id'], now);
-  if (!payload || payload.sub !== payload.client_id) return undefined;
-  return { clientId: payload.client_id as string, merchantId: payload.merchant_id as string };
+  const mode = payload && modeClaim(payload);
+  if (!payload || payload.sub !== payload.client_id || mode === 'malformed') return undefined;
+  return { clientId: payload.client_id as string, merchantId: payload.merchant_id as string, mode };
 }
 
-export type McpTokenClaims = { grantId: string; clientId: string; merchantId: string; userId: string; scopes: string[] };
+/** What an MCP token says; `mode` is undefined on a token issued before modes were recorded. */
+export type McpTokenClaims = { grantId: string; clientId: string; merchantId: string; userId: string; scopes: string[]; mode: Mode | undefined };
 
 /** A short-lived token for the MCP endpoint, naming its grant (so revoking the grant stops it). */
-export async function issueMcpToken(db: Db, config: TokenConfig, grant: McpTokenClaims, now: number): Promise<{ accessToken: string; expiresIn: number }> {
+export async function issueMcpToken(
+  db: Db,
+  config: TokenConfig,
+  grant: McpTokenClaims & { mode: Mode },
+  now: number,
+): Promise<{ accessToken: string; expiresIn: number }> {
   const accessToken = await signAccessToken(
     db,
     config,
@@ -144,7 +165,13 @@ export async function issueMcpToken(db: Db, config: TokenConfig, grant: McpToken
       subject: grant.userId,
       audience: mcpAudience(config),
       lifetimeSeconds: MCP_TOKEN_SECONDS,
-      claims: { client_id: grant.clientId, merchant_id: grant.merchantId, grant_id: grant.grantId, scope: grant.scopes.join(' ') },
+      claims: {
+        client_id: grant.clientId,
+        merchant_id: grant.merchantId,
+        grant_id: grant.grantId,
+        scope: grant.scopes.join(' '),
+        mode: keyModeOf(grant.mode),
+      },
     },
     now,
   );
@@ -154,8 +181,10 @@ export async function issueMcpToken(db: Db, config: TokenConfig, grant: McpToken
 /** The claims of a valid MCP token. Whether its grant is still active is the caller's check. */
 export async function verifyMcpToken(db: Db, config: TokenConfig, token: string, now: number): Promise<McpTokenClaims | undefined> {
   const payload = await verifyAccessToken(db, config, token, mcpAudience(config), ['client_id', 'merchant_id', 'grant_id', 'scope'], now);
-  if (!payload) return undefined;
+  const mode = payload && modeClaim(payload);
+  if (!payload || mode === 'malformed') return undefined;
   return {
+    mode,
     grantId: payload.grant_id as string,
     clientId: payload.client_id as string,
     merchantId: payload.merchant_id as string,

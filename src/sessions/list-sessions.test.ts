@@ -214,7 +214,7 @@ for (const { engine, skip } of engines) {
     test('a client-credentials bearer token lists as the API key does; no credentials is a 401', async () => {
       const { merchantId, apiKey } = await service.merchant();
       await createSession(service, apiKey, { amount: 1, currency: 'USD' });
-      const client = await createClient(service.context.db, merchantId);
+      const client = await createClient(service.context.db, merchantId, 'sandbox');
       const token = await service.app.inject({
         method: 'POST',
         url: '/oauth/token',

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { createUser } from '../accounts/users.ts';
+import type { Mode } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { addConsent } from '../oauth/grants.ts';
 import type { Scope } from '../oauth/scopes.ts';
@@ -9,39 +10,50 @@ let users = 0;
 let clients = 0;
 
 type AgentContext = Pick<AppContext, 'db' | 'config' | 'now'>;
-export type AuthorizedAgent = { grantId: string; accessToken: string; userId: string; clientId: string };
+export type AuthorizedAgent = { grantId: string; accessToken: string; userId: string; clientId: string; mode: Mode };
+
+/** Agents are given test data unless a test says otherwise (live data on a deployment serving live only). */
+const defaultAgentMode = (context: AgentContext): Mode => (context.config.modes.includes('sandbox') ? 'sandbox' : 'live');
 
 /** A merchant user who consents for the agents; each has a fresh email. */
 const consentingUser = (context: AgentContext, merchantId: string) =>
   createUser(context.db, { merchantId, email: `agent-owner-${++users}-${Date.now()}@shop.example`, password: 'correct horse battery staple' });
 
-async function consentAndIssue(context: AgentContext, merchantId: string, userId: string, scopes: Scope[], clientId: string): Promise<AuthorizedAgent> {
+async function consentAndIssue(
+  context: AgentContext,
+  merchantId: string,
+  userId: string,
+  scopes: Scope[],
+  clientId: string,
+  mode = defaultAgentMode(context),
+): Promise<AuthorizedAgent> {
   const grant = await context.db
     .transaction()
-    .execute((trx) => addConsent(trx, { merchantId, userId, clientId, clientName: 'Test agent', scopes }, context.now()));
+    .execute((trx) => addConsent(trx, { merchantId, userId, clientId, clientName: 'Test agent', scopes, mode }, context.now()));
   const { accessToken } = await issueMcpToken(
     context.db,
     context.config,
-    { grantId: grant.id, clientId, merchantId, userId, scopes: grant.scopes },
+    { grantId: grant.id, clientId, merchantId, userId, scopes: grant.scopes, mode },
     context.now(),
   );
-  return { grantId: grant.id, accessToken, userId, clientId };
+  return { grantId: grant.id, accessToken, userId, clientId, mode };
 }
 
 /**
  * A coding agent authorized on a merchant's account, as consent and the code exchange leave it
- * (the full OAuth flow is tested in src/oauth/): a grant with these scopes and an access token for
- * the MCP endpoint. Each call is a new client unless `clientId` is given (consent to the same
- * client adds to its grant).
+ * (the full OAuth flow is tested in src/oauth/): a grant with these scopes on one mode's data (test
+ * unless the deployment serves live only) and an access token for the MCP endpoint. Each call is a
+ * new client unless `clientId` is given (consent to the same client in the same mode adds to its grant).
  */
 export async function authorizedAgent(
   context: AgentContext,
   merchantId: string,
   scopes: Scope[],
   clientId = `https://agent.example/${++clients}/client.json`,
+  mode?: Mode,
 ): Promise<AuthorizedAgent> {
   const user = await consentingUser(context, merchantId);
-  return consentAndIssue(context, merchantId, user.id, scopes, clientId);
+  return consentAndIssue(context, merchantId, user.id, scopes, clientId, mode);
 }
 
 /** `count` agents (distinct clients, so distinct grants, each with its own limits) authorized by one user. */

@@ -43,10 +43,18 @@ export const LIVE_STAND_INS = { TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true', TILL_BASE_
 export async function startTestService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { now?: () => number; workers?: boolean; rates?: RatesProvider; onQuery?: CreateServiceOptions['onQuery']; log?: Logger } = {},
+  options: {
+    now?: () => number;
+    workers?: boolean;
+    rates?: RatesProvider;
+    onQuery?: CreateServiceOptions['onQuery'];
+    log?: Logger;
+    /** The modes the service serves, whatever its settings say (both, say, on a sandbox's settings). */
+    modes?: Config['modes'];
+  } = {},
 ): Promise<TestService> {
   const storage = await createServiceStorage(engine);
-  const config = loadConfig({
+  const loaded = loadConfig({
     ...storage.settings,
     TILL_LOG_LEVEL: 'silent',
     PORT: '0',
@@ -54,6 +62,7 @@ export async function startTestService(
     ...(env.TILL_FACILITATOR_URL && env.TILL_SANDBOX !== 'true' ? LIVE_STAND_INS : {}),
     ...env,
   });
+  const config = options.modes ? { ...loaded, modes: options.modes } : loaded;
   const service = await createService(config, {
     log: options.log ?? pino({ level: process.env.TILL_TEST_LOG_LEVEL ?? 'silent' }),
     ...(options.now ? { now: options.now } : {}),

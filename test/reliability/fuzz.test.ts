@@ -173,7 +173,7 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
   const csrf = csrfField((await browser.request('GET', '/dashboard/settings')).body);
   assert.ok(csrf, 'the dashboard forms carry a CSRF token');
   // An API client with a bearer token, and a coding agent allowed every scope on the MCP endpoint.
-  const client = await createClient(db, shop.merchantId);
+  const client = await createClient(db, shop.merchantId, 'sandbox');
   const token = await fetch(`${shop.baseUrl}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -187,7 +187,10 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
     SCOPES.map((s) => s.scope),
   );
   // What the revoking routes may revoke for real, so the credentials above keep working.
-  const revocable = { client: await createClient(db, shop.merchantId), agent: await authorizedAgent(service.context, shop.merchantId, ['settings:read']) };
+  const revocable = {
+    client: await createClient(db, shop.merchantId, 'sandbox'),
+    agent: await authorizedAgent(service.context, shop.merchantId, ['settings:read']),
+  };
   const site = await startDocumentServer();
   return {
     site,

@@ -1,5 +1,6 @@
 import { PostgresAdapter } from 'kysely';
 import { z } from 'zod';
+import { keyModeOf } from '../../common/modes.ts';
 import type { Tx } from '../../db/index.ts';
 import { countActiveApiKeys, createApiKey } from '../../merchants/api-keys.ts';
 import { successfulCallsSince } from '../audit.ts';
@@ -28,7 +29,7 @@ async function takeMerchantsTurn(trx: Tx, merchantId: string): Promise<void> {
 export const createApiKeyTool = defineTool({
   name: 'create_api_key',
   title: 'Create an API key',
-  description: `Creates one API key for the payment API and returns it once: it can never be read again. At most ${KEYS_PER_DAY_PER_AUTHORIZATION} per 24 hours per authorization and ${KEYS_PER_ACCOUNT} on the account.`,
+  description: `Creates one API key for the payment API, of the authorization's mode (test or live), and returns it once: it can never be read again. At most ${KEYS_PER_DAY_PER_AUTHORIZATION} per 24 hours per authorization and ${KEYS_PER_ACCOUNT} on the account.`,
   scope: 'keys:write',
   input: z.strictObject({}),
   output: z.object({ keyId: z.string(), apiKey: z.string(), mode: z.enum(['test', 'live']), masked: z.string(), note: z.string() }),
@@ -46,7 +47,8 @@ export const createApiKeyTool = defineTool({
         );
       if ((await countActiveApiKeys(trx, merchantId)) >= KEYS_PER_ACCOUNT)
         throw new ToolRefusal('key_limit_per_account', `create_api_key refused: the account already has ${KEYS_PER_ACCOUNT} API keys; revoke one first.`);
-      const made = await createApiKey(trx, merchantId, context.config.mode === 'live' ? 'live' : 'test', now);
+      // Of the grant's mode, whatever the deployment serves besides: a test grant never makes a live key.
+      const made = await createApiKey(trx, merchantId, keyModeOf(access.grant.mode), now);
       await call.recordSuccess(trx);
       return made;
     });

@@ -11,7 +11,7 @@ export const getReceipt = defineTool({
   output: Receipt,
   async run(context, access, { publicOrderId }) {
     const receipt = await findReceipt(context.db, publicOrderId, {
-      mode: context.config.mode,
+      mode: access.grant.mode,
       explorerTxUrl: context.config.explorerTxUrl,
       merchantId: access.grant.merchantId,
     });

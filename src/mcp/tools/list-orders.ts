@@ -18,12 +18,12 @@ const Order = z.object({
 export const listOrders = defineTool({
   name: 'list_orders',
   title: 'Paid orders',
-  description: `Paid orders, newest first, a page at a time: page from 1, size 1 to ${MAX_ORDERS_PAGE_SIZE} (20 unless given); hasMore says whether the next page has orders.`,
+  description: `Paid orders of the authorization's mode (test or live), newest first, a page at a time: page from 1, size 1 to ${MAX_ORDERS_PAGE_SIZE} (20 unless given); hasMore says whether the next page has orders.`,
   scope: 'orders:read',
   input: z.strictObject({
     page: z.number().int().min(1).optional().describe('Page number, from 1'),
     size: z.number().int().min(1).max(MAX_ORDERS_PAGE_SIZE).optional().describe('Orders per page'),
   }),
   output: z.object({ orders: z.array(Order), page: z.number().int(), size: z.number().int(), hasMore: z.boolean() }),
-  run: (context, access, args) => listPaidOrders(context.db, context.config.mode, access.grant.merchantId, args),
+  run: (context, access, args) => listPaidOrders(context.db, access.grant.mode, access.grant.merchantId, args),
 });

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { currentUser, redirectToSignIn, type SignedIn } from '../../accounts/web-session.ts';
+import { keyModeOf, type Mode, modeOfKey } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
 import { addRoute } from '../../http/routes.ts';
@@ -12,6 +13,7 @@ import {
   type Checked,
   checkAuthorizationRequest,
   clientRedirectUrl,
+  consentMode,
   denyAuthorization,
   fetchLimited,
   limitClientFetches,
@@ -93,7 +95,7 @@ export const registerConsentPages =
         const signedIn = await currentUser(context, request);
         if (!signedIn) return redirectToSignIn(reply, `/oauth/consent/${pending.id}`);
         if (!(await claimAuthorizationRequest(context.db, pending, signedIn.user.id))) return refusal(reply, 403, NOT_YOURS);
-        return sendConsent(reply, 200, context, pending, signedIn);
+        return sendConsent(reply, 200, context, pending, signedIn, consentMode(context, request));
       },
     );
 
@@ -105,7 +107,7 @@ export const registerConsentPages =
         url: '/oauth/consent/{id}',
         summary: 'The merchant’s answer on the consent screen (form post)',
         description:
-          'Takes `csrf` (the signed-in session’s token), `decision` (`allow` or `deny`) and one `scope` field per ticked scope. Allowing adds the scopes to the grant this merchant gave this client (or makes one) and sends a one-minute code to the client; denying sends `access_denied`.',
+          'Takes `csrf` (the signed-in session’s token), `mode` (`test` or `live`: the data the screen showed the agent would get; the dashboard’s current mode when absent), `decision` (`allow` or `deny`) and one `scope` field per ticked scope. Allowing adds the scopes to the grant this merchant gave this client in that mode (or makes one) and sends a one-minute code to the client; denying sends `access_denied`.',
         tag: TAG,
         security: 'none',
         responses: { 303: { description: 'Back to the client with a code or an error' }, 400: HTML_RESPONSE, 403: HTML_RESPONSE },
@@ -119,11 +121,16 @@ export const registerConsentPages =
         const pending = await openRequest(context, request);
         if (!pending) return refusal(reply, 400, EXPIRED);
         if (pending.userId !== signedIn.user.id) return refusal(reply, 403, NOT_YOURS);
+        const fields = formFields(request);
+        // The mode the screen showed, not whatever the dashboard shows now: the merchant agreed to that one.
+        if (fields.mode !== undefined && fields.mode !== 'test' && fields.mode !== 'live') return refusal(reply, 403, FORM_REFUSED);
+        const mode = fields.mode === undefined ? consentMode(context, request) : modeOfKey(fields.mode);
         const answered: Answered =
-          formFields(request).decision === 'allow'
-            ? await allowAuthorization(context, pending, signedIn.user, formValues(request, 'scope'))
+          fields.decision === 'allow'
+            ? await allowAuthorization(context, pending, signedIn.user, formValues(request, 'scope'), mode)
             : await denyAuthorization(context, pending, signedIn.user.id);
-        if ('nothingChosen' in answered) return sendConsent(reply, 400, context, pending, signedIn, 'Tick at least one thing it may do, or choose Deny.');
+        if ('nothingChosen' in answered) return sendConsent(reply, 400, context, pending, signedIn, mode, 'Tick at least one thing it may do, or choose Deny.');
+        if ('refused' in answered) return sendConsent(reply, 400, context, pending, signedIn, mode, answered.refused);
         if ('expired' in answered) return refusal(reply, 400, EXPIRED);
         return toClient(reply, answered.redirect);
       },
@@ -140,10 +147,19 @@ async function sendConsent(
   context: AppContext,
   pending: AuthorizationRequest,
   signedIn: SignedIn,
+  mode: Mode,
   problem?: string,
 ): Promise<FastifyReply> {
-  const granted = await alreadyGranted(context, signedIn.user.merchantId, pending.clientId);
+  const granted = await alreadyGranted(context, signedIn.user.merchantId, pending.clientId, mode);
   reply.header('content-security-policy', pageCsp([new URL(pending.redirectUri).origin]));
-  const body: Html = consentPage({ request: pending, email: signedIn.user.email, csrfToken: signedIn.csrfToken, alreadyGranted: granted, problem });
+  const body: Html = consentPage({
+    request: pending,
+    email: signedIn.user.email,
+    csrfToken: signedIn.csrfToken,
+    alreadyGranted: granted,
+    mode: keyModeOf(mode),
+    bothModesServed: context.config.modes.length > 1,
+    problem,
+  });
   return sendPage(reply, status, body);
 }

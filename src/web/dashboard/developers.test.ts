@@ -22,12 +22,16 @@ for (const { engine, skip } of engines) {
       service.context.db
         .transaction()
         .execute((trx) =>
-          addConsent(trx, { ...owner, clientId: `https://agents.example/${encodeURIComponent(clientName)}/client.json`, clientName, scopes }, AUTHORIZED_AT),
+          addConsent(
+            trx,
+            { ...owner, clientId: `https://agents.example/${encodeURIComponent(clientName)}/client.json`, clientName, scopes, mode: 'sandbox' },
+            AUTHORIZED_AT,
+          ),
         );
     const call = (grant: Grant, tool: string, outcome: 'ok' | 'refused' | 'failed', at: number, reason: string | null = null) =>
       recordToolCall(
         service.context.db,
-        { grantId: grant.id, clientId: grant.clientId, merchantId: grant.merchantId, tool, outcome, reason, arguments: { at } },
+        { grantId: grant.id, clientId: grant.clientId, merchantId: grant.merchantId, mode: grant.mode, tool, outcome, reason, arguments: { at } },
         at,
       );
 

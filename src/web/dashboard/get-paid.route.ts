@@ -136,7 +136,7 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
       responses: { 200: HTML_RESPONSE },
     },
     async (signedIn, _request, reply) => {
-      const client = await createClient(context.db, signedIn.user.merchantId, context.now());
+      const client = await createClient(context.db, signedIn.user.merchantId, context.config.mode, context.now());
       return sendGetPaid(context, reply, signedIn, 200, { shown: { client }, notice: `Client ${client.clientId} created.` });
     },
   );

@@ -99,7 +99,16 @@ for (const { engine, skip } of engines) {
       a.agentClientId = agent.clientId;
       await recordToolCall(
         shop.service.context.db,
-        { grantId: agent.grantId, clientId: agent.clientId, merchantId: shop.merchantId, tool: a.tool, outcome: 'ok', reason: null, arguments: { size: 1 } },
+        {
+          grantId: agent.grantId,
+          clientId: agent.clientId,
+          merchantId: shop.merchantId,
+          mode: agent.mode,
+          tool: a.tool,
+          outcome: 'ok',
+          reason: null,
+          arguments: { size: 1 },
+        },
         Date.now(),
       );
     });

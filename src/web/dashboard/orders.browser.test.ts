@@ -71,11 +71,12 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
           clientId: 'https://agents.acme.example/till/client.json',
           clientName: AGENT,
           scopes: ['orders:read', 'settings:read'],
+          mode: 'sandbox',
         },
         Date.now(),
       ),
     );
-    const call = { grantId: grant.id, clientId: grant.clientId, merchantId };
+    const call = { grantId: grant.id, clientId: grant.clientId, merchantId, mode: grant.mode };
     await recordToolCall(service.context.db, { ...call, tool: 'list_orders', outcome: 'ok', reason: null, arguments: { size: 20 } }, Date.now() - 2000);
     await recordToolCall(
       service.context.db,
