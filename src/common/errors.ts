@@ -69,6 +69,11 @@ export const ERROR_CATALOGUE = {
             ? 'The API key is not valid: it is unknown, revoked, or not for this mode (sk_test_ keys work only in the sandbox, sk_live_ keys only with a real facilitator)'
             : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
   ),
+  test_mode_only: entry(
+    403,
+    'The request makes test data, so it takes a test-mode credential (an sk_test_ key); a live one is refused',
+    () => 'This request works only with a test-mode credential (an sk_test_ key), never a live one',
+  ),
   not_found: entry(404, 'The object does not exist, belongs to another merchant, or the route is unknown', (p: { what: string }) => `${p.what} was not found`),
   method_not_allowed: entry(
     405,
