@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { loadMailSettings, type MailSettings } from './common/mail-settings.ts';
 import type { Mode } from './common/modes.ts';
 import { BASE_USDC_ADDRESS } from './common/network.ts';
 import { redactUrl } from './common/redact.ts';
@@ -84,6 +85,8 @@ export type Config = {
   /** …and every client together, a backstop far above one client's. */
   x402QuotesPerMinutePerSession: number;
   webhooks: WebhookSettings;
+  /** SMTP and the From of mails (common/mail-settings.ts). */
+  mail: MailSettings;
   /** A signed-in merchant user's browser session ends after this long without a request… */
   signInIdleSeconds: number;
   /** …and this long after sign-in, whatever its activity. */
@@ -343,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     x402QuotesPerMinutePerClient: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_CLIENT', positiveInt, '120')),
     x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '2400')),
     webhooks: loadWebhookSettings(env, mode),
+    mail: loadMailSettings(env, [mode], (setting, message) => new ConfigError(setting, message)),
     signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
     signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
     oidc: loadOidc(env),

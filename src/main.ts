@@ -12,6 +12,8 @@ import { type DatabaseHandle, type OpenDatabaseOptions, openDatabase } from './d
 import { migrateToLatest } from './db/migrate.ts';
 import { buildApp } from './http/app.ts';
 import { purgeEndedWindows } from './limits/limits.ts';
+import { mailPasses } from './mail/passes.ts';
+import { startMailWorker } from './mail/worker.ts';
 import { registerMcpRoutes } from './mcp/mcp.route.ts';
 import { createMetrics } from './metrics.ts';
 import { createRatesProvider, type RatesProvider } from './money/rates.ts';
@@ -29,6 +31,8 @@ import { registerSessionRoutes } from './sessions/routes.ts';
 import { registerBrandAssets } from './web/brand/brand.route.ts';
 import { registerCheckoutPage } from './web/checkout/page.route.ts';
 import { loadAssets, registerAssets } from './web/kit/assets.ts';
+import { registerMailPages } from './web/mail/routes.ts';
+import { renderMail } from './web/mail/templates.ts';
 import { receiptPage } from './web/receipt/page.ts';
 import { registerWebPages } from './web/routes.ts';
 import { registerWebhookRoutes } from './webhooks/routes.ts';
@@ -116,12 +120,19 @@ export async function createService(config: Config, options: CreateServiceOption
     registerCodingAgentsRoutes,
     registerDiscoveryRoutes,
     registerMcpRoutes,
+    registerMailPages,
     registerWebPages(clientMetadata, x402 && { facilitator: x402.facilitator, chain: x402.chain }),
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];
   if (options.workers !== false && config.role !== 'api') {
     workers.push(startWebhookWorker(context, { settings: config.webhooks }));
+    workers.push(
+      startMailWorker(context, {
+        render: (mail) => renderMail({ db: context.db, baseUrl: config.baseUrl, secretKey: config.secretKey }, mail),
+        passes: mailPasses(context),
+      }),
+    );
     workers.push(
       startExpirySweeper(context, {
         intervalMs: config.expirySweepIntervalMs,

@@ -6,7 +6,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 export function createMetrics() {
   const registry = new Registry();
   /** Read from the database at each scrape; set by the composition root once the database is open. */
-  const sources: { oldestPendingSeconds?: () => Promise<number> } = {};
+  const sources: { oldestPendingSeconds?: () => Promise<number>; mailsByStatus?: () => Promise<Record<string, number>> } = {};
   collectDefaultMetrics({ register: registry, prefix: 'till_' });
   return {
     registry,
@@ -77,6 +77,22 @@ export function createMetrics() {
     webhookAttempts: new Counter({
       name: 'till_webhook_attempts_total',
       help: 'Webhook delivery attempts by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    mails: new Gauge({
+      name: 'till_mails',
+      help: 'Mails in the outbox by status: PENDING (queued or being retried), SENT, FAILED (retries exhausted: alert on any), KEPT (no SMTP server: kept unsent)',
+      labelNames: ['status'],
+      registers: [registry],
+      async collect() {
+        const counts = (await sources.mailsByStatus?.()) ?? {};
+        for (const status of ['PENDING', 'SENT', 'FAILED', 'KEPT']) this.set({ status }, counts[status] ?? 0);
+      },
+    }),
+    mailAttempts: new Counter({
+      name: 'till_mail_attempts_total',
+      help: 'Attempts to hand a mail to the SMTP server, by outcome (sent, retry, failed)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

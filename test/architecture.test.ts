@@ -113,6 +113,10 @@ const TABLE_OWNERS: Record<string, string> = {
   payment_attempts: 'src/x402/attempts.ts',
   merchant_brands: 'src/merchants/brand.ts',
   refunds: 'src/payments/refunds.ts',
+  mail_outbox: 'src/mail/outbox.ts',
+  mail_preferences: 'src/mail/preferences.ts',
+  mail_receipt_addresses: 'src/mail/receipt-addresses.ts',
+  password_resets: 'src/accounts/password-resets.ts',
 };
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };
@@ -234,7 +238,7 @@ test('npm run lint refuses an import cycle, and passes the same files without it
 /** What a folder may import, as docs/architecture.md's folder table says ("the above" spelled out). */
 const BELOW_HTTP = ['common', 'money', 'config', 'db', 'limits', 'context', 'metrics'];
 const HTTP_AND_BELOW = ['http', ...BELOW_HTTP];
-const CAPABILITIES = ['merchants', 'accounts', 'oauth', 'auth', 'webhooks', 'sessions', 'payments', 'chain', 'x402', 'mcp'];
+const CAPABILITIES = ['merchants', 'mail', 'accounts', 'oauth', 'auth', 'webhooks', 'sessions', 'payments', 'chain', 'x402', 'mcp'];
 const MAY_IMPORT: Record<string, string[]> = {
   common: ['metrics'], // the type of the metrics, for row-failures.ts
   money: ['common'],
@@ -245,12 +249,14 @@ const MAY_IMPORT: Record<string, string[]> = {
   metrics: BELOW_HTTP,
   http: BELOW_HTTP,
   merchants: ['common', 'db'],
-  accounts: ['merchants', ...HTTP_AND_BELOW],
+  // Mail sits below every capability whose changes cause mails: they queue them in their own transactions.
+  mail: ['merchants', ...HTTP_AND_BELOW],
+  accounts: ['merchants', 'mail', ...HTTP_AND_BELOW],
   oauth: ['accounts', ...HTTP_AND_BELOW],
   auth: ['merchants', 'oauth', ...HTTP_AND_BELOW],
-  webhooks: ['merchants', 'auth', ...HTTP_AND_BELOW],
+  webhooks: ['merchants', 'auth', 'mail', ...HTTP_AND_BELOW],
   sessions: ['webhooks', 'auth', 'merchants', ...HTTP_AND_BELOW],
-  payments: ['sessions', 'webhooks', ...HTTP_AND_BELOW],
+  payments: ['sessions', 'webhooks', 'mail', ...HTTP_AND_BELOW],
   chain: ['payments', 'sessions', ...HTTP_AND_BELOW],
   x402: ['chain', 'payments', 'sessions', ...HTTP_AND_BELOW],
   mcp: ['merchants', 'oauth', 'sessions', 'payments', ...HTTP_AND_BELOW],

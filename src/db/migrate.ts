@@ -26,6 +26,7 @@ import * as merchantBrand from './migrations/0023_merchant_brand.ts';
 import * as sessionList from './migrations/0024_session_list.ts';
 import * as refunds from './migrations/0025_refunds.ts';
 import * as credentialModes from './migrations/0026_credential_modes.ts';
+import * as mail from './migrations/0028_mail.ts';
 import * as eventList from './migrations/0029_event_list.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
@@ -56,6 +57,7 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0024_session_list': sessionList,
   '0025_refunds': refunds,
   '0026_credential_modes': credentialModes,
+  '0028_mail': mail,
   '0029_event_list': eventList,
 });
 

@@ -240,6 +240,10 @@ export interface Database {
   merchant_brands: MerchantBrandsTable;
   payment_attempts: PaymentAttemptsTable;
   refunds: RefundsTable;
+  mail_outbox: MailOutboxTable;
+  mail_preferences: MailPreferencesTable;
+  password_resets: PasswordResetsTable;
+  mail_receipt_addresses: MailReceiptAddressesTable;
 }
 
 export type { Generated };
@@ -433,5 +437,64 @@ export interface MerchantEventsTable {
   user_id: string | null;
   type: 'wallet_changed';
   detail: string;
+  created_at: number;
+}
+
+/**
+ * A mail: PENDING until sent (SENT), FAILED once its retries ran out, KEPT when no SMTP server is
+ * configured (shown on the sandbox's mail page, never sent). One per `cause` and `recipient`.
+ */
+export interface MailOutboxTable {
+  /** `ml_…`; also the mail's Message-ID, so a copy sent again after a crash is the same message. */
+  id: string;
+  mode: Mode;
+  merchant_id: string | null;
+  /** The merchant's user it is addressed to, for notices (their unsubscribe link names them). */
+  user_id: string | null;
+  kind: string;
+  /** What caused it, e.g. `payment:pay_…:succeeded`. */
+  cause: string;
+  /** The address, lower-case. */
+  recipient: string;
+  /** JSON: what the mail says, frozen when it was queued. */
+  data: string;
+  status: 'PENDING' | 'SENT' | 'FAILED' | 'KEPT';
+  attempts: Generated<number>;
+  next_attempt_at: number;
+  lease_until: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  sent_at: number | null;
+}
+
+/** Which notices a merchant's user receives; without a row, every notice and no summary. Flags are 0/1. */
+export interface MailPreferencesTable {
+  user_id: string;
+  payments: number;
+  refunds: number;
+  /** Payments that need attention: PENDING past their bound, FAILED after a settle. */
+  attention: number;
+  /** A webhook endpoint failing for a day. */
+  webhooks: number;
+  summary: 'off' | 'daily' | 'weekly';
+  updated_at: number;
+}
+
+/** An emailed password-reset link: the SHA-256 of its token; used once, within its 30 minutes. */
+export interface PasswordResetsTable {
+  token_hash: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+/** Where a buyer's receipt goes: for every payment of a session (given at creation), or for one payment. */
+export interface MailReceiptAddressesTable {
+  id: string;
+  session_id: string;
+  payment_id: string | null;
+  email: string;
   created_at: number;
 }

@@ -3,6 +3,7 @@ import { newId, random16 } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation, type Tx } from '../db/index.ts';
 import type { Mode, PaymentsTable } from '../db/schema.ts';
+import { queuePaymentMails } from '../mail/notices.ts';
 import { findSession, finishPayment, markPaidLate, reopenAfterReversal, type SessionRow, startPayment } from '../sessions/sessions.ts';
 import { enqueueWebhookEvent } from '../webhooks/events.ts';
 
@@ -35,6 +36,7 @@ async function recordPaymentEvent(
 ): Promise<boolean> {
   const { payment, session } = rows;
   const { deliveryId } = await enqueueWebhookEvent(trx, { type, session, payment, occurredAt: at.now, explorerTxUrl: at.explorerTxUrl });
+  await queuePaymentMails(trx, { type, payment, session, now: at.now, explorerTxUrl: at.explorerTxUrl });
   return deliveryId !== null;
 }
 

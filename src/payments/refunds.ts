@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { Db, Tx } from '../db/index.ts';
 import type { Mode, RefundsTable } from '../db/schema.ts';
+import { queueRefundMails } from '../mail/notices.ts';
 import { formatUsdc } from '../money/usdc.ts';
 import { findSession } from '../sessions/sessions.ts';
 import { enqueueWebhookEvent } from '../webhooks/events.ts';
@@ -117,6 +118,7 @@ export async function recordRefundOutcome(store: Store, refund: RefundRow, outco
     const payment = await trx.selectFrom('payments').selectAll().where('id', '=', row.payment_id).executeTakeFirstOrThrow();
     const session = await findSession(trx, row.session_id);
     if (!session) return { row, queued: false };
+    await queueRefundMails(trx, row, { type: `refund.${row.status}`, payment, session, now: change.now, explorerTxUrl: change.explorerTxUrl });
     const { deliveryId } = await enqueueWebhookEvent(trx, {
       type: row.status === 'SUCCEEDED' ? 'refund.succeeded' : 'refund.failed',
       session,

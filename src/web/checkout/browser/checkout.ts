@@ -417,7 +417,7 @@ function start(root: HTMLElement): void {
     text.textContent = 'Paid. Thank you! Your receipt is ready.';
     const actions = document.createElement('p');
     actions.className = 'actions';
-    actions.append(link(receipt, 'View the receipt', 'button'));
+    actions.append(link(receipt, 'View the receipt', 'button'), link(`/mail/receipt?order=${encodeURIComponent(paid.paymentId)}`, 'Email me the receipt'));
     outcome.replaceChildren(text, actions);
     const success = storedUrl(data.successUrl);
     if (success) {

@@ -1,0 +1,265 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { formFields, registerFormParser } from '../../http/forms.ts';
+import { addRoute } from '../../http/routes.ts';
+import { mailAddressProblem } from '../../mail/address.ts';
+import type { NoticeTopic, OutboxMail } from '../../mail/kinds.ts';
+import { RECEIPT_ADDRESSES_PER_PAYMENT, requestReceipt } from '../../mail/notices.ts';
+import { findMail, listMails } from '../../mail/outbox.ts';
+import { unsubscribe } from '../../mail/preferences.ts';
+import { readUnsubscribe, UNSUBSCRIBE_PATH } from '../../mail/unsubscribe.ts';
+import { type Html, html, joinHtml } from '../kit/html.ts';
+import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
+import { type MailRenderContext, renderMail } from './templates.ts';
+
+const SANDBOX_TAG = 'Sandbox';
+const MAIL_TAG = 'Mail';
+/** The newest kept mails the sandbox's page shows. */
+const SHOWN = 100;
+
+/**
+ * A mail's HTML part shown on its own: its inline styles, the merchant's logo from this origin,
+ * nothing else; no script, no form, and sandboxed (a unique origin) so its links open elsewhere.
+ */
+const MAIL_HTML_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'; sandbox allow-popups allow-popups-to-escape-sandbox";
+
+const TOPIC_NAMES: Record<NoticeTopic, string> = {
+  payments: 'payments received',
+  refunds: 'refunds',
+  attention: 'payments that need attention',
+  webhooks: 'a webhook endpoint failing',
+  summary: 'summaries',
+};
+
+const when = (at: number) => html`<time datetime="${new Date(at).toISOString()}">${new Date(at).toISOString().replace('T', ' ').slice(0, 19)} UTC</time>`;
+
+const sandboxBanner = html`<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> no SMTP server is set (TILL_SMTP_URL), so no mail leaves Till: each is kept here instead.</p>`;
+
+function mailListPage(rows: { mail: OutboxMail; subject: string }[]): Html {
+  const body = rows.length
+    ? html`<table><caption>The newest ${SHOWN} mails, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">To</th><th scope="col">Subject</th></tr></thead><tbody>${joinHtml(
+        rows.map(
+          ({ mail, subject }) =>
+            html`<tr><td>${when(mail.createdAt)}</td><td>${mail.recipient}</td><td><a href="/sandbox/mail/${mail.id}">${subject}</a></td></tr>`,
+        ),
+      )}</tbody></table>`
+    : html`<p>No mail yet. Pay a payment link, refund a payment or ask for a password reset, and its mail appears here.</p>`;
+  return page(
+    'Mail · Sandbox · Till',
+    html`<main>${sandboxBanner}<h1>Sandbox mail</h1><p>Every mail Till would have sent: receipts to buyers, notices to merchants, password resets. Also listed by <code>till mail list</code>.</p>${body}</main>`,
+  );
+}
+
+function mailPage(mail: OutboxMail, content: Awaited<ReturnType<typeof renderMail>>): Html {
+  const headers = Object.entries(content.headers);
+  return page(
+    `${content.subject} · Sandbox mail · Till`,
+    html`<main>${sandboxBanner}<p><a href="/sandbox/mail">All mail</a></p><h1>${content.subject}</h1>
+<table><tbody><tr><th scope="row">To</th><td>${mail.recipient}</td></tr><tr><th scope="row">Kept</th><td>${when(mail.createdAt)}</td></tr>${joinHtml(
+      headers.map(([name, value]) => html`<tr><th scope="row">${name}</th><td><code>${value}</code></td></tr>`),
+    )}</tbody></table>
+<p><a href="/sandbox/mail/${mail.id}/html">Open the HTML part</a></p>
+<h2>Plain-text part</h2><pre class="mail-text">${content.text}</pre></main>`,
+  );
+}
+
+function unsubscribePage(view: { topic: NoticeTopic; done: boolean; action: string }): Html {
+  const name = TOPIC_NAMES[view.topic];
+  return page(
+    'Unsubscribe · Till',
+    view.done
+      ? html`<main><h1>Unsubscribed</h1><p>You no longer receive mails about ${name}. Turn them on again on the dashboard's Notifications page.</p></main>`
+      : html`<main><h1>Unsubscribe</h1><p>Stop the mails about ${name}?</p><form method="post" action="${view.action}"><p><button type="submit">Unsubscribe</button></p></form></main>`,
+  );
+}
+
+export const RECEIPT_MAIL_PATH = '/mail/receipt';
+
+function receiptRequestPage(view: { order: string; email?: string; problem?: string; sent?: string }): Html {
+  if (view.sent)
+    return page(
+      'Receipt sent · Till',
+      html`<main><h1>Your receipt is on its way</h1><p>It goes to <strong>${view.sent}</strong>, with a receipt of any refund of this payment.</p><p><a href="/checkout/v2/orders/receipt/${view.order}">View the receipt</a></p></main>`,
+    );
+  return page(
+    'Email the receipt · Till',
+    html`<main><h1>Email me the receipt</h1><p>Payment <code>${view.order}</code>. The address is used for this payment's receipt and its refunds only.</p>
+${view.problem ? html`<p role="alert" class="problem">${view.problem}</p>` : ''}<form method="post" action="${RECEIPT_MAIL_PATH}"><input type="hidden" name="order" value="${view.order}">
+<p><label for="email">Email</label><br><input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="${view.email ?? ''}"${view.problem ? html` aria-invalid="true"` : ''}></p>
+<p><button type="submit">Send the receipt</button></p></form><p><a href="/checkout/v2/orders/receipt/${view.order}">View the receipt</a></p></main>`,
+  );
+}
+
+/** The sandbox's mail page (a deployment that serves test mode only, without SMTP), and the unsubscribe links of notices. */
+export function registerMailPages(app: FastifyInstance, context: AppContext): void {
+  const renderContext: MailRenderContext = { db: context.db, baseUrl: context.config.baseUrl, secretKey: context.config.secretKey };
+  // Kept mails hold sign-in links and buyers' addresses: shown only where nothing is live.
+  const shown = () => !context.config.modes.includes('live');
+  const keptMail = async (request: FastifyRequest) => {
+    const { id } = request.params as { id: string };
+    const mail = shown() ? await findMail(context.db, id) : undefined;
+    return mail?.status === 'KEPT' ? mail : undefined;
+  };
+  const notFound = page('Not found · Till', html`<main><h1>No such mail</h1><p><a href="/sandbox/mail">All mail</a></p></main>`);
+
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/sandbox/mail',
+      summary: "The sandbox's mail: every mail kept unsent (test mode only, no TILL_SMTP_URL)",
+      tag: SANDBOX_TAG,
+      security: 'none',
+      responses: { 200: HTML_RESPONSE, 404: HTML_RESPONSE },
+    },
+    {},
+    async (_request, reply) => {
+      if (!shown()) return sendPage(reply, 404, notFound);
+      const mails = await listMails(context.db, { status: 'KEPT', limit: SHOWN });
+      const rows = await Promise.all(mails.map(async (mail) => ({ mail, subject: (await renderMail(renderContext, mail)).subject })));
+      return sendPage(reply, 200, mailListPage(rows));
+    },
+  );
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/sandbox/mail/{id}',
+      summary: 'One kept mail: its headers and plain-text part',
+      tag: SANDBOX_TAG,
+      security: 'none',
+      responses: { 200: HTML_RESPONSE, 404: HTML_RESPONSE },
+    },
+    {},
+    async (request, reply) => {
+      const mail = await keptMail(request);
+      if (!mail) return sendPage(reply, 404, notFound);
+      return sendPage(reply, 200, mailPage(mail, await renderMail(renderContext, mail)));
+    },
+  );
+  addRoute(
+    app,
+    {
+      method: 'GET',
+      url: '/sandbox/mail/{id}/html',
+      summary: "One kept mail's HTML part, as a mail client shows it",
+      tag: SANDBOX_TAG,
+      security: 'none',
+      responses: { 200: HTML_RESPONSE, 404: HTML_RESPONSE },
+    },
+    {},
+    async (request, reply) => {
+      const mail = await keptMail(request);
+      if (!mail) return sendPage(reply, 404, notFound);
+      const content = await renderMail(renderContext, mail);
+      return reply
+        .code(200)
+        .header('content-type', 'text/html; charset=utf-8')
+        .header('cache-control', 'no-store')
+        .header('content-security-policy', MAIL_HTML_CSP)
+        .send(content.html);
+    },
+  );
+
+  // The one-click unsubscribe of RFC 8058: a POST with `List-Unsubscribe=One-Click`, from a mail
+  // client, with no cookie and no CSRF token; the link's HMAC is its authority.
+  app.register(async (scope) => {
+    registerFormParser(scope);
+    const linkOf = (request: FastifyRequest) => readUnsubscribe(context.config.secretKey, request.query as Record<string, unknown>);
+    const invalid = page(
+      'Unsubscribe · Till',
+      html`<main><h1>This unsubscribe link is not valid</h1><p>Copy the whole link from the mail, or change your notices on the dashboard's Notifications page.</p></main>`,
+    );
+    addRoute(
+      scope,
+      {
+        method: 'GET',
+        url: UNSUBSCRIBE_PATH,
+        summary: "A notice's unsubscribe link: a page that asks to confirm",
+        tag: MAIL_TAG,
+        security: 'none',
+        responses: { 200: HTML_RESPONSE, 404: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const link = linkOf(request);
+        if (!link) return sendPage(reply, 404, invalid);
+        return sendPage(reply, 200, unsubscribePage({ topic: link.topic, done: false, action: request.url }));
+      },
+    );
+    addRoute(
+      scope,
+      {
+        method: 'POST',
+        url: UNSUBSCRIBE_PATH,
+        summary: 'Unsubscribes from one notice (RFC 8058 one-click, or the confirm button)',
+        description: 'The link names the user, the notice and an HMAC of both; a mail client posts `List-Unsubscribe=One-Click`.',
+        tag: MAIL_TAG,
+        security: 'none',
+        responses: { 200: HTML_RESPONSE, 404: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const link = linkOf(request);
+        if (!link) return sendPage(reply, 404, invalid);
+        await unsubscribe(context.db, link.userId, link.topic, context.now());
+        return sendPage(reply, 200, unsubscribePage({ topic: link.topic, done: true, action: request.url }));
+      },
+    );
+
+    // The hosted page's optional email field, once paid: the public order id is the buyer's proof.
+    const orderOf = (value: unknown) => (typeof value === 'string' && /^TX-[0-9A-F]{32}$/.test(value) ? value : undefined);
+    const noOrder = page('Email the receipt · Till', html`<main><h1>No such payment</h1><p>A receipt can be emailed once the payment has settled.</p></main>`);
+    addRoute(
+      scope,
+      {
+        method: 'GET',
+        url: RECEIPT_MAIL_PATH,
+        summary: "The buyer's form to have a settled payment's receipt emailed (?order=TX-…)",
+        tag: MAIL_TAG,
+        security: 'none',
+        responses: { 200: HTML_RESPONSE, 404: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const order = orderOf((request.query as Record<string, unknown>).order);
+        return order ? sendPage(reply, 200, receiptRequestPage({ order })) : sendPage(reply, 404, noOrder);
+      },
+    );
+    addRoute(
+      scope,
+      {
+        method: 'POST',
+        url: RECEIPT_MAIL_PATH,
+        summary: "Emails a settled payment's receipt, and its refunds' receipts, to the buyer's address",
+        description: `Form fields \`order\` (the public order id, TX-…) and \`email\`. At most ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses per payment.`,
+        tag: MAIL_TAG,
+        security: 'none',
+        responses: { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 404: HTML_RESPONSE, 429: HTML_RESPONSE },
+      },
+      {},
+      async (request, reply) => {
+        const fields = formFields(request);
+        const order = orderOf(fields.order);
+        if (!order) return sendPage(reply, 404, noOrder);
+        const email = (fields.email ?? '').trim().slice(0, 254);
+        const problem = mailAddressProblem(email);
+        if (problem) return sendPage(reply, 400, receiptRequestPage({ order, email, problem: `The email ${problem}.` }));
+        const outcome = await requestReceipt(context.db, order, email, { now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
+        if (outcome === 'not_found') return sendPage(reply, 404, noOrder);
+        if (outcome === 'too_many')
+          return sendPage(
+            reply,
+            429,
+            receiptRequestPage({
+              order,
+              email,
+              problem: `This receipt was already sent to ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses, the most one payment takes.`,
+            }),
+          );
+        return sendPage(reply, 200, receiptRequestPage({ order, sent: email.toLowerCase() }));
+      },
+    );
+  });
+}
