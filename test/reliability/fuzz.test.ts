@@ -409,6 +409,18 @@ function specs(f: Fixture): Record<string, Spec> {
     },
     'POST /api/checkout/v2/webhooks/events/:eventId/redeliver': redeliver,
     'POST /api/checkout/v2/webhooks/test': { body: { json: [{}, { type: 'payment.succeeded' }], limit: 16 * 1024 } },
+    'GET /api/checkout/v2/events': {
+      query: {
+        type: oneOf('payment.succeeded', 'session.expired,refund.failed', 'payment.refunded', ''),
+        createdFrom: oneOf('2020-01-01T00:00:00Z', 'yesterday'),
+        createdTo: oneOf('2040-01-01T00:00:00Z', '2020-01-01T00:00:00Z'),
+        order: oneOf('newest', 'oldest', 'random'),
+        limit: oneOf('1', '100', '101', '0', '-1', '1.5'),
+        cursor: oneOf('AAAA', '%00', ''),
+      },
+    },
+    'GET /api/checkout/v2/events/:eventId': { params: { eventId: [...f.eventIds, 'evt_nope', '%00'] } },
+    'POST /api/checkout/v2/events/test': { body: { json: [{}, { type: 'payment.succeeded' }, { type: 'refund.failed' }, { type: 'nope' }], limit: 16 * 1024 } },
     'GET /account': {},
     'GET /account/coding-agents': {},
     'POST /oauth/token': { weight: 2, body: { form: tokenFields } },
