@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
+import { purgeEndedPasswordResets } from './accounts/password-resets.ts';
 import { purgeForgottenFailures } from './accounts/throttle.ts';
 import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createFacilitator } from './chain/facilitator.ts';
@@ -139,6 +140,7 @@ export async function createService(config: Config, options: CreateServiceOption
         purges: [
           purgeOldQuotes,
           purgeEndedUserSessions,
+          purgeEndedPasswordResets,
           purgeForgottenFailures,
           purgeEndedAuthorizationRequests,
           purgeEndedGrantSecrets,

@@ -1,6 +1,8 @@
 import { hash, verify } from '@node-rs/argon2';
 import { newId } from '../common/ids.ts';
+import type { Mode } from '../common/modes.ts';
 import type { Db } from '../db/index.ts';
+import { queueAccountMail } from '../mail/notices.ts';
 import { endAllUserSessions } from './user-sessions.ts';
 
 export type User = { id: string; merchantId: string; email: string; createdAt: number };
@@ -70,17 +72,20 @@ export async function createUser(db: Db, input: { merchantId: string; email: str
   return user;
 }
 
-/** Sets a new password; the caller ends the user's sessions. Undefined when there is no such user. */
-export async function setPassword(db: Db, email: string, password: string, now = Date.now()): Promise<User | undefined> {
+/**
+ * Sets a new password, and tells the user by mail in the same transaction (listed under `mailMode`);
+ * the caller ends the user's sessions. Undefined when there is no such user.
+ */
+export async function setPassword(db: Db, email: string, password: string, now = Date.now(), mailMode: Mode = 'sandbox'): Promise<User | undefined> {
   const problem = passwordProblem(password);
   if (problem) throw new UserError(`password ${problem}`);
   const user = await findUserByEmail(db, email);
   if (!user) return undefined;
-  await db
-    .updateTable('users')
-    .set({ password_hash: await hashPassword(password), updated_at: now })
-    .where('id', '=', user.id)
-    .execute();
+  const passwordHash = await hashPassword(password);
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('users').set({ password_hash: passwordHash, updated_at: now }).where('id', '=', user.id).execute();
+    await queueAccountMail(trx, user, mailMode, `password:${user.id}:${now}`, { kind: 'password_changed', email: user.email, at: now }, now);
+  });
   return user;
 }
 

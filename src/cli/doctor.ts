@@ -15,6 +15,7 @@ import {
   secretKeyCheck,
   webhookUrlCheck,
 } from './live-checks.ts';
+import { smtpCheck } from './mail.ts';
 import { noneLeft, takeFlag } from './output.ts';
 
 const MARK: Record<Check['status'], string> = { ok: '✓', failed: '✗', skipped: '–' };
@@ -45,8 +46,8 @@ async function runChecks(config: Config): Promise<Check[]> {
       checkRpcLogRange(config),
       checkTokenDomain(config),
     ]);
-    const [supported, credentials, chain, logRange, token] = await network;
-    checks.push(supported, credentials, ...chain, logRange, token);
+    const [[supported, credentials, chain, logRange, token], mail] = await Promise.all([network, smtpCheck(config)]);
+    checks.push(supported, credentials, ...chain, logRange, token, mail);
     if (config.mode === 'live') {
       if (usable)
         checks.push(

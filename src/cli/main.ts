@@ -39,6 +39,8 @@ Commands:
                                                follow a Till's events of the key's mode and forward each to URL, signed with a local secret
   till trigger EVENT_TYPE [--api-key KEY] [--till URL] [--json]
                                                a test-mode event with made-up values, for trying a receiver (test keys only)
+  till mail list [--status PENDING|SENT|FAILED|KEPT] [--merchant MERCHANT_ID] [--limit N] [--json]
+                                               mails, newest first: to whom, whether sent, the last error (KEPT: no SMTP server)
   till payments pending [--limit N] [--json]   PENDING payments, oldest first: age, validBefore, the reconciler's last finding
   till live prepare [--json]                   before the first live start on a database used in the sandbox: archive open
                                                sandbox sessions, remove the demo user and revoke its merchant's test keys
@@ -67,6 +69,7 @@ const commands: Record<string, () => Promise<Command>> = {
   audit: async () => (await import('./audit.ts')).auditCommand,
   mcp: async () => (await import('./mcp.ts')).mcpCommand,
   payments: async () => (await import('./payments.ts')).paymentsCommand,
+  mail: async () => (await import('./mail.ts')).mailCommand,
   live: async () => (await import('./live.ts')).liveCommand,
 };
 

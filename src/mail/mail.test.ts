@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { createUser } from '../accounts/users.ts';
+import { runNodeScript } from '../testing/child-process.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../testing/harness.ts';
 import { mailsTo, type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../testing/smtp.ts';
 import { waitFor } from '../testing/wait.ts';
@@ -145,6 +147,33 @@ for (const { engine, skip } of engines) {
       const [row] = (await listMails(shop.service.context.db, { limit: 100 })).filter((mail) => mail.recipient === target);
       assert.equal(row?.attempts, 4);
       assert.equal(mailsTo(smtp, target).length, 1);
+    });
+
+    test('the operator sees every mail with till mail list, and the failed ones on their own', async () => {
+      const cli = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+      const env = {
+        ...process.env,
+        TILL_DATABASE_URL: shop.service.config.databaseUrl,
+        TILL_DATA_DIR: shop.service.config.dataDir,
+        TILL_SECRET_KEY: shop.service.config.secretKey.toString('hex'),
+        TILL_LOG_LEVEL: 'silent',
+      };
+      const listed = await runNodeScript(cli, ['mail', 'list', '--json'], { env });
+      assert.equal(listed.code, 0, listed.stderr);
+      const { mails } = JSON.parse(listed.stdout) as { mails: { kind: string; to: string; status: string; attempts: number }[] };
+      assert.deepEqual(
+        mails.map((mail) => [mail.kind, mail.to, mail.status]).sort(),
+        [
+          ['payment_received', owner, 'SENT'],
+          ['receipt', buyer, 'SENT'],
+          ['receipt', 'second@example.org', 'SENT'],
+        ].sort(),
+      );
+      const failed = await runNodeScript(cli, ['mail', 'list', '--status', 'failed'], { env });
+      assert.equal(failed.stdout.trim(), 'No mail.');
+      const wrong = await runNodeScript(cli, ['mail', 'list', '--status', 'lost'], { env });
+      assert.notEqual(wrong.code, 0);
+      assert.match(wrong.stderr, /--status must be one of PENDING, SENT, FAILED, KEPT/);
     });
   });
 }

@@ -38,10 +38,10 @@ const sandboxBanner = html`<p class="sandbox-banner" role="note"><strong>Sandbox
 
 function mailListPage(rows: { mail: OutboxMail; subject: string }[]): Html {
   const body = rows.length
-    ? html`<table><caption>The newest ${SHOWN} mails, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">To</th><th scope="col">Subject</th></tr></thead><tbody>${joinHtml(
+    ? html`<table class="cards"><caption>The newest ${SHOWN} mails, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">To</th><th scope="col">Subject</th></tr></thead><tbody>${joinHtml(
         rows.map(
           ({ mail, subject }) =>
-            html`<tr><td>${when(mail.createdAt)}</td><td>${mail.recipient}</td><td><a href="/sandbox/mail/${mail.id}">${subject}</a></td></tr>`,
+            html`<tr><td data-label="When">${when(mail.createdAt)}</td><td data-label="To">${mail.recipient}</td><td data-label="Subject"><a href="/sandbox/mail/${mail.id}">${subject}</a></td></tr>`,
         ),
       )}</tbody></table>`
     : html`<p>No mail yet. Pay a payment link, refund a payment or ask for a password reset, and its mail appears here.</p>`;

@@ -21,6 +21,7 @@ import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { html } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
+import { FORGOT_PATH, registerPasswordResetPages } from './reset.route.ts';
 
 const TAG = 'Merchant sign-in';
 
@@ -40,6 +41,7 @@ ${view.problem ? html`<p role="alert" class="problem">${view.problem}</p>` : ''}
 <p><label for="password">Password</label><br><input id="password" name="password" type="password" autocomplete="current-password" required></p>
 <p><button type="submit">Sign in</button></p>
 </form>
+<p><a href="${FORGOT_PATH}">Forgot your password?</a></p>
 ${view.upstream ? html`<p><a href="/sign-in/oidc?return_to=${encodeURIComponent(view.returnTo)}">Sign in with your identity provider</a></p>` : ''}</main>`,
   );
 }
@@ -68,6 +70,7 @@ const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 
 /** The sign-in, sign-out and account pages of merchant users; registered in the web scope, which guards their form posts. */
 export function registerSignInPages(app: FastifyInstance, context: AppContext): void {
+  registerPasswordResetPages(app, context);
   addRoute(
     app,
     { method: 'GET', url: '/sign-in', summary: 'The sign-in page of merchant users', tag: TAG, security: 'none', responses: { 200: HTML_RESPONSE } },
