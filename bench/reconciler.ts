@@ -14,9 +14,8 @@ import { HTTPFacilitatorClient } from '@x402/core/http';
 import { type Insertable, sql } from 'kysely';
 import { pino } from 'pino';
 import { type Address, getAddress, type Hex, type LocalAccount } from 'viem';
-import { createFacilitator } from '../src/chain/facilitator.ts';
 import { confirmSettled, followUpPayments, type PaymentsPassOptions as ReconcilerOptions } from '../src/chain/payments.ts';
-import { createChainReader } from '../src/chain/reader.ts';
+import { createRails } from '../src/chain/rails.ts';
 import { NETWORK_V2 } from '../src/common/network.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/index.ts';
@@ -334,18 +333,8 @@ async function benchEngine(
     log(`  ${engine.padEnd(8)} ${ROWS} PENDING payments signed and written in ${fmt(fillSeconds, 1)} s`);
 
     // What the service's timer passes to the reconciler.
-    const options: ReconcilerOptions = {
-      chain: createChainReader(config.baseRpcUrl!),
-      facilitator: createFacilitator({
-        url: config.facilitatorUrl!,
-        headers: config.facilitatorHeaders,
-        callSeconds: context.metrics.facilitatorCallSeconds,
-        settleTimeoutMs: config.facilitatorSettleTimeoutMs,
-      }),
-      intervalMs: config.reconcileIntervalMs,
-      graceMs: config.reconcileGraceMs,
-      confirmations: BigInt(config.finalityConfirmations),
-    };
+    const rails = createRails(config, context.metrics).sandbox!;
+    const options: ReconcilerOptions = { ...rails, chain: rails.chain!, intervalMs: config.reconcileIntervalMs, graceMs: config.reconcileGraceMs };
 
     const index = new Map<string, number>();
     const checks = new Int32Array(ROWS);

@@ -17,6 +17,21 @@ export type WebhookSettings = {
   allowPrivateTargets: boolean;
 };
 
+/**
+ * Where one mode's payments go: its facilitator, its chain's RPC and token, its explorer. Test mode
+ * pays on the sandbox (`till sandbox`, built in or shared), live mode on Base.
+ */
+export type ChainSettings = {
+  /** Unset in test mode until `till serve` has started (or found) the built-in sandbox. */
+  facilitatorUrl: string | undefined;
+  facilitator: { kind: 'url' } | { kind: 'coinbase'; apiKeyId: string; apiKeySecret: string };
+  facilitatorHeaders: Record<string, string>;
+  rpcUrl: string | undefined;
+  usdcAddress: string | undefined;
+  explorerTxUrl: string;
+  finalityConfirmations: number;
+};
+
 /** Every setting Till reads, from the environment, with its embedded default. */
 export type Config = {
   port: number;
@@ -30,10 +45,16 @@ export type Config = {
   dataDir: string;
   sessionTtlSeconds: number;
   secretKey: Buffer;
-  /** Sandbox when no real facilitator is configured: fake money, test keys only. */
+  /**
+   * `live` when a real facilitator is configured (the deployment then serves live and, unless
+   * TILL_MODES says otherwise, test mode beside it); `sandbox` otherwise: fake money, test keys only.
+   * What a deployment checks at start; a request's mode is its credential's, never this.
+   */
   mode: 'sandbox' | 'live';
-  /** The modes this deployment serves; a credential of another mode is refused. */
+  /** The modes this deployment serves (TILL_MODES); a credential of another mode is refused. */
   modes: readonly Mode[];
+  /** Each served mode's facilitator and chain. The top-level chain settings below are the deployment's main mode's, as given. */
+  chains: Partial<Record<Mode, ChainSettings>>;
   facilitatorUrl: string | undefined;
   /**
    * How Till authenticates to the facilitator: static headers (`url`, any facilitator), or a JWT signed
@@ -113,6 +134,7 @@ export const COINBASE_FACILITATOR_URL = 'https://api.cdp.coinbase.com/platform/v
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x address');
 
 /** Settings whose URL may hold a provider's key (`https://base-mainnet.g.alchemy.com/v2/KEY`): shown as `https://host/…` only. */
 const KEYED_URLS = new Set(['TILL_BASE_RPC_URL']);
@@ -288,6 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const facilitatorUrl = read(env, 'TILL_FACILITATOR_URL', httpUrl, facilitator.kind === 'coinbase' ? COINBASE_FACILITATOR_URL : undefined);
   const sandboxFlag = flag(env, 'TILL_SANDBOX', false);
   const mode = facilitatorUrl && !sandboxFlag ? 'live' : 'sandbox';
+  const modes = loadModes(env, mode);
   const role = required(read(env, 'TILL_ROLE', z.enum(['all', 'api', 'worker']), 'all'));
   if (databaseKind === 'sqlite' && role !== 'all') {
     throw new ConfigError('TILL_ROLE', 'roles can be split across processes only on PostgreSQL; SQLite runs as one process with role "all"');
@@ -305,18 +328,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionTtlSeconds: required(read(env, 'TILL_SESSION_TTL_SECONDS', positiveInt, '86400')),
     secretKey: loadSecretKey(env, databaseKind, dataDir),
     mode,
-    modes: [mode],
+    modes,
+    chains: {},
     facilitatorUrl,
     facilitator,
     facilitatorHeaders: parseHeaders(env.TILL_FACILITATOR_HEADERS),
     devAllowHttpLoopback: flag(env, 'TILL_DEV_ALLOW_HTTP_LOOPBACK', false),
     baseRpcUrl: read(env, 'TILL_BASE_RPC_URL', httpUrl, undefined),
-    usdcAddress: read(
-      env,
-      'TILL_USDC_ADDRESS',
-      z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x address'),
-      mode === 'live' ? BASE_USDC_ADDRESS : undefined,
-    ),
+    usdcAddress: read(env, 'TILL_USDC_ADDRESS', address, mode === 'live' ? BASE_USDC_ADDRESS : undefined),
     explorerTxUrl: required(
       read(
         env,
@@ -326,7 +345,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
     ),
     sandboxPort: required(read(env, 'TILL_SANDBOX_PORT', port, '8545')),
-    sandboxUrl: mode === 'sandbox' ? read(env, 'TILL_SANDBOX_URL', httpUrl, undefined) : undefined,
+    sandboxUrl: modes.includes('sandbox') ? read(env, 'TILL_SANDBOX_URL', httpUrl, undefined) : undefined,
     logLevel: required(read(env, 'TILL_LOG_LEVEL', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info')),
     databasePoolSize: required(read(env, 'TILL_DATABASE_POOL_SIZE', positiveInt, '10')),
     role,
@@ -346,7 +365,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     x402QuotesPerMinutePerClient: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_CLIENT', positiveInt, '120')),
     x402QuotesPerMinutePerSession: required(read(env, 'TILL_X402_QUOTES_PER_MINUTE_PER_SESSION', positiveInt, '2400')),
     webhooks: loadWebhookSettings(env, mode),
-    mail: loadMailSettings(env, [mode], (setting, message) => new ConfigError(setting, message)),
+    mail: loadMailSettings(env, modes, (setting, message) => new ConfigError(setting, message)),
     signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
     signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
     oidc: loadOidc(env),
@@ -359,7 +378,74 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `is true while TILL_USDC_ADDRESS is Base's real USDC (${BASE_USDC_ADDRESS}): test keys would take real money. Remove TILL_SANDBOX for live mode, or point TILL_USDC_ADDRESS at a test token`,
     );
   if (mode === 'live') checkLiveSettings(config);
+  config.chains = loadChains(env, config);
   return config;
+}
+
+/**
+ * TILL_MODES: `test`, `live` or `test,live`. A deployment with a live facilitator serves both by
+ * default (test mode beside live, as merchants know it from Stripe); without one, test only.
+ */
+function loadModes(env: NodeJS.ProcessEnv, mode: Config['mode']): Mode[] {
+  const raw = env.TILL_MODES?.trim();
+  if (!raw) return mode === 'live' ? ['live', 'sandbox'] : ['sandbox'];
+  const names = [...new Set(raw.split(',').map((name) => name.trim().toLowerCase()))];
+  const unknown = names.find((name) => name !== 'test' && name !== 'live');
+  if (unknown !== undefined) throw new ConfigError('TILL_MODES', `${JSON.stringify(unknown)} is not a mode: write test, live or test,live`);
+  if (names.includes('live') && mode !== 'live')
+    throw new ConfigError('TILL_MODES', 'names live, but no live facilitator is configured (set TILL_FACILITATOR_URL, or TILL_FACILITATOR=coinbase)');
+  if (!names.includes('live') && mode === 'live')
+    throw new ConfigError(
+      'TILL_MODES',
+      'leaves live out while a live facilitator is configured: write live or test,live (or remove TILL_FACILITATOR_URL for a test-only deployment)',
+    );
+  return names.map((name) => (name === 'test' ? 'sandbox' : 'live'));
+}
+
+/**
+ * Each served mode's chain. The deployment's main mode takes the settings as given (TILL_FACILITATOR_URL,
+ * TILL_BASE_RPC_URL, TILL_USDC_ADDRESS…). Test mode beside live pays on a sandbox: a shared one
+ * (`till sandbox` as its own service, TILL_SANDBOX_URL), one named setting by setting
+ * (TILL_TEST_FACILITATOR_URL, TILL_TEST_RPC_URL, TILL_TEST_USDC_ADDRESS), or, with neither, the one
+ * `till serve` starts beside a single instance.
+ */
+function loadChains(env: NodeJS.ProcessEnv, config: Config): Config['chains'] {
+  const main: ChainSettings = {
+    facilitatorUrl: config.facilitatorUrl,
+    facilitator: config.facilitator,
+    facilitatorHeaders: config.facilitatorHeaders,
+    rpcUrl: config.baseRpcUrl,
+    usdcAddress: config.usdcAddress,
+    explorerTxUrl: config.explorerTxUrl,
+    finalityConfirmations: config.finalityConfirmations,
+  };
+  if (config.mode === 'sandbox') return { sandbox: main };
+  const chains: Config['chains'] = { live: main };
+  if (!config.modes.includes('sandbox')) return chains;
+  const shared = config.sandboxUrl;
+  const testUsdc = read(env, 'TILL_TEST_USDC_ADDRESS', address, undefined);
+  if (testUsdc?.toLowerCase() === BASE_USDC_ADDRESS.toLowerCase())
+    throw new ConfigError(
+      'TILL_TEST_USDC_ADDRESS',
+      `is Base's real USDC (${BASE_USDC_ADDRESS}): test mode would take real money; name the sandbox's or a test network's token`,
+    );
+  chains.sandbox = {
+    facilitatorUrl: read(env, 'TILL_TEST_FACILITATOR_URL', httpUrl, shared && `${shared}/facilitator`),
+    facilitator: { kind: 'url' },
+    facilitatorHeaders: {},
+    rpcUrl: read(env, 'TILL_TEST_RPC_URL', httpUrl, shared && `${shared}/rpc`),
+    usdcAddress: testUsdc,
+    explorerTxUrl: required(
+      read(env, 'TILL_TEST_EXPLORER_TX_URL', z.string().includes('{hash}', { message: 'must contain {hash}' }), `${config.baseUrl}/sandbox/tx/{hash}`),
+    ),
+    finalityConfirmations: 0,
+  };
+  return chains;
+}
+
+/** The block-explorer link template of a mode's transactions (test mode's is the sandbox's own explorer). */
+export function explorerTxUrlOf(config: Pick<Config, 'chains' | 'baseUrl'>, mode: Mode): string {
+  return config.chains[mode]?.explorerTxUrl ?? (mode === 'live' ? 'https://basescan.org/tx/{hash}' : `${config.baseUrl}/sandbox/tx/{hash}`);
 }
 
 /** The facilitator's kind and credentials; `coinbase` needs a CDP API key. */

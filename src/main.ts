@@ -3,8 +3,7 @@ import { type Logger, pino } from 'pino';
 import { purgeEndedPasswordResets } from './accounts/password-resets.ts';
 import { purgeForgottenFailures } from './accounts/throttle.ts';
 import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
-import { createFacilitator } from './chain/facilitator.ts';
-import { createChainReader } from './chain/reader.ts';
+import { createRails, railsList } from './chain/rails.ts';
 import { startReconciler } from './chain/reconciler.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
@@ -92,21 +91,12 @@ export async function createService(config: Config, options: CreateServiceOption
     ...(options.faultHook ? { faultHook: options.faultHook } : {}),
   };
   context.metrics.sources.oldestPendingSeconds = async () => {
-    const since = await oldestPendingSince(context.db, config.mode);
+    const since = await oldestPendingSince(context.db, config.modes);
     return since === undefined ? 0 : Math.max(0, (context.now() - since) / 1000);
   };
-  // The facilitator and the chain reader, built once: the pay flow, refunds and the reconciler share them.
-  const facilitator = config.facilitatorUrl
-    ? createFacilitator({
-        url: config.facilitatorUrl,
-        auth: config.facilitator,
-        headers: config.facilitatorHeaders,
-        callSeconds: context.metrics.facilitatorCallSeconds,
-        settleTimeoutMs: config.facilitatorSettleTimeoutMs,
-      })
-    : undefined;
-  const chain = config.baseRpcUrl ? createChainReader(config.baseRpcUrl) : undefined;
-  const x402 = createX402Services(context, { facilitator, chain });
+  // Each mode's facilitator and chain reader, built once: the pay flow, refunds and the reconcilers share them.
+  const rails = createRails(config, context.metrics);
+  const x402 = createX402Services(context, rails);
   const clientMetadata = createClientMetadataResolver(config);
   const app = await buildApp(context, [
     registerSessionRoutes,
@@ -122,7 +112,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerDiscoveryRoutes,
     registerMcpRoutes,
     registerMailPages,
-    registerWebPages(clientMetadata, x402 && { facilitator: x402.facilitator, chain: x402.chain }),
+    registerWebPages(clientMetadata, rails),
   ]);
   // Background roles: every instance may run them; they claim work through the database.
   const workers: Worker[] = [];
@@ -149,16 +139,9 @@ export async function createService(config: Config, options: CreateServiceOption
         ],
       }),
     );
-    if (x402 && chain) {
-      workers.push(
-        startReconciler(context, {
-          chain,
-          facilitator: x402.facilitator,
-          intervalMs: config.reconcileIntervalMs,
-          graceMs: config.reconcileGraceMs,
-          confirmations: BigInt(config.finalityConfirmations),
-        }),
-      );
+    for (const modeRails of railsList(rails)) {
+      const { chain } = modeRails;
+      if (chain) workers.push(startReconciler(context, { ...modeRails, chain, intervalMs: config.reconcileIntervalMs, graceMs: config.reconcileGraceMs }));
     }
   }
   return {

@@ -66,9 +66,9 @@ describe('till merchant and keys', () => {
     const json = JSON.parse(till(['merchant', 'create', '--name', 'Listed', '--json'], env).stdout);
     const listed = till(['merchant', 'list'], env);
     assert.equal(listed.status, 0, listed.stderr);
-    assert.match(listed.stdout, new RegExp(`${json.merchantId}  Listed\\n  wallet: not set\\n  keys: ${json.keyId} \\(sk_test_…${json.apiKey.slice(-4)}\\)`));
+    assert.match(listed.stdout, new RegExp(`${json.merchantId}  Listed\\n  wallets: test not set, live not set\\n  keys: ${json.keyId} \\(sk_test_…${json.apiKey.slice(-4)}\\)`));
     // Typed in lower case, shown checksummed (EIP-55) as wallets show it.
-    assert.ok(listed.stdout.includes(`wallet: ${getAddress(`0x${'ab'.repeat(20)}`)}`), listed.stdout);
+    assert.ok(listed.stdout.includes(`wallets: test ${getAddress(`0x${'ab'.repeat(20)}`)}`), listed.stdout);
     assert.match(listed.stdout, /till keys create --merchant MERCHANT_ID/);
     assert.ok(!listed.stdout.includes(json.apiKey));
     const { merchants } = JSON.parse(till(['merchant', 'list', '--json'], env).stdout);
@@ -77,7 +77,7 @@ describe('till merchant and keys', () => {
       entry.keys.map((k: { keyId: string; lastFour: string }) => [k.keyId, k.lastFour]),
       [[json.keyId, json.apiKey.slice(-4)]],
     );
-    assert.equal(entry.walletAddress, null);
+    assert.deepEqual(entry.wallets, { sandbox: null, live: null });
     assert.ok(!JSON.stringify(merchants).includes(json.apiKey));
     // A lost key: a new one, then the old one revoked; the list follows.
     const replacement = JSON.parse(till(['keys', 'create', '--merchant', json.merchantId, '--json'], env).stdout);

@@ -167,6 +167,7 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
         PORT: '0',
         TILL_FACILITATOR_URL: urls.facilitator,
         TILL_BASE_RPC_URL: urls.base,
+        TILL_MODES: 'live',
         ...env,
       },
       timeoutMs: 60_000,
@@ -196,6 +197,7 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
     TILL_DEV_ALLOW_HTTP_LOOPBACK: 'true',
     TILL_FACILITATOR_URL: urls.facilitator,
     TILL_BASE_RPC_URL: urls.base,
+    TILL_MODES: 'live',
   });
 
   /** `till doctor`'s check of the sandbox data in a live start's way. */
@@ -307,6 +309,8 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
       const made = await createDemoMerchant(sandbox.context.db, dataDir);
       assert.ok(made);
       demo = made;
+      // The demo wallet is a test wallet; as if an operator had also made it the live one, which live money must never reach.
+      await sandbox.context.db.updateTable('merchants').set({ wallet_address: made.wallet }).where('id', '=', made.merchantId).execute();
       const user = await findUserByEmail(sandbox.context.db, DEMO_USER_EMAIL);
       await removeUser(sandbox.context.db, user!.id);
       own = await createMerchant(sandbox.context.db, { walletAddress: ownWallet, keyMode: 'live' });
@@ -335,8 +339,8 @@ describe('refused by `till serve` after asking the facilitator and the chain', (
     assert.equal(existsSync(demo.payoutKeyFile), false, 'the demo payout key is deleted');
     const database = openDatabase(loadConfig(live));
     try {
-      assert.equal((await findMerchant(database.db, demo.merchantId))?.walletAddress, null, 'the demo merchant is paid out nowhere');
-      assert.equal((await findMerchant(database.db, own.merchantId))?.walletAddress, ownWallet, "the operator's own merchant is untouched");
+      assert.equal((await findMerchant(database.db, demo.merchantId))?.wallets.live, null, 'the demo merchant is paid out nowhere in live');
+      assert.equal((await findMerchant(database.db, own.merchantId))?.wallets.live, ownWallet, "the operator's own merchant is untouched");
     } finally {
       await database.close();
     }

@@ -82,7 +82,7 @@ for (const { engine, skip } of engines) {
 
       const { code, stdout, stderr } = await login.exited;
       assert.equal(code, 0, stderr);
-      assert.match(stdout, /^Authorized for http:\/\/127\.0\.0\.1:\d+\/mcp with the scopes: settings:read orders:read\.$/m);
+      assert.match(stdout, /^Authorized for http:\/\/127\.0\.0\.1:\d+\/mcp with the scopes: settings:read orders:read, on test data\.$/m);
       const accessToken = /^(eyJ[\w-]+\.[\w-]+\.[\w-]+)$/m.exec(stdout)?.[1];
       assert.ok(accessToken, stdout);
 

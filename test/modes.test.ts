@@ -39,7 +39,7 @@ const CLI = resolve(import.meta.dirname, '../src/cli/main.ts');
 const UNKNOWN_SESSION = 'ps_NoSuchSessionAnywhere0000';
 
 for (const { engine, skip } of engines) {
-  describeOnEngine(`modes as data on one database (${engine})`, skip, () => {
+  describeOnEngine(`modes as data on one database: a test-only and a live-only deployment (${engine})`, skip, () => {
     let shop: PayingShop;
     let live: Service;
     let liveUrl: string;
@@ -80,6 +80,8 @@ for (const { engine, skip } of engines) {
         TILL_BASE_RPC_URL: TILL_BASE_RPC_URL!,
         TILL_USDC_ADDRESS: TILL_USDC_ADDRESS!,
         TILL_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+        // A live-only deployment: test mode, beside live, is test/test-and-live.test.ts's.
+        TILL_MODES: 'live',
       });
       assert.equal(liveConfig.mode, 'live');
       live = await createService(liveConfig, { workers: false, log: pino({ level: 'silent' }) });
@@ -129,16 +131,23 @@ for (const { engine, skip } of engines) {
         [sandboxPaid],
       );
 
-      // An endpoint saved in live is a live one: it replaces the sandbox one, with a new key.
+      // A merchant has an endpoint per mode: one saved in live is another endpoint, with its own URL, key and secret.
       const other = await createMerchant(db(), { name: 'Endpoint owner' });
       const sandboxSecrets = await setWebhook(db(), shop.service.config.secretKey, other.id, { url: 'http://127.0.0.1:9/hook' }, 'sandbox');
-      const endpointMode = async () => (await db().selectFrom('webhook_endpoints').select('mode').where('merchant_id', '=', other.id).executeTakeFirst())?.mode;
-      assert.equal(await endpointMode(), 'sandbox');
-      assert.equal(await getWebhook(db(), shop.service.config.secretKey, other.id, 'live'), undefined, 'a live service sees no sandbox endpoint');
+      const endpointModes = async () =>
+        (await db().selectFrom('webhook_endpoints').select('mode').where('merchant_id', '=', other.id).orderBy('mode').execute()).map((row) => row.mode);
+      assert.deepEqual(await endpointModes(), ['sandbox']);
+      assert.equal(await getWebhook(db(), shop.service.config.secretKey, other.id, 'live'), undefined, 'live mode sees no test endpoint');
       const liveSecrets = await setWebhook(db(), shop.service.config.secretKey, other.id, { url: 'https://shop.example/hook' }, 'live');
-      assert.equal(await endpointMode(), 'live');
+      assert.deepEqual(await endpointModes(), ['live', 'sandbox']);
       assert.notEqual(liveSecrets.webhookKey, sandboxSecrets.webhookKey);
-      assert.equal(await getWebhook(db(), shop.service.config.secretKey, other.id, 'sandbox'), undefined);
+      assert.notEqual(liveSecrets.signingSecret, sandboxSecrets.signingSecret);
+      const [liveEndpoint, sandboxEndpoint] = await Promise.all(
+        (['live', 'sandbox'] as const).map((mode) => getWebhook(db(), shop.service.config.secretKey, other.id, mode)),
+      );
+      assert.equal(liveEndpoint?.url, 'https://shop.example/hook');
+      assert.equal(sandboxEndpoint?.url, 'http://127.0.0.1:9/hook', 'the test endpoint is left as it was');
+      assert.equal(sandboxEndpoint?.webhookKey, sandboxSecrets.webhookKey);
     });
 
     test('a live service answers a sandbox session 404, as an unknown one: E3 (both paths), the hosted page, E2, the read; its receipt too', async () => {
@@ -193,7 +202,7 @@ for (const { engine, skip } of engines) {
       assert.ok(pendingSandbox.length > 0, 'the sandbox payment queued deliveries to the sandbox endpoint');
       const expiring = await shop.createSession({ amount: 2, currency: 'USD' });
       const far = Date.now() + 365 * 86_400_000;
-      await expireDueSessions(live.context, far, live.context.config.explorerTxUrl);
+      await expireDueSessions(live.context, far);
       const status = await db().selectFrom('payment_sessions').select('status').where('id', '=', expiring).executeTakeFirstOrThrow();
       assert.equal(status.status, 'OPEN');
 
@@ -228,13 +237,13 @@ for (const { engine, skip } of engines) {
     test('in live, an http endpoint saved before is never sent to: the delivery fails at once and says why', async () => {
       const plain = await startReceiver();
       try {
-        const merchant = await createMerchant(db(), { name: 'Plain http', walletAddress: newAccount().address });
+        const merchant = await createMerchant(db(), { name: 'Plain http', wallets: { live: newAccount().address } });
         const key = await createApiKey(db(), merchant.id, 'live');
         // As if saved before https was required: an http URL on an endpoint of live mode.
-        await setWebhook(db(), shop.service.config.secretKey, merchant.id, { url: plain.url, events: ['session.expired'] }, 'sandbox');
-        await db().updateTable('webhook_endpoints').set({ mode: 'live' }).where('merchant_id', '=', merchant.id).execute();
+        await setWebhook(db(), shop.service.config.secretKey, merchant.id, { url: 'https://shop.example/hook', events: ['session.expired'] }, 'live');
+        await db().updateTable('webhook_endpoints').set({ url: plain.url }).where('merchant_id', '=', merchant.id).where('mode', '=', 'live').execute();
         const sessionId = await createSession(liveUrl, key.apiKey, { amount: 3, currency: 'USD' });
-        const expired = await expireDueSessions(live.context, Date.now() + 2 * live.context.config.sessionTtlSeconds * 1000, live.context.config.explorerTxUrl);
+        const expired = await expireDueSessions(live.context, Date.now() + 2 * live.context.config.sessionTtlSeconds * 1000);
         assert.ok(expired.includes(sessionId));
         const event = await db().selectFrom('webhook_events').select(['id', 'mode']).where('session_id', '=', sessionId).executeTakeFirstOrThrow();
         assert.equal(event.mode, 'live');
@@ -269,6 +278,8 @@ for (const { engine, skip } of engines) {
       const made = await createDemoMerchant(db(), shop.service.config.dataDir);
       assert.ok(made);
       const demo = { id: made.merchantId };
+      // The demo wallet is a test wallet; as if an operator had also made it the live one, which live money must never reach.
+      await db().updateTable('merchants').set({ wallet_address: made.wallet }).where('id', '=', demo.id).execute();
       const demoKey = {
         apiKey: made.apiKey,
         keyId: (await db().selectFrom('api_keys').select('id').where('merchant_id', '=', demo.id).executeTakeFirstOrThrow()).id,
@@ -342,7 +353,7 @@ for (const { engine, skip } of engines) {
         demoWalletMerchants: [],
       });
       assert.equal(existsSync(made.payoutKeyFile), false, 'the demo payout key is deleted');
-      assert.equal((await findMerchant(db(), demo.id))?.walletAddress, null, 'the demo merchant is paid out nowhere');
+      assert.equal((await findMerchant(db(), demo.id))?.wallets.live, null, 'the demo merchant is paid out nowhere in live');
       assert.equal(await countPayableSandboxSessions(db()), 0);
       assert.equal(await findUserByEmail(db(), DEMO_USER_EMAIL), undefined);
       assert.equal(await events(), eventsBefore, 'archiving sends no webhook');

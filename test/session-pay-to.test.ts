@@ -81,7 +81,7 @@ for (const { engine, skip } of engines) {
           currency: 'USD',
           chains: [{ name: 'base', tokens: ['USDC'], publicAddress: destination }],
         },
-        { createdVia: 'mcp' },
+        { createdVia: 'mcp', mode: 'sandbox' },
       );
       assert.equal(created.warnings, undefined);
       const offer = await env.challenge(created.sessionId);

@@ -194,7 +194,7 @@ for (const { engine, skip } of engines) {
       await cached(service.baseUrl, other);
       assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.description, 'Before: Tea');
       const wallet = newAccount().address;
-      assert.ok(await setMerchantWallet(db(), ownId, wallet));
+      assert.ok(await setMerchantWallet(db(), ownId, 'sandbox', wallet));
       assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet.toLowerCase());
       await cached(service.baseUrl, sessionId);
       assert.ok(await setBusinessDetails(db(), ownId, { name: 'After', supportEmail: '', websiteUrl: '' }));
@@ -331,7 +331,7 @@ for (const { engine, skip } of engines) {
         for (let trial = 0; trial < 5; trial++) {
           await cached(service.baseUrl, sessionId);
           const wallet = newAccount().address.toLowerCase();
-          assert.ok(await setMerchantWallet(db(), merchantId, wallet));
+          assert.ok(await setMerchantWallet(db(), merchantId, 'sandbox', wallet));
           // Filled again at once, most likely before the write's NOTIFY is back.
           assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet);
           await cached(service.baseUrl, sentinel);
@@ -364,7 +364,7 @@ for (const { engine, skip } of engines) {
         for (let trial = 0; trial < STALENESS_TRIALS; trial++) {
           await cached(otherUrl, sessionId);
           const wallet = newAccount().address.toLowerCase();
-          assert.ok(await setMerchantWallet(db(), merchantId, wallet));
+          assert.ok(await setMerchantWallet(db(), merchantId, 'sandbox', wallet));
           const changed = performance.now();
           while ((await ask(otherUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase() !== wallet) {
             if (performance.now() - changed > NEVER_ANSWERED_MS) assert.fail('the other instance never answered the change');

@@ -56,7 +56,7 @@ for (const { engine, skip } of engines) {
       assert.match(page.headers.get('content-security-policy')!, /default-src 'none'/);
       const html = await page.text();
       assert.match(html, new RegExp(settle.transaction));
-      assert.match(html, /<strong>Sandbox:<\/strong> test money, not a real payment/);
+      assert.match(html, /<strong>Test payment — no real money\.<\/strong>/);
       assert.match(html, /<th>Amount<\/th><td>0\.10 USD<\/td>/, "money is written with the currency's decimals, not in monospace");
       assert.match(html, /<th>Settled<\/th><td><time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4}, \d{2}:\d{2} UTC<\/time>/, 'a readable date');
       assert.match(html, /<th>Payer<\/th><td><code>0x[0-9a-fA-F]{40}<\/code>/, 'addresses in monospace');

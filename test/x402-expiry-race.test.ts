@@ -30,7 +30,7 @@ for (const { engine, skip } of engines) {
       const sweeper = (async () => {
         while (sweeping) {
           const now = Date.now();
-          await expireDueSessions({ ...env.service.context, db }, now, env.service.config.explorerTxUrl);
+          await expireDueSessions({ ...env.service.context, db }, now);
           sweptAt = now;
           // On the clock: a sweeper's short interval, so sweeps keep landing all through the payments.
           await sleep(2);
@@ -56,7 +56,7 @@ for (const { engine, skip } of engines) {
       await waitFor(() => sweptAt > Math.max(deadlineOf(SESSIONS - 1), answeredAt), 'a sweep after the last deadline and the last answer', 10_000);
       sweeping = false;
       await sweeper;
-      await expireDueSessions({ ...env.service.context, db }, Date.now(), env.service.config.explorerTxUrl);
+      await expireDueSessions({ ...env.service.context, db }, Date.now());
 
       let paid = 0;
       let expired = 0;

@@ -221,14 +221,14 @@ for (const { engine, skip } of engines) {
       // The wallet changes while the facilitator holds the verify answer.
       await waitFor(async () => (await env.sandbox.faults.get()).stats.verifyRequests > verifying, 'the proof to reach the facilitator’s verify', 10_000);
       const newWallet = newAccount().address;
-      await setMerchantWallet(env.service.context.db, env.merchantId, newWallet);
+      await setMerchantWallet(env.service.context.db, env.merchantId, 'sandbox', newWallet);
       try {
         const { status, body } = await answer;
         assert.equal(status, 402, `refused (${body.error})`);
         assert.deepEqual(await transfersFrom(payer.address, oldWallet), []);
         assert.deepEqual(await payments(sessionId), []);
       } finally {
-        await setMerchantWallet(env.service.context.db, env.merchantId, oldWallet);
+        await setMerchantWallet(env.service.context.db, env.merchantId, 'sandbox', oldWallet);
       }
     });
 

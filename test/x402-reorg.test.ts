@@ -18,6 +18,8 @@ for (const { engine, skip } of engines) {
       env = await startPayingShop(engine, { TILL_RECONCILE_GRACE_MS: '1000', TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '1000' });
       const { context } = env.service;
       const options = {
+        mode: 'sandbox' as const,
+        explorerTxUrl: env.service.config.explorerTxUrl,
         chain: createChainReader(env.sandbox.rpcUrl),
         facilitator: createFacilitator({
           url: env.sandbox.facilitatorUrl,

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { TillError } from '../common/errors.ts';
-import { type Mode, modeOfKey } from '../common/modes.ts';
+import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { authenticateApiKey } from '../merchants/api-keys.ts';
 import { activeClient } from '../oauth/clients.ts';
@@ -24,6 +24,12 @@ export type AuthenticatedMerchant = { merchantId: string; walletConfigured: bool
 export function presentedApiKey(request: FastifyRequest): string | undefined {
   const header = request.headers[API_KEY_HEADER];
   return typeof header === 'string' && header !== '' ? header.trim() : undefined;
+}
+
+/** The mode the presented X-SC-ApiKey's prefix names (`sk_test_…`, `sk_live_…`), before the key itself is checked. */
+export function presentedKeyMode(request: FastifyRequest): Mode | undefined {
+  const prefix = /^sk_(test|live)_/.exec(presentedApiKey(request) ?? '')?.[1] as KeyMode | undefined;
+  return prefix && modeOfKey(prefix);
 }
 
 export async function requireMerchant(context: AppContext, request: FastifyRequest): Promise<AuthenticatedMerchant> {

@@ -14,21 +14,23 @@ import {
 import { sessionResourceUrl } from '../sessions/views.ts';
 import { authorizationRequest } from './authorization.ts';
 import { type ChainView, describe, examine, type Finding, type FollowedAuthorization, searchStart, viewChain } from './examine.ts';
-import { type Facilitator, reportFacilitatorProblem } from './facilitator.ts';
+import { reportFacilitatorProblem } from './facilitator.ts';
 import { authorizationOf, nextFailedCheck, nextPendingCheck } from './follow-up.ts';
+import type { Rails } from './rails.ts';
 import type { ChainReader } from './reader.ts';
 
 // The payments pass of the reconciler: what the chain says of payments the facilitator left
 // undecided, and of settled ones until their block is final.
 
-export type PaymentsPassOptions = {
+/**
+ * One mode's rails (its chain, facilitator, explorer, and `confirmations`: blocks on top of a block
+ * before what it shows counts, FAILED and final are decided only there) and the pass's timing.
+ */
+export type PaymentsPassOptions = Rails & {
   chain: ChainReader;
-  facilitator: Facilitator;
   intervalMs: number;
   /** A settled payment younger than this is left to the request that is recording it. */
   graceMs: number;
-  /** Blocks on top of a block before what it shows counts: FAILED and final are decided only there. */
-  confirmations: bigint;
 };
 
 /** Rows looked at per batch, batches per pass, and looks at once. */
@@ -45,7 +47,7 @@ const followed = (payment: PaymentRow): FollowedAuthorization => ({
 
 /** Acts on a finding; answers what happened, for the check's record. */
 async function act(context: AppContext, options: PaymentsPassOptions, payment: PaymentRow, finding: Finding): Promise<string> {
-  const change = { now: context.now(), explorerTxUrl: context.config.explorerTxUrl };
+  const change = { now: context.now(), explorerTxUrl: options.explorerTxUrl };
   const recheckAt = nextFailedCheck(change.now, options.intervalMs, change.now);
   if (payment.status === 'FAILED') {
     if (finding.kind !== 'transfer') return describe(finding);
@@ -104,7 +106,7 @@ export async function followUpPayments(context: AppContext, options: PaymentsPas
   const { db, log } = context;
   let looked = 0;
   for (let batch = 0; batch < BATCHES_PER_PASS; batch++) {
-    const due = await findDueFollowUps(db, context.config.mode, context.now(), BATCH);
+    const due = await findDueFollowUps(db, options.mode, context.now(), BATCH);
     if (due.length === 0) break;
     const view = await viewChain(options.chain, options.confirmations);
     const checks: Array<{ paymentId: string; check: Parameters<typeof recordCheck>[2] }> = [];
@@ -142,10 +144,10 @@ export async function followUpPayments(context: AppContext, options: PaymentsPas
  */
 export async function confirmSettled(
   context: AppContext,
-  options: Pick<PaymentsPassOptions, 'chain' | 'facilitator' | 'confirmations' | 'graceMs'>,
+  options: Pick<PaymentsPassOptions, 'mode' | 'chain' | 'facilitator' | 'confirmations' | 'graceMs' | 'explorerTxUrl'>,
 ): Promise<number> {
   const { db, log } = context;
-  const settled = await findUnfinalized(db, context.config.mode, context.now() - options.graceMs, BATCH);
+  const settled = await findUnfinalized(db, options.mode, context.now() - options.graceMs, BATCH);
   if (settled.length === 0) return 0;
   const view = await viewChain(options.chain, options.confirmations);
   let changed = 0;
@@ -165,7 +167,7 @@ export async function confirmSettled(
 
 async function confirmOne(
   context: AppContext,
-  options: Pick<PaymentsPassOptions, 'chain' | 'facilitator'>,
+  options: Pick<PaymentsPassOptions, 'chain' | 'facilitator' | 'explorerTxUrl'>,
   view: ChainView,
   payment: PaymentRow,
 ): Promise<boolean> {
@@ -217,7 +219,7 @@ async function confirmOne(
   }
   if (finding.kind === 'used_not_found') return false;
   // Expired unused, or cancelled: the merchant was never paid.
-  if (await recordReversal(context, payment, { now: context.now(), explorerTxUrl: context.config.explorerTxUrl })) {
+  if (await recordReversal(context, payment, { now: context.now(), explorerTxUrl: options.explorerTxUrl })) {
     log.error(
       { paymentId: payment.id, publicOrderId: payment.public_order_id, txHash: payment.tx_hash },
       'settled payment REVERSED: its transfer is not on the chain and the authorization can no longer be used',

@@ -2,11 +2,12 @@ import type { AppContext } from '../context.ts';
 import { confirmSettled, followUpPayments, type PaymentsPassOptions } from './payments.ts';
 import { followUpRefunds } from './refunds.ts';
 
-/** The facilitator and chain reader main.ts built, and the pass's timing. */
+/** One mode's rails main.ts built, and the pass's timing. */
 export type ReconcilerOptions = PaymentsPassOptions;
 
 /**
- * The reconciler: every interval, one pass over what the chain must decide — payments left
+ * The reconciler of one mode (each served mode with a chain has its own, on its own rails): every
+ * interval, one pass over what the chain must decide — payments left
  * undecided (payments.ts), settled payments until final, and refunds (refunds.ts) — on whichever
  * instance runs the background roles; each claims its rows through the database.
  */
@@ -17,7 +18,7 @@ export function startReconciler(context: AppContext, options: ReconcilerOptions)
   const runOnce = async () => {
     await followUpPayments(context, options);
     await confirmSettled(context, options);
-    await followUpRefunds(context, options.chain, options.confirmations);
+    await followUpRefunds(context, options);
   };
   const tick = () => {
     running = runOnce()

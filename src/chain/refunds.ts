@@ -20,6 +20,7 @@ import {
 import { authorizationRequest } from './authorization.ts';
 import { type ChainView, describe, examine, type Finding, searchStart, viewChain } from './examine.ts';
 import { type Facilitator, FacilitatorError, reportFacilitatorProblem } from './facilitator.ts';
+import type { Rails } from './rails.ts';
 import type { ChainReader } from './reader.ts';
 
 /** How long a prepared refund authorization stays valid: time to connect a wallet and sign. */
@@ -115,8 +116,8 @@ export type RefundRequest = {
   reason: string | undefined;
 };
 
-/** What a refund needs besides the database: the facilitator that submits it and the chain that decides it. */
-export type RefundServices = { facilitator: Facilitator; chain: ChainReader | undefined };
+/** What a refund needs besides the database: its mode's rails, the facilitator that submits it and the chain that decides it. */
+export type RefundServices = Rails;
 
 /** A posted refund as read: the payment it refunds, what is left of it, and each field parsed where it could be. */
 type PostedRefund = {
@@ -234,7 +235,7 @@ async function checkSigner(payment: PaymentRow, authorization: RefundAuthorizati
     });
 }
 
-const change = (context: AppContext) => ({ now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
+const change = (context: AppContext, rails: Pick<Rails, 'explorerTxUrl'>) => ({ now: context.now(), explorerTxUrl: rails.explorerTxUrl });
 
 /**
  * Hands the refund to the facilitator: verify, then settle. Whatever it answers, the refund stays
@@ -265,8 +266,8 @@ async function submitRefund(context: AppContext, services: RefundServices, refun
   const current = (await context.db.selectFrom('refunds').selectAll().where('id', '=', refund.id).executeTakeFirst()) ?? refund;
   if (!services.chain) return current;
   try {
-    const view = await viewChain(services.chain, BigInt(context.config.finalityConfirmations));
-    return (await followUpRefund(context, services.chain, current, view)) ?? current;
+    const view = await viewChain(services.chain, services.confirmations);
+    return (await followUpRefund(context, services, current, view)) ?? current;
   } catch (error) {
     context.log.warn({ err: error, refundId: refund.id }, 'could not read the chain for the refund yet; the reconciler looks again');
     return current;
@@ -313,7 +314,13 @@ const REFUND_OUTCOMES: Record<Finding['kind'], (finding: Finding) => RefundOutco
 };
 
 /** One look at a PENDING refund on the chain (examine.ts), and what it decides. */
-async function followUpRefund(context: AppContext, chain: ChainReader, refund: RefundRow, view: ChainView): Promise<RefundRow | undefined> {
+async function followUpRefund(
+  context: AppContext,
+  rails: Pick<Rails, 'chain' | 'explorerTxUrl'>,
+  refund: RefundRow,
+  view: ChainView,
+): Promise<RefundRow | undefined> {
+  const chain = rails.chain!;
   const finding = await examine(
     context.log,
     chain,
@@ -331,7 +338,7 @@ async function followUpRefund(context: AppContext, chain: ChainReader, refund: R
     await searchStart(chain, view, refund.created_at),
   );
   const outcome = REFUND_OUTCOMES[finding.kind](finding);
-  if (outcome) return recordRefundOutcome(context, refund, outcome, change(context));
+  if (outcome) return recordRefundOutcome(context, refund, outcome, change(context, rails));
   await recordRefundCheck(context.db, refund.id, {
     nextCheckAt: context.now() + CHECK_EVERY_MS,
     // An unused authorization keeps the note of why it was not settled.
@@ -342,13 +349,13 @@ async function followUpRefund(context: AppContext, chain: ChainReader, refund: R
 }
 
 /** The reconciler's pass over PENDING refunds: each due one is looked at on the chain, until it is decided. */
-export async function followUpRefunds(context: AppContext, chain: ChainReader, confirmations: bigint): Promise<number> {
-  const due = await findDueRefunds(context.db, context.config.mode, context.now(), 100);
+export async function followUpRefunds(context: AppContext, rails: Rails & { chain: ChainReader }): Promise<number> {
+  const due = await findDueRefunds(context.db, rails.mode, context.now(), 100);
   if (due.length === 0) return 0;
-  const view = await viewChain(chain, confirmations);
+  const view = await viewChain(rails.chain, rails.confirmations);
   for (const refund of due) {
     try {
-      await followUpRefund(context, chain, refund, view);
+      await followUpRefund(context, rails, refund, view);
     } catch (error) {
       context.metrics.backgroundRowFailures.inc({ pass: 'reconciler' });
       context.log.warn({ err: error, refundId: refund.id }, 'could not reconcile refund yet');

@@ -299,8 +299,8 @@ export async function payoutWalletChecks(db: Db): Promise<Check> {
   const name = "merchants' payout wallets";
   const merchants = await listMerchants(db);
   if (merchants.length === 0) return failed(name, 'no merchant yet', 'create one: till merchant create --name "Your shop" --wallet 0x…');
-  const unset = merchants.filter((m) => !m.walletAddress).map((m) => m.id);
-  const unchecked = merchants.filter((m) => m.walletAddress && !isChecksummed(m.walletAddress)).map((m) => m.id);
+  const unset = merchants.filter((m) => !m.wallets.live).map((m) => m.id);
+  const unchecked = merchants.filter((m) => m.wallets.live && !isChecksummed(m.wallets.live)).map((m) => m.id);
   if (unset.length || unchecked.length)
     return failed(
       name,

@@ -31,7 +31,7 @@ export async function liveReadiness(db: Db, dataDir: string): Promise<LiveReadin
   const [payableSandboxSessions, demoUser, demoWalletMerchants] = await Promise.all([
     countPayableSandboxSessions(db),
     findUserByEmail(db, DEMO_USER_EMAIL),
-    key?.wallet ? merchantsPaidTo(db, key.wallet) : [],
+    key?.wallet ? merchantsPaidTo(db, key.wallet, 'live') : [],
   ]);
   return { payableSandboxSessions, demoUser: demoUser !== undefined, demoPayoutKey: key?.file ?? null, demoWallet: key?.wallet ?? null, demoWalletMerchants };
 }
@@ -67,8 +67,8 @@ export async function prepareForLive(db: Db, dataDir: string, now = Date.now()):
   const key = demoPayoutKey(dataDir);
   const prepared = await db.transaction().execute(async (trx) => {
     const sessionsArchived = (await archiveSandboxSessions(trx, now)).length;
-    const walletsCleared = key?.wallet ? await merchantsPaidTo(trx, key.wallet) : [];
-    for (const merchantId of walletsCleared) await changeWallet(trx, { merchantId, userId: null, walletAddress: null }, now);
+    const walletsCleared = key?.wallet ? await merchantsPaidTo(trx, key.wallet, 'live') : [];
+    for (const merchantId of walletsCleared) await changeWallet(trx, { merchantId, userId: null, mode: 'live', walletAddress: null }, now);
     const nothing = { demoMerchantId: null, demoUserRemoved: false, grantsRemoved: 0, keysRevoked: [], clientsRevoked: [] };
     const demo = await findUserByEmail(trx, DEMO_USER_EMAIL);
     if (!demo) return { sessionsArchived, ...nothing, walletsCleared };

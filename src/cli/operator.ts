@@ -1,14 +1,13 @@
 import { TillError } from '../common/errors.ts';
-import type { Config } from '../config.ts';
+import { keyModeOf } from '../common/modes.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
 import { changeWallet } from '../merchants/events.ts';
 import { checkPayoutAddress, createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains } from '../merchants/merchants.ts';
+import { modeOption } from './mode-option.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { setWebhookCommand } from './webhooks.ts';
 import { withDatabase } from './with-database.ts';
-
-const keyModeFor = (config: Config) => (config.mode === 'sandbox' ? 'test' : 'live');
 
 /** The address checksummed (EIP-55), as it is stored and shown; a usage error naming the argument otherwise. */
 function wallet(value: string | undefined, argument = '--wallet'): string | undefined {
@@ -35,8 +34,10 @@ export async function merchantCommand(args: string[]): Promise<void> {
     noneLeft(args);
     if (!name) throw new UsageError('merchant create needs --name NAME');
     const result = await withDatabase(async ({ db }, config) => {
-      const merchant = await createMerchant(db, { name, walletAddress });
-      const key = await createApiKey(db, merchant.id, keyModeFor(config));
+      // The deployment's main mode: its key, and its payout wallet.
+      const mode = modeOption(undefined, config);
+      const merchant = await createMerchant(db, { name, wallets: { [mode]: walletAddress } });
+      const key = await createApiKey(db, merchant.id, keyModeOf(mode));
       return { merchantId: merchant.id, apiKey: key.apiKey, keyId: key.keyId, ...(walletAddress ? {} : { warning: noWalletWarning(merchant.id) }) };
     });
     if (result.warning && !json) process.stderr.write(`Warning: ${result.warning}\n`);
@@ -48,7 +49,7 @@ export async function merchantCommand(args: string[]): Promise<void> {
     const merchants = await withDatabase(({ db }) => listMerchants(db));
     const lines = merchants.map((m) => {
       const keys = m.keys.length ? m.keys.map((k) => `${k.keyId} (sk_${k.mode}_…${k.lastFour})`).join(', ') : 'no active key';
-      return `${m.id}  ${m.name}\n  wallet: ${m.walletAddress ?? 'not set'}\n  keys: ${keys}`;
+      return `${m.id}  ${m.name}\n  wallets: test ${m.wallets.sandbox ?? 'not set'}, live ${m.wallets.live ?? 'not set'}\n  keys: ${keys}`;
     });
     printResult(
       json,
@@ -83,18 +84,20 @@ export async function merchantCommand(args: string[]): Promise<void> {
     return;
   }
   if (sub === 'set-wallet') {
+    const givenMode = takeOption(args, '--mode');
     const [merchantId, typed] = args.splice(0, 2);
     noneLeft(args);
     if (!merchantId || !typed) throw new UsageError('merchant set-wallet needs MERCHANT_ID 0xADDRESS');
     const address = wallet(typed, 'the address')!;
-    await withDatabase(async ({ db }) => {
-      if (!(await changeWallet(db, { merchantId, userId: null, walletAddress: address }))) throw new UsageError(`no merchant ${merchantId}`);
+    await withDatabase(async ({ db }, config) => {
+      const mode = modeOption(givenMode, config);
+      if (!(await changeWallet(db, { merchantId, userId: null, mode, walletAddress: address }))) throw new UsageError(`no merchant ${merchantId}`);
     });
     printResult(json, { merchantId, walletAddress: address }, `Payout wallet of ${merchantId} set to ${address}.`);
     return;
   }
   throw new UsageError(
-    'merchant commands: create --name NAME [--wallet 0x…] [--json] | list [--json] | set-wallet MERCHANT_ID 0x… [--json] | set-chains MERCHANT_ID CHAIN:TOKEN[,TOKEN…]… [--json] | set-webhook MERCHANT_ID --url URL [--json]',
+    'merchant commands: create --name NAME [--wallet 0x…] [--json] | list [--json] | set-wallet MERCHANT_ID 0x… [--mode test|live] [--json] | set-chains MERCHANT_ID CHAIN:TOKEN[,TOKEN…]… [--json] | set-webhook MERCHANT_ID --url URL [--json]',
   );
 }
 
@@ -103,11 +106,12 @@ export async function keysCommand(args: string[]): Promise<void> {
   const json = takeFlag(args, '--json');
   if (sub === 'create') {
     const merchantId = takeOption(args, '--merchant');
+    const givenMode = takeOption(args, '--mode');
     noneLeft(args);
     if (!merchantId) throw new UsageError('keys create needs --merchant MERCHANT_ID');
     const key = await withDatabase(async ({ db }, config) => {
       if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
-      return createApiKey(db, merchantId, keyModeFor(config));
+      return createApiKey(db, merchantId, keyModeOf(modeOption(givenMode, config)));
     });
     printResult(json, { keyId: key.keyId, apiKey: key.apiKey }, `API key ${key.keyId} (shown once, store it now): ${key.apiKey}`);
     return;

@@ -16,7 +16,8 @@ export async function paymentsCommand(args: string[]): Promise<void> {
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new UsageError('--limit must be a whole number from 1 to 10000');
   const now = Date.now();
   const payments = await withDatabase(async ({ db }, config) =>
-    (await listPending(db, config.mode, limit)).map((p) => ({
+    (await listPending(db, config.modes, limit)).map((p) => ({
+      mode: p.mode,
       paymentId: p.id,
       sessionId: p.session_id,
       merchantId: p.merchant_id,

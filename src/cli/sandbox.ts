@@ -1,6 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Config, loadConfig } from '../config.ts';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { type SpawnedSandbox, spawnSandbox } from '../sandbox/spawn.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 
@@ -54,7 +54,7 @@ export async function sandboxCommand(args: string[]): Promise<void> {
     noneLeft(args);
     if (!address || !usdc) throw new UsageError('sandbox fund needs --address 0x… --usdc AMOUNT');
     const config = loadConfig();
-    if (config.mode !== 'sandbox') throw new UsageError('sandbox fund works only in the sandbox (no real facilitator configured)');
+    if (!config.modes.includes('sandbox')) throw new UsageError('sandbox fund needs test mode, which this deployment does not serve (TILL_MODES)');
     const result = await (await sandboxModule()).fundViaHttp(localSandboxUrl(config), address, usdc);
     printResult(
       json,
@@ -82,6 +82,9 @@ export async function ensureSandbox(config: Config): Promise<SandboxEndpoints> {
   const url = localSandboxUrl(config);
   const running = await answering(url);
   if (running?.usdcAddress) return { url, rpcUrl: `${url}/rpc`, facilitatorUrl: `${url}/facilitator`, usdcAddress: running.usdcAddress, spawned: undefined };
+  // A shared sandbox is another service's to run: its absence is reported, not replaced by a chain of this instance's own.
+  if (config.mode === 'live' && config.sandboxUrl)
+    throw new ConfigError('TILL_SANDBOX_URL', `no sandbox answers at ${config.sandboxUrl}/healthz: start \`till sandbox\` there, or correct the URL`);
   // Nothing there: start one, keeping its chain in the data folder so old receipts stay valid.
   const spawned = await spawnSandbox({ port: config.sandboxPort, dataDir: config.dataDir, readyTimeoutMs: 120_000 });
   return { url: spawned.url, rpcUrl: spawned.rpcUrl, facilitatorUrl: spawned.facilitatorUrl, usdcAddress: spawned.usdcAddress, spawned };

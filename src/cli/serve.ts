@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createUser, findUserByEmail } from '../accounts/users.ts';
-import { type Config, loadConfig } from '../config.ts';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Service } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
@@ -14,20 +14,31 @@ import { noneLeft } from './output.ts';
 import { ensureSandbox, type SandboxEndpoints } from './sandbox.ts';
 import { generatePassword } from './users.ts';
 
-/** With no real facilitator configured, payments go through the local sandbox, reached over HTTP only. */
+/**
+ * Test mode pays through a sandbox reached over HTTP only: the one its settings name, else (one
+ * instance) the built-in one `till serve` finds or starts beside it. Several instances beside live
+ * share one sandbox (TILL_SANDBOX_URL), never one chain each.
+ */
 async function withSandbox(config: Config): Promise<{ config: Config; sandbox: SandboxEndpoints | undefined }> {
-  if (config.mode !== 'sandbox' || config.facilitatorUrl || process.env.TILL_NO_SANDBOX === 'true') return { config, sandbox: undefined };
+  const test = config.chains.sandbox;
+  if (!test || process.env.TILL_NO_SANDBOX === 'true') return { config, sandbox: undefined };
+  if (test.facilitatorUrl && (test.usdcAddress || config.mode === 'sandbox')) return { config, sandbox: undefined };
+  if (config.mode === 'live' && !config.sandboxUrl && (test.facilitatorUrl || config.databaseKind === 'postgres'))
+    throw new ConfigError(
+      test.facilitatorUrl ? 'TILL_TEST_USDC_ADDRESS' : 'TILL_SANDBOX_URL',
+      test.facilitatorUrl
+        ? 'is required with TILL_TEST_FACILITATOR_URL: the token test mode is paid in'
+        : 'is required for test mode beside live on PostgreSQL: run `till sandbox` as its own service and give its URL, so every instance pays on one test chain (or TILL_MODES=live for live only)',
+    );
   const sandbox = await ensureSandbox(config);
-  return {
-    config: {
-      ...config,
-      facilitatorUrl: sandbox.facilitatorUrl,
-      baseRpcUrl: sandbox.rpcUrl,
-      usdcAddress: config.usdcAddress ?? sandbox.usdcAddress,
-      sandboxUrl: sandbox.url,
-    },
-    sandbox,
+  const chain = {
+    ...test,
+    facilitatorUrl: test.facilitatorUrl ?? sandbox.facilitatorUrl,
+    rpcUrl: test.rpcUrl ?? sandbox.rpcUrl,
+    usdcAddress: test.usdcAddress ?? sandbox.usdcAddress,
   };
+  const main = config.mode === 'sandbox' ? { facilitatorUrl: chain.facilitatorUrl, baseRpcUrl: chain.rpcUrl, usdcAddress: chain.usdcAddress } : {};
+  return { config: { ...config, ...main, chains: { ...config.chains, sandbox: chain }, sandboxUrl: sandbox.url }, sandbox };
 }
 
 export { SANDBOX_PAYOUT_KEY_FILE };
@@ -43,7 +54,7 @@ export async function createDemoMerchant(db: Db, dataDir: string) {
   const password = generatePassword();
   try {
     const demo = await db.transaction().execute(async (trx) => {
-      const merchant = await createMerchant(trx, { name: 'Demo store (sandbox)', walletAddress: wallet });
+      const merchant = await createMerchant(trx, { name: 'Demo store (sandbox)', wallets: { sandbox: wallet } });
       const key = await createApiKey(trx, merchant.id, 'test');
       const user = await createUser(trx, { merchantId: merchant.id, email: DEMO_USER_EMAIL, password });
       return { merchantId: merchant.id, wallet, apiKey: key.apiKey, email: user.email, password };
@@ -73,8 +84,10 @@ async function refuseUnreadyLive(config: Config): Promise<void> {
 
 export async function serveCommand(args: string[]): Promise<void> {
   noneLeft(args);
+  const given = loadConfig();
+  if (given.mode === 'live') await refuseUnreadyLive(given);
   // The sandbox boots in a process of its own: start it first and load the service's modules while it does.
-  const sandboxReady = withSandbox(loadConfig());
+  const sandboxReady = withSandbox(given);
   // Its failure is reported where it is awaited below, not as an unhandled rejection meanwhile.
   sandboxReady.catch(() => {});
   let createService: (config: Config) => Promise<Service>;
@@ -85,10 +98,10 @@ export async function serveCommand(args: string[]): Promise<void> {
     throw error;
   }
   const { config, sandbox } = await sandboxReady;
-  if (config.mode === 'live') await refuseUnreadyLive(config);
   const service = await createService(config);
   const { log, db } = service.context;
-  if (config.mode === 'live') {
+  // Beside test mode, a sandbox database is test mode's data and stays; a live-only deployment still refuses it until prepared.
+  if (config.mode === 'live' && !config.modes.includes('sandbox')) {
     const refusal = sandboxDataRefusal(await liveReadiness(db, config.dataDir));
     if (refusal) {
       await service.close();

@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Mode } from './modes.ts';
 
 // One call, no Hash object (it runs on every API-key request), where Node has it (20.12 and later).
 const oneShot = typeof crypto.hash === 'function' ? crypto.hash : undefined;
@@ -54,8 +55,13 @@ export function openSecret(sealed: string, key: Buffer, boundTo?: string): strin
 /** The sealed columns of `webhook_endpoints`. */
 export type SealedWebhookColumn = 'webhook_key_sealed' | 'signing_secret_sealed' | 'previous_signing_secret_sealed';
 
-/** What a webhook secret is bound to (AES-GCM associated data): its merchant's row and its column. */
-export const webhookSecretBinding = (merchantId: string, column: SealedWebhookColumn) => `webhook_endpoints.${column}:${merchantId}`;
+/**
+ * What a webhook secret is bound to (AES-GCM associated data): its endpoint's row — its merchant and
+ * mode (a test endpoint's binding is the one every endpoint had before endpoints were per mode) — and
+ * its column, so a sealed value copied into another row, mode or column no longer opens.
+ */
+export const webhookSecretBinding = (merchantId: string, column: SealedWebhookColumn, mode: Mode) =>
+  `webhook_endpoints.${column}:${merchantId}${mode === 'live' ? ':live' : ''}`;
 
 /** What a token-signing private key is bound to (AES-GCM associated data): its row. */
 export const signingKeyBinding = (kid: string) => `signing_keys.private_jwk_sealed:${kid}`;

@@ -26,8 +26,10 @@ import * as merchantBrand from './migrations/0023_merchant_brand.ts';
 import * as sessionList from './migrations/0024_session_list.ts';
 import * as refunds from './migrations/0025_refunds.ts';
 import * as credentialModes from './migrations/0026_credential_modes.ts';
+import * as payoutWalletModes from './migrations/0027_payout_wallet_modes.ts';
 import * as mail from './migrations/0028_mail.ts';
 import * as eventList from './migrations/0029_event_list.ts';
+import { webhookEndpointModes } from './migrations/0030_webhook_endpoint_modes.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
@@ -57,8 +59,10 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0024_session_list': sessionList,
   '0025_refunds': refunds,
   '0026_credential_modes': credentialModes,
+  '0027_payout_wallet_modes': payoutWalletModes,
   '0028_mail': mail,
   '0029_event_list': eventList,
+  '0030_webhook_endpoint_modes': webhookEndpointModes(secretKey),
 });
 
 /** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */

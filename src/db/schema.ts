@@ -8,7 +8,10 @@ import type { Mode } from '../common/modes.ts';
 export interface MerchantsTable {
   id: string;
   name: string;
+  /** Where live payments go (null: nowhere yet)… */
   wallet_address: string | null;
+  /** …and test payments (fake money); docs/decisions.md, "A payout wallet per mode". */
+  test_wallet_address: string | null;
   created_at: number;
   /** JSON `[{ chain, tokens }]`: the chains the merchant accepts and the tokens on each. */
   accepted_chains: Generated<string>;
@@ -262,7 +265,7 @@ export interface WebhookEndpointsTable {
   updated_at: number;
   disabled_at: number | null;
   disabled_reason: string | null;
-  /** One endpoint per merchant: saved in the other mode, it is replaced (new key and secret). */
+  /** One endpoint per merchant and mode: test and live each have their own. */
   mode: Mode;
 }
 

@@ -7,7 +7,7 @@ export const QUICKSTART_SCOPE = 'settings:read' as const;
 
 /** The quickstart, rendered from the account as it is now: what it accepts, whether it can be paid, how to call the API. */
 export async function quickstartMarkdown(context: AppContext, access: McpAccess): Promise<string> {
-  const settings = await paymentSettings(context.db, access.grant.merchantId, { baseUrl: context.config.baseUrl });
+  const settings = await paymentSettings(context.db, access.grant.merchantId, access.grant.mode, { baseUrl: context.config.baseUrl });
   if (!settings) return '# Till quickstart\n\nThis merchant account no longer exists.\n';
   const chains = settings.chains.map((chain) => `| ${chain.name} | ${chain.tokens.join(', ')} | ${chain.payoutAddressConfigured ? 'yes' : 'no'} |`).join('\n');
   const payout = settings.payoutAddressConfigured

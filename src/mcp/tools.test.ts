@@ -67,7 +67,7 @@ for (const { engine, skip } of engines) {
       const answer = await callMcpTool(service.app, accessToken, 'set_payout_wallet', { address: '0x2222222222222222222222222222222222222222' });
       assert.ok(answer.body.error || answer.body.result?.isError, 'refused');
       assert.deepEqual(await audited(merchantId), [['set_payout_wallet', 'refused', 'unknown_tool']]);
-      assert.equal((await findMerchant(service.context.db, merchantId))?.walletAddress, WALLET);
+      assert.equal((await findMerchant(service.context.db, merchantId))?.wallets.sandbox, WALLET);
     });
 
     test(`create_api_key: at most ${KEYS_PER_DAY_PER_AUTHORIZATION} per 24 h per authorization; the key is shown once`, async () => {

@@ -6,6 +6,7 @@ import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
 import { changeFeed } from '../db/changes.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
+import { walletOf } from './merchants.ts';
 
 export type { KeyMode };
 
@@ -77,6 +78,7 @@ const keyByHash = prepareQuery((db: Db, params: { hash: string }) =>
       'api_keys.revoked_at',
       'api_keys.last_used_at',
       'merchants.wallet_address',
+      'merchants.test_wallet_address',
     ])
     .where('api_keys.key_hash', '=', params.hash),
 );
@@ -149,7 +151,13 @@ export async function authenticateApiKey(
     // The merchant's wallet comes in the same round trip: every session write warns without it.
     const row = await keyByHash.executeTakeFirst(db, { hash });
     if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return undefined;
-    key = { keyId: row.id, merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null, lastUsedAt: row.last_used_at };
+    key = {
+      keyId: row.id,
+      merchantId: row.merchant_id,
+      mode: row.mode,
+      walletConfigured: walletOf(row, modeOfKey(row.mode)) !== null,
+      lastUsedAt: row.last_used_at,
+    };
     // Kept only when nothing changed while it was read: a change seen meanwhile may be newer than the row.
     if (known && known.epoch === epoch && known.externalVersion() === known.version) {
       if (known.keys.size >= KNOWN_KEYS_MAX) known.keys.clear();
@@ -192,7 +200,7 @@ export function apiKeyUse(presented: string | undefined, servedModes: readonly M
 /**
  * The key lookup of {@link authenticateApiKey} as the opening of one PostgreSQL statement, so a
  * write that needs the key's merchant goes to the server in the same round trip: `key` is the
- * presented key's row (with the merchant's wallet), whatever its state; `usable` is that row only
+ * presented key's row (with the merchant's payout wallet of the key's mode), whatever its state; `usable` is that row only
  * when the key is active and of the service's mode; `touched` writes `last_used_at` as
  * authenticateApiKey does, at most once a minute (skipped while another request is writing it, so
  * concurrent requests never wait on, or deadlock over, the key's row). The statement answers 401
@@ -201,7 +209,8 @@ export function apiKeyUse(presented: string | undefined, servedModes: readonly M
  */
 export function usableApiKeyCtes(use: ApiKeyUse): RawBuilder<unknown> {
   return sql`key AS (
-      SELECT k.id, k.merchant_id, k.mode, k.revoked_at, m.wallet_address, set_config('lock_timeout', '5s', true) AS lock_timeout
+      SELECT k.id, k.merchant_id, k.mode, k.revoked_at,
+        CASE WHEN k.mode = 'test' THEN m.test_wallet_address ELSE m.wallet_address END AS wallet_address, set_config('lock_timeout', '5s', true) AS lock_timeout
       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
       WHERE k.key_hash = ${use.keyHash}
     ),
@@ -219,12 +228,13 @@ export function usableApiKeyCtes(use: ApiKeyUse): RawBuilder<unknown> {
 export type MaskedApiKey = { keyId: string; masked: string; mode: KeyMode; createdAt: string; lastUsedAt: string | null };
 
 /** A merchant's active API keys, oldest first, masked as "…" and the last four characters (the keys themselves are never stored). */
-export async function listApiKeys(db: Db, merchantId: string): Promise<{ keys: MaskedApiKey[]; count: number }> {
+export async function listApiKeys(db: Db, merchantId: string, mode?: KeyMode): Promise<{ keys: MaskedApiKey[]; count: number }> {
   const rows = await db
     .selectFrom('api_keys')
     .select(['id', 'mode', 'last_four', 'created_at', 'last_used_at'])
     .where('merchant_id', '=', merchantId)
     .where('revoked_at', 'is', null)
+    .$if(mode !== undefined, (qb) => qb.where('mode', '=', mode!))
     .orderBy('created_at')
     .orderBy('id')
     .execute();

@@ -66,9 +66,9 @@ for (const { engine, skip } of engines) {
       assert.equal(await setAcceptedChains(db(), 'mer_missing', [{ chain: 'base', tokens: ['USDC'] }]), false);
     });
 
-    test('payment settings show chains, tokens and whether a payout address is set, never the address', async () => {
-      const withWallet = await createMerchant(db(), { name: 'Coffee Shop', walletAddress: WALLET });
-      const settings = await paymentSettings(db(), withWallet.id, { baseUrl: 'http://till.test' });
+    test("payment settings show chains, tokens and whether the mode's payout address is set, never the address", async () => {
+      const withWallet = await createMerchant(db(), { name: 'Coffee Shop', wallets: { sandbox: WALLET } });
+      const settings = await paymentSettings(db(), withWallet.id, 'sandbox', { baseUrl: 'http://till.test' });
       assert.deepEqual(settings, {
         merchantId: withWallet.id,
         businessName: 'Coffee Shop',
@@ -78,11 +78,13 @@ for (const { engine, skip } of engines) {
         apiBaseUrl: 'http://till.test/api/checkout/v2',
       });
       assert.doesNotMatch(JSON.stringify(settings), new RegExp(WALLET.slice(2), 'i'));
+      // Its test wallet is no live wallet.
+      assert.equal((await paymentSettings(db(), withWallet.id, 'live', { baseUrl: 'http://till.test' }))?.payoutAddressConfigured, false);
       const without = await createMerchant(db(), { name: 'No wallet' });
-      const bare = await paymentSettings(db(), without.id, { baseUrl: 'http://till.test' });
+      const bare = await paymentSettings(db(), without.id, 'sandbox', { baseUrl: 'http://till.test' });
       assert.equal(bare?.payoutAddressConfigured, false);
       assert.deepEqual(bare?.chains, [{ name: 'base', tokens: ['USDC'], payoutAddressConfigured: false }]);
-      assert.equal(await paymentSettings(db(), 'mer_missing', { baseUrl: 'http://till.test' }), undefined);
+      assert.equal(await paymentSettings(db(), 'mer_missing', 'sandbox', { baseUrl: 'http://till.test' }), undefined);
     });
 
     test('API keys are listed masked, active ones only, with a count; never in clear', async () => {

@@ -1,6 +1,7 @@
 import { getAddress, zeroAddress } from 'viem';
 import { invalidField, TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
+import type { Mode } from '../common/modes.ts';
 import { SUPPORTED_CHAINS } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
 
@@ -10,7 +11,8 @@ export type AcceptedChain = { chain: string; tokens: string[] };
 export type Merchant = {
   id: string;
   name: string;
-  walletAddress: string | null;
+  /** The payout wallet of each mode: where its payments go (null: nowhere yet). Test money may go to any address; live money only to the live one. */
+  wallets: Record<Mode, string | null>;
   createdAt: number;
   acceptedChains: AcceptedChain[];
   supportEmail: string | null;
@@ -26,6 +28,15 @@ export function defaultAcceptedChains(): AcceptedChain[] {
 export const PAYMENT_API_BASE_PATH = '/api/checkout/v2';
 
 export const WALLET_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * The column of each mode's payout wallet. Every reader of a payout wallet takes the one of the
+ * mode of what is paid (the session's, the credential's), never the other.
+ */
+export const WALLET_COLUMN = { live: 'wallet_address', sandbox: 'test_wallet_address' } as const satisfies Record<Mode, string>;
+
+/** The payout wallet of `mode` in a row read with both wallet columns. */
+export const walletOf = (row: { wallet_address: string | null; test_wallet_address: string | null }, mode: Mode): string | null => row[WALLET_COLUMN[mode]];
 
 /**
  * A typed payout address in its checksummed (EIP-55) form, as every page and command shows it, or why
@@ -51,14 +62,14 @@ export function noWalletWarning(merchantId: string): string {
 
 export async function createMerchant(
   db: Db,
-  input: { name: string; walletAddress?: string | null; acceptedChains?: AcceptedChain[] },
+  input: { name: string; wallets?: Partial<Record<Mode, string | null>>; acceptedChains?: AcceptedChain[] },
   now = Date.now(),
 ): Promise<Merchant> {
   const acceptedChains = input.acceptedChains ? checkAcceptedChains(input.acceptedChains) : defaultAcceptedChains();
   const merchant: Merchant = {
     id: newId('mer_'),
     name: input.name,
-    walletAddress: input.walletAddress ?? null,
+    wallets: { sandbox: input.wallets?.sandbox ?? null, live: input.wallets?.live ?? null },
     createdAt: now,
     acceptedChains,
     supportEmail: null,
@@ -66,7 +77,14 @@ export async function createMerchant(
   };
   await db
     .insertInto('merchants')
-    .values({ id: merchant.id, name: merchant.name, wallet_address: merchant.walletAddress, created_at: now, accepted_chains: JSON.stringify(acceptedChains) })
+    .values({
+      id: merchant.id,
+      name: merchant.name,
+      [WALLET_COLUMN.live]: merchant.wallets.live,
+      [WALLET_COLUMN.sandbox]: merchant.wallets.sandbox,
+      created_at: now,
+      accepted_chains: JSON.stringify(acceptedChains),
+    })
     .execute();
   return merchant;
 }
@@ -75,6 +93,7 @@ type MerchantRow = {
   id: string;
   name: string;
   wallet_address: string | null;
+  test_wallet_address: string | null;
   created_at: number;
   accepted_chains: string;
   support_email: string | null;
@@ -85,7 +104,7 @@ function merchantOf(row: MerchantRow): Merchant {
   return {
     id: row.id,
     name: row.name,
-    walletAddress: checksummed(row.wallet_address),
+    wallets: { sandbox: checksummed(row.test_wallet_address), live: checksummed(row.wallet_address) },
     createdAt: row.created_at,
     acceptedChains: parseAcceptedChains(row.accepted_chains),
     supportEmail: row.support_email,
@@ -174,10 +193,10 @@ export type PaymentSettings = {
  * quickstart): business name, accepted chains and tokens, and per chain only whether a payout
  * address is configured — never the address.
  */
-export async function paymentSettings(db: Db, merchantId: string, options: { baseUrl: string }): Promise<PaymentSettings | undefined> {
+export async function paymentSettings(db: Db, merchantId: string, mode: Mode, options: { baseUrl: string }): Promise<PaymentSettings | undefined> {
   const merchant = await findMerchant(db, merchantId);
   if (!merchant) return undefined;
-  const configured = merchant.walletAddress !== null;
+  const configured = merchant.wallets[mode] !== null;
   return {
     merchantId: merchant.id,
     businessName: merchant.name,
@@ -230,18 +249,22 @@ export async function setBusinessDetails(db: Db, id: string, input: { name: stri
   return result.numUpdatedRows > 0n;
 }
 
-/** The payout wallet is set only by the operator or the dashboard, never over the payment API (null: paid out nowhere). */
-export async function setMerchantWallet(db: Db, id: string, walletAddress: string | null): Promise<boolean> {
-  const result = await db.updateTable('merchants').set({ wallet_address: walletAddress }).where('id', '=', id).executeTakeFirst();
+/** The payout wallet of a mode is set only by the operator or the dashboard, never over the payment API (null: paid out nowhere). */
+export async function setMerchantWallet(db: Db, id: string, mode: Mode, walletAddress: string | null): Promise<boolean> {
+  const result = await db
+    .updateTable('merchants')
+    .set({ [WALLET_COLUMN[mode]]: walletAddress })
+    .where('id', '=', id)
+    .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
-/** The merchants paid out to an address (however its case was stored), oldest first. */
-export async function merchantsPaidTo(db: Db, address: string): Promise<string[]> {
+/** The merchants whose payout wallet of `mode` is an address (however its case was stored), oldest first. */
+export async function merchantsPaidTo(db: Db, address: string, mode: Mode): Promise<string[]> {
   const rows = await db
     .selectFrom('merchants')
     .select('id')
-    .where((eb) => eb(eb.fn('lower', ['wallet_address']), '=', address.toLowerCase()))
+    .where((eb) => eb(eb.fn('lower', [WALLET_COLUMN[mode]]), '=', address.toLowerCase()))
     .orderBy('created_at')
     .orderBy('id')
     .execute();

@@ -70,9 +70,9 @@ export async function activeClient(db: Db, clientId: string): Promise<{ merchant
   const row = await db
     .selectFrom('oauth_clients')
     .innerJoin('merchants', 'merchants.id', 'oauth_clients.merchant_id')
-    .select(['oauth_clients.merchant_id', 'oauth_clients.mode', 'oauth_clients.revoked_at', 'merchants.wallet_address'])
+    .select(['oauth_clients.merchant_id', 'oauth_clients.mode', 'oauth_clients.revoked_at', 'merchants.wallet_address', 'merchants.test_wallet_address'])
     .where('oauth_clients.id', '=', clientId)
     .executeTakeFirst();
   if (!row || row.revoked_at !== null) return undefined;
-  return { merchantId: row.merchant_id, mode: row.mode, walletConfigured: row.wallet_address !== null };
+  return { merchantId: row.merchant_id, mode: row.mode, walletConfigured: (row.mode === 'sandbox' ? row.test_wallet_address : row.wallet_address) !== null };
 }

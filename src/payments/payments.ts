@@ -284,17 +284,17 @@ export async function recordCheck(
 }
 
 /** PENDING payments of `mode`, oldest first, for operators (`till payments pending`). */
-export async function listPending(db: Db, mode: Mode, limit: number): Promise<PaymentRow[]> {
-  return db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').where('mode', '=', mode).orderBy('created_at').limit(limit).execute();
+export async function listPending(db: Db, modes: readonly Mode[], limit: number): Promise<PaymentRow[]> {
+  return db.selectFrom('payments').selectAll().where('status', '=', 'PENDING').where('mode', 'in', modes).orderBy('created_at').limit(limit).execute();
 }
 
-/** When the oldest PENDING payment of `mode` was claimed, if any. */
-export async function oldestPendingSince(db: Db, mode: Mode): Promise<number | undefined> {
+/** When the oldest PENDING payment of these modes was claimed, if any. */
+export async function oldestPendingSince(db: Db, modes: readonly Mode[]): Promise<number | undefined> {
   const row = await db
     .selectFrom('payments')
     .select((eb) => eb.fn.min('created_at').as('oldest'))
     .where('status', '=', 'PENDING')
-    .where('mode', '=', mode)
+    .where('mode', 'in', modes)
     .executeTakeFirst();
   return row?.oldest === null || row?.oldest === undefined ? undefined : Number(row.oldest);
 }

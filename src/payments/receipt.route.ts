@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TillError } from '../common/errors.ts';
+import type { Mode } from '../common/modes.ts';
+import { explorerTxUrlOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
@@ -22,7 +24,7 @@ const doc: RouteDoc = {
 };
 
 /** What a receipt lookup found: the receipt, its amount in words and its merchant, or nothing. */
-export type FoundReceipt = { receipt: ReceiptView; amountText: string; merchantId: string } | undefined;
+export type FoundReceipt = { receipt: ReceiptView; amountText: string; merchantId: string; mode: Mode } | undefined;
 
 /**
  * The readable page of a receipt, given by the web layer (wired in main.ts): it answers a browser
@@ -38,7 +40,11 @@ export const registerReceiptRoutes =
   (app: FastifyInstance, context: AppContext): void => {
     addRoute(app, doc, {}, async (request, reply) => {
       const { publicOrderId } = validate(Params, request.params);
-      const found = await findReceiptWithAmountText(context.db, publicOrderId, { mode: context.config.mode, explorerTxUrl: context.config.explorerTxUrl });
+      // A receipt is public: found in any served mode, linked to its own mode's explorer (the page says which mode).
+      const found = await findReceiptWithAmountText(context.db, publicOrderId, {
+        modes: context.config.modes,
+        explorerTxUrl: (mode) => explorerTxUrlOf(context.config, mode),
+      });
       reply.header('vary', 'Accept');
       if (await readable?.(context, request, reply, found, publicOrderId)) return reply;
       if (!found) throw new TillError('not_found', { what: `Order ${publicOrderId}` });

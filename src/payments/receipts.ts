@@ -52,12 +52,15 @@ export function normalizePublicOrderId(publicOrderId: string): string {
   return publicOrderId.toUpperCase().startsWith('TX-') ? `TX-${publicOrderId.slice(3).toUpperCase()}` : `TX-${publicOrderId.toUpperCase()}`;
 }
 
-/** The receipt, the amount written with its currency's decimals and the merchant's id (for the page, in its brand). */
+/** Which orders a receipt is looked for among: those of `modes`, each linked to its mode's explorer; only the merchant's own with `merchantId`. */
+export type ReceiptScope = { modes: readonly Mode[]; explorerTxUrl: (mode: Mode) => string; merchantId?: string };
+
+/** The receipt, the amount written with its currency's decimals, the merchant's id (for the page, in its brand) and the order's mode. */
 export async function findReceiptWithAmountText(
   db: Db,
   publicOrderId: string,
-  options: { mode: Mode; explorerTxUrl: string; merchantId?: string },
-): Promise<{ receipt: ReceiptView; amountText: string; merchantId: string } | undefined> {
+  options: ReceiptScope,
+): Promise<{ receipt: ReceiptView; amountText: string; merchantId: string; mode: Mode } | undefined> {
   const row = await db
     .selectFrom('payments')
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
@@ -75,15 +78,17 @@ export async function findReceiptWithAmountText(
       'payments.tx_hash',
       'payments.settled_at',
       'payments.merchant_id',
+      'payments.mode',
       'payment_sessions.order_id',
       'merchants.name',
     ])
     .where('payments.public_order_id', '=', normalizePublicOrderId(publicOrderId))
     .where('payments.status', 'in', ['SUCCESS', 'REVERSED'])
-    .where('payments.mode', '=', options.mode)
+    .where('payments.mode', 'in', options.modes)
     .$if(options.merchantId !== undefined, (qb) => qb.where('payments.merchant_id', '=', options.merchantId!))
     .executeTakeFirst();
   if (!row?.tx_hash || row.settled_at === null || row.public_order_id === null) return undefined;
+  const explorerTxUrl = options.explorerTxUrl(row.mode);
   const refunds = await db
     .selectFrom('payments')
     .innerJoin('refunds', 'refunds.payment_id', 'payments.id')
@@ -109,7 +114,7 @@ export async function findReceiptWithAmountText(
     payer: getAddress(row.payer),
     payTo: getAddress(row.pay_to),
     transactionHash: row.tx_hash,
-    explorerUrl: explorerUrl(options.explorerTxUrl, row.tx_hash),
+    explorerUrl: explorerUrl(explorerTxUrl, row.tx_hash),
     settledAt: new Date(row.settled_at).toISOString(),
     refundedAmount: decimalNumber(
       refunds.reduce((sum, r) => sum + r.amount_minor, 0n),
@@ -121,23 +126,19 @@ export async function findReceiptWithAmountText(
       amount: decimalNumber(r.amount_minor, row.currency),
       tokenAmount: formatUsdc(r.value),
       transactionHash: r.tx_hash ?? '',
-      explorerUrl: r.tx_hash ? explorerUrl(options.explorerTxUrl, r.tx_hash) : '',
+      explorerUrl: r.tx_hash ? explorerUrl(explorerTxUrl, r.tx_hash) : '',
       refundedAt: new Date(r.updated_at).toISOString(),
     })),
   };
-  return { receipt, amountText: formatMoney(row.amount_minor, row.currency), merchantId: row.merchant_id };
+  return { receipt, amountText: formatMoney(row.amount_minor, row.currency), merchantId: row.merchant_id, mode: row.mode };
 }
 
 /**
- * The receipt of a settled (or since reversed) order of `mode` (the service's) by its public id,
- * with or without `TX-`; only among the merchant's own orders when `merchantId` is given. Undefined
- * when there is none.
+ * The receipt of a settled (or since reversed) order of the scope's modes by its public id, with or
+ * without `TX-`; only among the merchant's own orders when `merchantId` is given. Undefined when
+ * there is none.
  */
-export async function findReceipt(
-  db: Db,
-  publicOrderId: string,
-  options: { mode: Mode; explorerTxUrl: string; merchantId?: string },
-): Promise<ReceiptView | undefined> {
+export async function findReceipt(db: Db, publicOrderId: string, options: ReceiptScope): Promise<ReceiptView | undefined> {
   return (await findReceiptWithAmountText(db, publicOrderId, options))?.receipt;
 }
 

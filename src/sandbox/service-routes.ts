@@ -30,10 +30,11 @@ async function forward(url: string, init?: RequestInit): Promise<Response> {
 
 /**
  * The sandbox seen through the service: its chain RPC, faucet and transaction pages under
- * /sandbox/*. None of it exists when a real facilitator is configured.
+ * /sandbox/*, wherever test mode pays on a sandbox (beside live too: the test hosted page's wallet
+ * and receipts use them). None of it exists without test mode.
  */
 export function registerSandboxProxy(app: FastifyInstance, context: AppContext): void {
-  const sandboxUrl = context.config.mode === 'sandbox' ? context.config.sandboxUrl : undefined;
+  const sandboxUrl = context.config.modes.includes('sandbox') ? context.config.sandboxUrl : undefined;
   if (!sandboxUrl) return;
   app.post('/sandbox/rpc', { bodyLimit: 256 * 1024 }, async (request, reply) =>
     relay(reply, await forward(`${sandboxUrl}/rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request.body) })),

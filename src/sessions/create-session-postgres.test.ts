@@ -63,7 +63,7 @@ describeOnEngine('E1 on PostgreSQL: one statement per request', postgres.skip, (
     assert.equal(first.json.warnings[0].code, 'no_payout_wallet');
     assert.match(first.json.warnings[0].message, new RegExp(merchant.merchantId));
     // The wallet set now does not change the answer replayed.
-    await setMerchantWallet(service.context.db, merchant.merchantId, `0x${'cd'.repeat(20)}`);
+    await setMerchantWallet(service.context.db, merchant.merchantId, 'sandbox', `0x${'cd'.repeat(20)}`);
     const again = await post(merchant.apiKey, body, { 'idempotency-key': 'one-trip' });
     assert.equal(again.status, 201);
     assert.equal(again.body, first.body);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { TillError } from '../common/errors.ts';
+import { modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
@@ -99,12 +100,15 @@ function shardsOf(subject: string): Pick<Params, 'limitSubject' | 'otherSubjects
 export async function createSessionWithApiKey(
   context: Context,
   presentedKey: string,
-  draft: SessionDraft,
+  guessed: SessionDraft,
   options: { idempotencyKey?: string | undefined; requestBody: unknown },
 ): Promise<SessionCreatedResult> {
-  const now = draft.created_at;
+  const now = guessed.created_at;
   const use = apiKeyUse(presentedKey, context.config.modes, now);
   if (!use) throw new TillError('unauthorized', { presented: true });
+  // The session is of the key's mode, whatever the draft guessed from its prefix.
+  const mode = modeOfKey(use.keyMode);
+  const draft: SessionDraft = { ...guessed, mode };
   const { baseUrl } = context.config;
   const limit = creationLimit(context.config);
   const requestHash = options.idempotencyKey ? requestHashOf(options.requestBody) : '';
@@ -115,7 +119,7 @@ export async function createSessionWithApiKey(
     plainBody: JSON.stringify(createdBody(baseUrl, draft, MERCHANT, true)),
     warnedBody: JSON.stringify(createdBody(baseUrl, draft, MERCHANT, false)),
     merchant: JSON.stringify(MERCHANT).slice(1, -1),
-    idempotencyKey: options.idempotencyKey === undefined ? '' : storedIdempotencyKey(options.idempotencyKey, context.config.mode),
+    idempotencyKey: options.idempotencyKey === undefined ? '' : storedIdempotencyKey(options.idempotencyKey, mode),
     requestHash,
     expiresAt: now + IDEMPOTENCY_TTL_MS,
     ...shardsOf(keySubject(use.keyHash)),

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { presentedApiKey, requireMerchant } from '../auth/api-key-auth.ts';
+import { presentedApiKey, presentedKeyMode, requireMerchant } from '../auth/api-key-auth.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { numberText } from '../http/json.ts';
@@ -45,7 +45,8 @@ function readRequest(request: FastifyRequest): { idempotencyKey: string | undefi
 async function checkBeforeKey(context: AppContext, request: FastifyRequest): Promise<{ idempotencyKey: string | undefined; draft: SessionDraft }> {
   try {
     const { idempotencyKey, input } = readRequest(request);
-    return { idempotencyKey, draft: await draftSession(context, input, 'api') };
+    // The key's prefix names the mode; the statement that writes the session checks the key itself.
+    return { idempotencyKey, draft: await draftSession(context, input, 'api', presentedKeyMode(request) ?? 'sandbox') };
   } catch (error) {
     await requireMerchant(context, request);
     throw error;
@@ -61,11 +62,12 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
       const { idempotencyKey, draft } = await checkBeforeKey(context, request);
       created = JSON.stringify(await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body }));
     } else {
-      const { merchantId, walletConfigured, keyHash } = await requireMerchant(context, request);
+      const { merchantId, walletConfigured, keyHash, mode } = await requireMerchant(context, request);
       await limitCreation(context, keyHash !== undefined ? { keyHash } : { merchantId }, context.now());
       const { idempotencyKey, input } = readRequest(request);
       created = await createPaymentSessionJson(context, merchantId, input, {
         createdVia: 'api',
+        mode,
         walletConfigured,
         requestBody: request.body,
         ...(idempotencyKey ? { idempotencyKey } : {}),

@@ -58,7 +58,7 @@ for (const { engine, skip } of engines) {
     const create = (
       input: Parameters<typeof createPaymentSession>[2],
       id = merchantId,
-      options: Parameters<typeof createPaymentSession>[3] = { createdVia: 'mcp' },
+      options: Parameters<typeof createPaymentSession>[3] = { createdVia: 'mcp', mode: 'sandbox' },
     ) => createPaymentSession(service.context, id, input, options);
 
     describe('the MCP tool input', () => {
@@ -143,13 +143,16 @@ for (const { engine, skip } of engines) {
       });
 
       test('an idempotency key replays the first answer', async () => {
-        const first = await create({ amount: 2, currency: 'USD' }, merchantId, { createdVia: 'mcp', idempotencyKey: 'tool-call-1' });
-        const again = await create({ amount: 2, currency: 'USD' }, merchantId, { createdVia: 'mcp', idempotencyKey: 'tool-call-1' });
+        const first = await create({ amount: 2, currency: 'USD' }, merchantId, { createdVia: 'mcp', mode: 'sandbox', idempotencyKey: 'tool-call-1' });
+        const again = await create({ amount: 2, currency: 'USD' }, merchantId, { createdVia: 'mcp', mode: 'sandbox', idempotencyKey: 'tool-call-1' });
         assert.deepEqual(again, first);
-        await assert.rejects(create({ amount: 3, currency: 'USD' }, merchantId, { createdVia: 'mcp', idempotencyKey: 'tool-call-1' }), (error: unknown) => {
-          assert.equal((error as TillError).code, 'idempotency_key_reused');
-          return true;
-        });
+        await assert.rejects(
+          create({ amount: 3, currency: 'USD' }, merchantId, { createdVia: 'mcp', mode: 'sandbox', idempotencyKey: 'tool-call-1' }),
+          (error: unknown) => {
+            assert.equal((error as TillError).code, 'idempotency_key_reused');
+            return true;
+          },
+        );
       });
     });
 

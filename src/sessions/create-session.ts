@@ -4,7 +4,7 @@ import { invalidField, TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
-import type { OrderType, PaymentSessionsTable, SessionOrigin } from '../db/schema.ts';
+import type { Mode, OrderType, PaymentSessionsTable, SessionOrigin } from '../db/schema.ts';
 import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { runIdempotently, storedIdempotencyKey } from './idempotency.ts';
 import { insertSession } from './sessions.ts';
@@ -36,6 +36,8 @@ export type NewSessionInput = {
 export type CreateSessionOptions = {
   /** Who is creating it: E1 (`api`), a dashboard payment link (`dashboard`) or the MCP tool (`mcp`); stored on the session. */
   createdVia: SessionOrigin;
+  /** The mode of the credential creating it (the API key's, the grant's, the dashboard's view): the session's for good. */
+  mode: Mode;
   /** Makes retries safe, as E1's Idempotency-Key header. */
   idempotencyKey?: string;
   /** What the idempotency key is bound to (E1: the request body); `input` unless given. */
@@ -103,13 +105,13 @@ export async function createPaymentSession(
 
 /** {@link createPaymentSession}'s answer as the JSON text of its 201 body (E1 sends it as it is). */
 export async function createPaymentSessionJson(context: Context, merchantId: string, input: NewSessionInput, options: CreateSessionOptions): Promise<string> {
-  const draft = await draftSession(context, input, options.createdVia);
+  const draft = await draftSession(context, input, options.createdVia, options.mode);
 
   let walletConfigured = options.walletConfigured;
   if (input.chains != null || walletConfigured === undefined) {
     const merchant = await findMerchant(context.db, merchantId);
     if (!merchant) throw new TillError('not_found', { what: `Merchant ${merchantId}` });
-    walletConfigured = merchant.walletAddress !== null;
+    walletConfigured = merchant.wallets[draft.mode] !== null;
     if (input.chains != null) draft.pay_to = checkSessionChains(input.chains, merchant.acceptedChains).payTo;
   }
 
@@ -127,7 +129,7 @@ export async function createPaymentSessionJson(context: Context, merchantId: str
         context.dbKind,
         {
           merchantId,
-          key: storedIdempotencyKey(options.idempotencyKey, context.config.mode),
+          key: storedIdempotencyKey(options.idempotencyKey, options.mode),
           requestBody: options.requestBody === undefined ? input : options.requestBody,
           now: draft.created_at,
         },
@@ -151,6 +153,7 @@ export async function draftSession(
   context: Pick<Context, 'config' | 'now' | 'rates'>,
   input: NewSessionInput,
   createdVia: SessionOrigin,
+  mode: Mode,
 ): Promise<SessionDraft> {
   const { currency, exponent } = await parseQuotableCurrency(input.currency, context.rates);
   const amountMinor = parseMoney(input.amount, 'amount', exponent, currency);
@@ -178,8 +181,8 @@ export async function draftSession(
     updated_at: now,
     version: 1,
     created_via: createdVia,
-    // Made in the service's mode: a service of the other mode never sees it.
-    mode: context.config.mode,
+    // Of its credential's mode for good: nothing of the other mode ever sees it.
+    mode,
   };
 }
 

@@ -50,8 +50,8 @@ for (const { engine, skip } of engines) {
       // Connected before the race: a sweeper still connecting would start after the other had done its work.
       if (other) await sql`select 1`.execute(other.db);
       const [first, second] = await Promise.all([
-        expireDueSessions(service.context, now, service.config.explorerTxUrl),
-        expireDueSessions(other ? { ...service.context, db: other.db } : service.context, now, service.config.explorerTxUrl),
+        expireDueSessions(service.context, now),
+        expireDueSessions(other ? { ...service.context, db: other.db } : service.context, now),
       ]);
       await other?.close();
 
@@ -76,8 +76,8 @@ for (const { engine, skip } of engines) {
 
       // Once the payment is resolved without success, the next sweep expires the session.
       await set(paying, { payments_in_progress: 0 });
-      assert.deepEqual(await expireDueSessions(service.context, now, service.config.explorerTxUrl), [paying]);
-      assert.deepEqual(await expireDueSessions(service.context, now, service.config.explorerTxUrl), []);
+      assert.deepEqual(await expireDueSessions(service.context, now), [paying]);
+      assert.deepEqual(await expireDueSessions(service.context, now), []);
       assert.equal((await expiredEvents(paying)).length, 1);
     });
 
@@ -180,7 +180,7 @@ for (const { engine, skip } of engines) {
       await setRow(otherSession, { expires_at: now - 1000 });
       const failuresBefore = await rowFailures('session_expiry');
 
-      const expired = await expireDueSessions(service.context, now, service.config.explorerTxUrl, { batchSize: 2 });
+      const expired = await expireDueSessions(service.context, now, { batchSize: 2 });
 
       assert.ok(expired.includes(otherSession));
       assert.equal(await statusOf(otherSession), 'EXPIRED');

@@ -1,4 +1,5 @@
 import { reportRowFailure } from '../common/row-failures.ts';
+import { explorerTxUrlOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import { enqueueWebhookEvent } from '../webhooks/events.ts';
@@ -7,26 +8,26 @@ import { type DueSession, expireSession, findDueForExpiry } from './sessions.ts'
 
 const BATCH = 500;
 
-type SweepContext = Pick<AppContext, 'db' | 'webhookWake' | 'log' | 'metrics'> & { config: Pick<AppContext['config'], 'mode'> };
+type SweepContext = Pick<AppContext, 'db' | 'webhookWake' | 'log' | 'metrics'> & { config: Pick<AppContext['config'], 'modes' | 'chains' | 'baseUrl'> };
 
 /**
- * Turns open TRANSIENT sessions of the service's mode past their deadline into EXPIRED, each with one conditional update
+ * Turns open TRANSIENT sessions of the served modes past their deadline into EXPIRED, each with one conditional update
  * in its own transaction together with its `session.expired` event. A session with a payment in
  * progress is left alone until that payment is resolved; any number of sweepers may run at once,
  * since only the one whose update matched the row writes the event. A session that cannot be
  * expired (its event cannot be written) is rolled back, logged and counted, and the sweep goes on
  * past it, so it never holds up the other sessions. Returns the sessions expired.
  */
-export async function expireDueSessions(context: SweepContext, now: number, explorerTxUrl: string, options: { batchSize?: number } = {}): Promise<string[]> {
+export async function expireDueSessions(context: SweepContext, now: number, options: { batchSize?: number } = {}): Promise<string[]> {
   const batchSize = options.batchSize ?? BATCH;
   const expired: string[] = [];
   let after: DueSession | undefined;
   for (;;) {
-    const due = await findDueForExpiry(context.db, context.config.mode, now, batchSize, after);
+    const due = await findDueForExpiry(context.db, context.config.modes, now, batchSize, after);
     let changed = 0;
     let failed = 0;
     for (const session of due) {
-      const outcome = await expireOne(context, session, now, explorerTxUrl);
+      const outcome = await expireOne(context, session, now);
       if (outcome === 'expired') {
         expired.push(session.id);
         changed++;
@@ -39,12 +40,12 @@ export async function expireDueSessions(context: SweepContext, now: number, expl
   }
 }
 
-async function expireOne(context: SweepContext, due: DueSession, now: number, explorerTxUrl: string): Promise<'expired' | 'skipped' | 'failed'> {
+async function expireOne(context: SweepContext, due: DueSession, now: number): Promise<'expired' | 'skipped' | 'failed'> {
   try {
     const done = await context.db.transaction().execute(async (trx) => {
       const session = await expireSession(trx, due.id, now);
       if (!session) return false;
-      await enqueueWebhookEvent(trx, { type: 'session.expired', session, occurredAt: now, explorerTxUrl });
+      await enqueueWebhookEvent(trx, { type: 'session.expired', session, occurredAt: now, explorerTxUrl: explorerTxUrlOf(context.config, session.mode) });
       return true;
     });
     return done ? 'expired' : 'skipped';
@@ -77,7 +78,7 @@ export function startExpirySweeper(
       const now = context.now();
       let expired: string[] = [];
       try {
-        expired = await expireDueSessions(sweepContext, now, context.config.explorerTxUrl);
+        expired = await expireDueSessions(sweepContext, now);
       } catch (error) {
         log.error({ err: error }, 'expiring sessions failed');
       }

@@ -26,9 +26,9 @@ const doc: RouteDoc = {
 
 export function registerGetSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request) => {
-    const { merchantId } = await requireMerchant(context, request);
+    const { merchantId, mode } = await requireMerchant(context, request);
     const { sessionId } = validate(SessionParams, request.params);
-    const session = await findMerchantSession(context.db, context.config.mode, merchantId, sessionId);
+    const session = await findMerchantSession(context.db, mode, merchantId, sessionId);
     if (!session) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
     const [details] = await sessionDetails(context, [session]);
     return details;

@@ -55,14 +55,14 @@ function conditionOf(query: z.output<typeof SessionListQuery>, now: number): Ses
 
 export function registerListSessions(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request) => {
-    const { merchantId } = await requireMerchant(context, request);
+    const { merchantId, mode } = await requireMerchant(context, request);
     const given = (request.query ?? {}) as Record<string, unknown>;
     const repeated = Object.keys(SessionListQuery.shape).find((name) => Array.isArray(given[name]));
     if (repeated) throw invalidField(repeated, `must be given once${repeated === 'status' ? '; several statuses are comma-separated' : ''}`);
     const query = validate(SessionListQuery, given);
     // One clock for the filter and the view: a session listed as OPEN is shown OPEN.
     const now = context.now();
-    const page = await pageOfSessions(context.db, context.config.mode, merchantId, conditionOf(query, now), {
+    const page = await pageOfSessions(context.db, mode, merchantId, conditionOf(query, now), {
       after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
       size: query.limit,
     });

@@ -131,7 +131,8 @@ for (const { engine, skip } of engines) {
         assert.equal(updated.json().warnings[0].code, 'no_payout_wallet');
         await service.context.db
           .updateTable('merchants')
-          .set({ wallet_address: `0x${'12'.repeat(20)}` })
+          // The key is a test key: the test payout wallet is the one its sessions pay.
+          .set({ test_wallet_address: `0x${'12'.repeat(20)}` })
           .where('id', '=', merchantId)
           .execute();
         assert.equal((await update({ sessionId, concept: 'Gift' }, apiKey)).json().warnings, undefined);
@@ -344,7 +345,7 @@ for (const { engine, skip } of engines) {
             assert.equal(before.statusCode, 201);
             assert.equal(before.json().warnings[0].code, 'no_payout_wallet');
           }
-          assert.equal(await setMerchantWallet(other.db, merchant.merchantId, `0x${'ef'.repeat(20)}`), true);
+          assert.equal(await setMerchantWallet(other.db, merchant.merchantId, 'sandbox', `0x${'ef'.repeat(20)}`), true);
           for (let i = 0; i < 2; i++) {
             const after = await create(body, merchant.apiKey);
             assert.equal(after.statusCode, 201);

@@ -159,12 +159,18 @@ export type DueSession = { id: string; merchant_id: string; expires_at: number }
  * order (ties by id), after `after` when given: a sweep walks past rows it could not expire instead
  * of reading them again.
  */
-export async function findDueForExpiry(db: Db, mode: Mode, now: number, limit: number, after?: Pick<DueSession, 'id' | 'expires_at'>): Promise<DueSession[]> {
+export async function findDueForExpiry(
+  db: Db,
+  modes: readonly Mode[],
+  now: number,
+  limit: number,
+  after?: Pick<DueSession, 'id' | 'expires_at'>,
+): Promise<DueSession[]> {
   let query = db
     .selectFrom('payment_sessions')
     .select(['id', 'merchant_id', 'expires_at'])
     .where('status', '=', 'OPEN')
-    .where('mode', '=', mode)
+    .where('mode', 'in', modes)
     .where('order_type', '=', 'TRANSIENT')
     .where('expires_at', '<=', now)
     .where('payments_in_progress', '=', 0);
@@ -203,7 +209,7 @@ export async function startPayment(trx: Tx, sessionId: string, terms: { quotedVe
       .where('archived_at', 'is', null)
       .where('version', '=', terms.quotedVersion)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', terms.now)]))
-      // Still paid to the address the proof was checked against: the session's own, else the merchant's wallet now.
+      // Still paid to the address the proof was checked against: the session's own, else the merchant's wallet of the session's mode now.
       .where((eb) =>
         eb.or([
           eb(eb.fn('lower', ['payment_sessions.pay_to']), '=', payTo),
@@ -214,7 +220,15 @@ export async function startPayment(trx: Tx, sessionId: string, terms: { quotedVe
                 .selectFrom('merchants')
                 .select('merchants.id')
                 .whereRef('merchants.id', '=', 'payment_sessions.merchant_id')
-                .where((m) => m(m.fn('lower', ['merchants.wallet_address']), '=', payTo)),
+                .where((m) =>
+                  m(
+                    m.fn('lower', [
+                      sql<string | null>`CASE WHEN payment_sessions.mode = 'sandbox' THEN merchants.test_wallet_address ELSE merchants.wallet_address END`,
+                    ]),
+                    '=',
+                    payTo,
+                  ),
+                ),
             ),
           ]),
         ]),

@@ -30,12 +30,12 @@ const doc: RouteDoc = {
 
 export function registerUpdateSession(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, { bodyLimit: BODY_LIMIT }, async (request) => {
-    const { merchantId, walletConfigured } = await requireMerchant(context, request);
+    const { merchantId, walletConfigured, mode } = await requireMerchant(context, request);
     refusePayoutWalletFields(request.body);
     const input = validate(UpdateSessionBody, request.body);
     // Money is read from the digits the client sent, never through a float.
     const amount = input.amount === undefined ? undefined : (numberText(request.body, 'amount') ?? input.amount);
     const minAmount = input.minAmount == null ? input.minAmount : (numberText(request.body, 'minAmount') ?? input.minAmount);
-    return updatePaymentSession(context, merchantId, { ...input, amount, minAmount }, { walletConfigured });
+    return updatePaymentSession(context, merchantId, { ...input, amount, minAmount }, { walletConfigured, mode });
   });
 }

@@ -1,4 +1,5 @@
 import { invalidField, TillError } from '../common/errors.ts';
+import type { Mode } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { assertChangeable, findMerchantSession, updateSession } from './sessions.ts';
 import { checkTerms, parseCurrency, parseMoney, parseQuotableCurrency } from './terms.ts';
@@ -32,9 +33,9 @@ export async function updatePaymentSession(
   context: Context,
   merchantId: string,
   input: SessionUpdateInput,
-  options: { walletConfigured: boolean },
+  options: { walletConfigured: boolean; mode: Mode },
 ): Promise<{ sessionId: string; redirectUrl: string; warnings?: SessionWarning[] }> {
-  const session = await findMerchantSession(context.db, context.config.mode, merchantId, input.sessionId);
+  const session = await findMerchantSession(context.db, options.mode, merchantId, input.sessionId);
   if (!session) throw new TillError('not_found', { what: `Payment session ${input.sessionId}` });
 
   const now = context.now();

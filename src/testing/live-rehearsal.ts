@@ -499,6 +499,8 @@ export async function liveServiceEnv(rehearsal: LiveRehearsal, storage: Record<s
     CDP_API_KEY_ID: rehearsal.apiKeyId,
     CDP_API_KEY_SECRET: rehearsal.apiKeySecret,
     TILL_BASE_RPC_URL: rehearsal.rpcUrl,
+    // Live only: test mode beside it would need a sandbox of its own (TILL_SANDBOX_URL).
+    TILL_MODES: 'live',
     TILL_FINALITY_CONFIRMATIONS: '3',
     TILL_RECONCILE_INTERVAL_MS: '300',
     TILL_FACILITATOR_SETTLE_TIMEOUT_MS: '5000',

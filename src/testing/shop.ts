@@ -22,7 +22,7 @@ export type TestMerchant = { merchantId: string; apiKey: string; keyId: string }
 
 export type MerchantOptions = {
   name?: string;
-  /** The payout wallet; none unless given. */
+  /** The payout wallet, of both modes; none unless given. */
   walletAddress?: string | null;
   /** The key's mode: `test` (the sandbox's) unless given. */
   keyMode?: KeyMode;
@@ -30,7 +30,10 @@ export type MerchantOptions = {
 
 /** A merchant with one API key, written straight to the database. */
 export async function createMerchant(db: Db, options: MerchantOptions = {}): Promise<TestMerchant> {
-  const merchant = await insertMerchant(db, { name: options.name ?? 'Test merchant', walletAddress: options.walletAddress ?? null });
+  const merchant = await insertMerchant(db, {
+    name: options.name ?? 'Test merchant',
+    wallets: { sandbox: options.walletAddress ?? null, live: options.walletAddress ?? null },
+  });
   const key = await createApiKey(db, merchant.id, options.keyMode ?? 'test');
   return { merchantId: merchant.id, apiKey: key.apiKey, keyId: key.keyId };
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { RefundServices } from '../chain/refunds.ts';
+import type { RailsByMode } from '../chain/rails.ts';
 import type { AppContext } from '../context.ts';
 import type { ClientMetadataResolver } from '../oauth/client-metadata.ts';
 import { registerConsentPages } from './consent/consent.route.ts';
@@ -16,7 +16,7 @@ import { registerSignInPages } from './sign-in/sign-in.route.ts';
  * post no forms and are wired in main.ts.
  */
 export const registerWebPages =
-  (clients: ClientMetadataResolver, refunds: RefundServices | undefined) =>
+  (clients: ClientMetadataResolver, rails: RailsByMode) =>
   (app: FastifyInstance, context: AppContext): void => {
     app.register(async (web) => {
       guardWebScope(web);
@@ -24,6 +24,6 @@ export const registerWebPages =
       registerDocsPage(web, context);
       registerSignInPages(web, context);
       registerConsentPages(clients)(web, context);
-      registerDashboard(web, context, refunds);
+      registerDashboard(web, context, rails);
     });
   };

@@ -9,7 +9,8 @@ import { disableWebhook } from './endpoints.ts';
 import type { AttemptDecision } from './retry.ts';
 
 /** A delivery leased to one worker; its attempt number is the fencing token its result is recorded under. */
-export type LeasedDelivery = { id: string; attempt: number; merchantId: string; eventId: string; url: string };
+/** `mode`: the event's, and so its endpoint's. */
+export type LeasedDelivery = { id: string; attempt: number; merchantId: string; eventId: string; url: string; mode: Mode };
 /** A leased delivery with what is sent: the frozen body, and the endpoint's key and signing secret. */
 export type ClaimedDelivery = LeasedDelivery & { message: WebhookMessage };
 /** A leased delivery whose message could not be put together (its endpoint's sealed secrets do not open). */
@@ -19,7 +20,7 @@ export type UnrecordedAttempt = { finished: FinishedAttempt; error: unknown };
 
 export type DeliveryStore = {
   /**
-   * Leases up to `limit` due deliveries of the service's mode to enabled endpoints of that mode, each
+   * Leases up to `limit` due deliveries of the served modes, each to its merchant's enabled endpoint of its event's mode,
    * under its next attempt number; never one of `held` (the caller's own, whose result is still on its way).
    */
   claimDue(limit: number, held: ReadonlySet<string>): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }>;
@@ -36,8 +37,8 @@ export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 
   const { secretKey } = context.config;
   return {
     async claimDue(limit, held) {
-      const leased = await leaseDue(db, dbKind === 'postgres', context.config.mode, limit, leaseMs, Date.now(), held);
-      return leased.size === 0 ? { ready: [], unreadable: [] } : loadMessages(db, secretKey, context.config.mode, leased);
+      const leased = await leaseDue(db, dbKind === 'postgres', context.config.modes, limit, leaseMs, Date.now(), held);
+      return leased.size === 0 ? { ready: [], unreadable: [] } : loadMessages(db, secretKey, context.config.modes, leased);
     },
     async record(finished) {
       const now = Date.now();
@@ -69,15 +70,15 @@ export function createDeliveryStore(context: Pick<AppContext, 'db' | 'dbKind' | 
  * One short statement that takes the next attempt number and a lease, so the POST happens after it
  * has committed. The outer conditions repeat the inner ones: on SQLite they make the update a
  * compare-and-set, on PostgreSQL SKIP LOCKED keeps concurrent workers off the same rows. Only
- * deliveries of events of `mode` to an endpoint of `mode` are leased: a service never sends what
- * the other mode made, nor to an endpoint saved in the other mode (those stay as they are).
+ * deliveries of events of a served mode to the merchant's endpoint of that same mode are leased:
+ * nothing of one mode is ever sent to an endpoint of the other, nor by a deployment that does not serve it.
  * A delivery in `held` is left alone even once its lease has run out: taking it again would raise
  * its attempt number, so the result already on its way would be dropped and the event sent twice.
  */
 async function leaseDue(
   db: Db,
   skipLocked: boolean,
-  mode: Mode,
+  modes: readonly Mode[],
   limit: number,
   leaseMs: number,
   now: number,
@@ -90,8 +91,9 @@ async function leaseDue(
     WHERE id IN (
       SELECT d.id FROM webhook_deliveries d
       WHERE d.status = 'PENDING' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until < ${now})
-        AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.merchant_id = d.merchant_id AND e.disabled_at IS NULL AND e.mode = ${mode})
-        AND EXISTS (SELECT 1 FROM webhook_events ev WHERE ev.id = d.event_id AND ev.mode = ${mode}) ${notHeld}
+        AND EXISTS (
+          SELECT 1 FROM webhook_events ev JOIN webhook_endpoints e ON e.merchant_id = d.merchant_id AND e.mode = ev.mode
+          WHERE ev.id = d.event_id AND ev.mode IN (${sql.join([...modes])}) AND e.disabled_at IS NULL) ${notHeld}
       ORDER BY d.next_attempt_at LIMIT ${limit} ${lock})
     AND status = 'PENDING' AND (lease_until IS NULL OR lease_until < ${now})
     RETURNING id, attempts`.execute(db);
@@ -105,16 +107,17 @@ async function leaseDue(
 async function loadMessages(
   db: Db,
   secretKey: Buffer,
-  mode: Mode,
+  modes: readonly Mode[],
   attemptOf: Map<string, number>,
 ): Promise<{ ready: ClaimedDelivery[]; unreadable: UnreadableDelivery[] }> {
   const rows = await db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_events as ev', 'ev.id', 'd.event_id')
-    .innerJoin('webhook_endpoints as e', 'e.merchant_id', 'd.merchant_id')
+    .innerJoin('webhook_endpoints as e', (join) => join.onRef('e.merchant_id', '=', 'd.merchant_id').onRef('e.mode', '=', 'ev.mode'))
     .select([
       'd.id',
       'd.merchant_id',
+      'ev.mode',
       'ev.id as event_id',
       'ev.body',
       'e.url',
@@ -124,17 +127,15 @@ async function loadMessages(
       'e.previous_signing_secret_expires_at',
     ])
     .where('d.id', 'in', [...attemptOf.keys()])
-    // Replaced by an endpoint of the other mode since the lease: not sent (the lease runs out, and it is not leased again).
-    .where('e.mode', '=', mode)
-    .where('ev.mode', '=', mode)
+    .where('ev.mode', 'in', modes)
     .execute();
   const ready: ClaimedDelivery[] = [];
   const unreadable: UnreadableDelivery[] = [];
   const now = Date.now();
   // Deliveries to one endpoint share its sealed secrets: each is opened once per claim, not once per delivery.
   const opened = new Map<string, string>();
-  const open = (sealed: string, merchantId: string, column: SealedWebhookColumn) => {
-    const binding = webhookSecretBinding(merchantId, column);
+  const open = (sealed: string, merchantId: string, column: SealedWebhookColumn, mode: Mode) => {
+    const binding = webhookSecretBinding(merchantId, column, mode);
     const key = `${binding}\n${sealed}`;
     let plaintext = opened.get(key);
     if (plaintext === undefined) {
@@ -144,17 +145,24 @@ async function loadMessages(
     return plaintext;
   };
   for (const row of rows) {
-    const delivery: LeasedDelivery = { id: row.id, attempt: attemptOf.get(row.id)!, merchantId: row.merchant_id, eventId: row.event_id, url: row.url };
+    const delivery: LeasedDelivery = {
+      id: row.id,
+      attempt: attemptOf.get(row.id)!,
+      merchantId: row.merchant_id,
+      eventId: row.event_id,
+      url: row.url,
+      mode: row.mode,
+    };
     try {
       const message: WebhookMessage = {
         url: row.url,
         eventId: row.event_id,
         body: row.body,
-        webhookKey: open(row.webhook_key_sealed, row.merchant_id, 'webhook_key_sealed'),
-        signingSecret: open(row.signing_secret_sealed, row.merchant_id, 'signing_secret_sealed'),
+        webhookKey: open(row.webhook_key_sealed, row.merchant_id, 'webhook_key_sealed', row.mode),
+        signingSecret: open(row.signing_secret_sealed, row.merchant_id, 'signing_secret_sealed', row.mode),
         // Within the overlap after a rotation, the previous secret signs too.
         ...(row.previous_signing_secret_sealed !== null && Number(row.previous_signing_secret_expires_at) > now
-          ? { previousSigningSecret: open(row.previous_signing_secret_sealed, row.merchant_id, 'previous_signing_secret_sealed') }
+          ? { previousSigningSecret: open(row.previous_signing_secret_sealed, row.merchant_id, 'previous_signing_secret_sealed', row.mode) }
           : {}),
       };
       ready.push({ ...delivery, message });
@@ -184,7 +192,8 @@ async function recordAttempt(trx: Db, finished: FinishedAttempt, now: number): P
       response_excerpt: storable(outcome.responseExcerpt),
     })
     .execute();
-  if (decision.status === 'FAILED' && decision.disableEndpoint) await disableWebhook(trx, claimed.merchantId, `${claimed.url} answered 410 Gone`, now);
+  if (decision.status === 'FAILED' && decision.disableEndpoint)
+    await disableWebhook(trx, claimed.merchantId, claimed.mode, `${claimed.url} answered 410 Gone`, now);
   return true;
 }
 

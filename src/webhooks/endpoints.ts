@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { TillError } from '../common/errors.ts';
 import { openSecret, sealSecret, webhookSecretBinding } from '../common/secrets.ts';
-import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Mode } from '../db/schema.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES, type WebhookEventType } from './event-types.ts';
@@ -25,7 +24,7 @@ export type WebhookEndpoint = {
   disabledReason: string | null;
 };
 
-export function checkWebhookUrl(url: string, mode: Config['mode']): string {
+export function checkWebhookUrl(url: string, mode: Mode): string {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -45,7 +44,7 @@ export function checkWebhookUrl(url: string, mode: Config['mode']): string {
  * required) is never sent to, so neither the event nor the webhook key travel in clear text.
  * Undefined when it may be sent to (the SSRF guard still checks where it leads).
  */
-export function deliveryRefusal(url: string, mode: Config['mode']): string | undefined {
+export function deliveryRefusal(url: string, mode: Mode): string | undefined {
   try {
     checkWebhookUrl(url, mode);
     return undefined;
@@ -85,10 +84,10 @@ export function checkOverlapHours(value: string | number | undefined): number {
 }
 
 /**
- * Sets the merchant's endpoint, in `mode` (the service's), and re-enables it. The key, the signing
- * secret and the event list are kept across changes unless `rotate` is set or `events` given; the
- * secrets are returned so they can be shown again. A merchant has one endpoint: one saved in the
- * other mode is replaced whole (new key and secret, no previous secret), never reused.
+ * Sets the merchant's endpoint of `mode`, and re-enables it. The key, the signing secret and the
+ * event list are kept across changes unless `rotate` is set or `events` given; the secrets are
+ * returned so they can be shown again. A merchant has one endpoint per mode, each with its own URL,
+ * key and secret: the other mode's is left as it is.
  * A rotation keeps the previous signing secret signing deliveries beside the new one for
  * `overlapHours` (default 24, at most 168; 0: not at all), as Standard Webhooks allows several
  * signatures in `webhook-signature`.
@@ -98,7 +97,7 @@ export async function setWebhook(
   secretKey: Buffer,
   merchantId: string,
   input: { url: string; events?: readonly string[]; rotate?: boolean; overlapHours?: number },
-  mode: Config['mode'],
+  mode: Mode,
   now = Date.now(),
 ): Promise<{ webhookKey: string; signingSecret: string }> {
   const url = checkWebhookUrl(input.url, mode);
@@ -110,9 +109,9 @@ export async function setWebhook(
     .executeTakeFirst();
   const events = input.events === undefined && existing ? parseEvents(existing.events) : checkEvents(input.events);
   const keep = existing && !input.rotate;
-  const webhookKey = keep ? openSecret(existing.webhook_key_sealed, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed')) : newWebhookKey();
+  const webhookKey = keep ? openSecret(existing.webhook_key_sealed, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed', mode)) : newWebhookKey();
   const signingSecret = keep
-    ? openSecret(existing.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed'))
+    ? openSecret(existing.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed', mode))
     : newSigningSecret();
   const overlapHours = checkOverlapHours(input.overlapHours);
   // A rotation of an existing endpoint: its secret until now signs on for the overlap.
@@ -120,9 +119,9 @@ export async function setWebhook(
     existing && input.rotate && overlapHours > 0
       ? {
           previous_signing_secret_sealed: sealSecret(
-            openSecret(existing.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed')),
+            openSecret(existing.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed', mode)),
             secretKey,
-            webhookSecretBinding(merchantId, 'previous_signing_secret_sealed'),
+            webhookSecretBinding(merchantId, 'previous_signing_secret_sealed', mode),
           ),
           previous_signing_secret_expires_at: now + overlapHours * 3_600_000,
         }
@@ -131,12 +130,10 @@ export async function setWebhook(
         : {};
   const values = {
     ...previous,
-    // An endpoint of the other mode is replaced: made now, in this mode.
-    ...(existing ? {} : { created_at: now, mode }),
     url,
     events: JSON.stringify(events),
-    webhook_key_sealed: sealSecret(webhookKey, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed')),
-    signing_secret_sealed: sealSecret(signingSecret, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed')),
+    webhook_key_sealed: sealSecret(webhookKey, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed', mode)),
+    signing_secret_sealed: sealSecret(signingSecret, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed', mode)),
     updated_at: now,
     disabled_at: null,
     disabled_reason: null,
@@ -144,12 +141,12 @@ export async function setWebhook(
   await db
     .insertInto('webhook_endpoints')
     .values({ merchant_id: merchantId, created_at: now, mode, ...values })
-    .onConflict((oc) => oc.column('merchant_id').doUpdateSet(values))
+    .onConflict((oc) => oc.columns(['merchant_id', 'mode']).doUpdateSet(values))
     .execute();
   return { webhookKey, signingSecret };
 }
 
-/** The merchant's endpoint of `mode` (the service's); one of the other mode is none. */
+/** The merchant's endpoint of `mode`; the other mode's is another endpoint. */
 export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string, mode: Mode, now = Date.now()): Promise<WebhookEndpoint | undefined> {
   const row = await db.selectFrom('webhook_endpoints').selectAll().where('merchant_id', '=', merchantId).where('mode', '=', mode).executeTakeFirst();
   if (!row) return undefined;
@@ -157,8 +154,8 @@ export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string, 
     merchantId,
     url: row.url,
     events: parseEvents(row.events),
-    webhookKey: openSecret(row.webhook_key_sealed, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed')),
-    signingSecret: openSecret(row.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed')),
+    webhookKey: openSecret(row.webhook_key_sealed, secretKey, webhookSecretBinding(merchantId, 'webhook_key_sealed', mode)),
+    signingSecret: openSecret(row.signing_secret_sealed, secretKey, webhookSecretBinding(merchantId, 'signing_secret_sealed', mode)),
     previousSecretUntil:
       row.previous_signing_secret_sealed !== null && row.previous_signing_secret_expires_at !== null && Number(row.previous_signing_secret_expires_at) > now
         ? Number(row.previous_signing_secret_expires_at)
@@ -168,11 +165,12 @@ export async function getWebhook(db: Db, secretKey: Buffer, merchantId: string, 
   };
 }
 
-export async function disableWebhook(db: Db, merchantId: string, reason: string, now: number): Promise<void> {
+export async function disableWebhook(db: Db, merchantId: string, mode: Mode, reason: string, now: number): Promise<void> {
   await db
     .updateTable('webhook_endpoints')
     .set({ disabled_at: now, disabled_reason: reason, updated_at: now })
     .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
     .where('disabled_at', 'is', null)
     .execute();
 }

@@ -54,9 +54,9 @@ const doc: RouteDoc = {
 
 export function registerListDeliveries(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request) => {
-    const { merchantId } = await requireMerchant(context, request);
+    const { merchantId, mode } = await requireMerchant(context, request);
     const query = validate(Query, request.query);
-    const deliveries = await listDeliveries(context.db, context.config.mode, {
+    const deliveries = await listDeliveries(context.db, mode, {
       merchantId,
       ...(query.eventId ? { eventId: query.eventId } : {}),
       ...(query.limit ? { limit: query.limit } : {}),

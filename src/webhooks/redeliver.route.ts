@@ -29,9 +29,9 @@ const doc: RouteDoc = {
 
 export function registerRedeliver(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request, reply) => {
-    const { merchantId } = await requireMerchant(context, request);
+    const { merchantId, mode } = await requireMerchant(context, request);
     const { eventId } = validate(Params, request.params);
-    const { deliveryId } = await redeliverEvent(context.db, context.config.mode, eventId, merchantId);
+    const { deliveryId } = await redeliverEvent(context.db, mode, eventId, merchantId);
     context.webhookWake.notify();
     return reply.code(202).send({ eventId, deliveryId });
   });

@@ -80,7 +80,10 @@ for (const { engine, skip } of engines) {
       assert.equal(openSecret(resealedKey.private_jwk_sealed, key, signingKeyBinding(signing.kid)), privateJwk, 'the signing key is bound to its row');
       const stored = await row(merchant.merchantId);
       assert.match(stored.signing_secret_sealed, /^k1b\./);
-      assert.equal(openSecret(stored.signing_secret_sealed, key, webhookSecretBinding(merchant.merchantId, 'signing_secret_sealed')), merchant.signingSecret);
+      assert.equal(
+        openSecret(stored.signing_secret_sealed, key, webhookSecretBinding(merchant.merchantId, 'signing_secret_sealed', 'sandbox')),
+        merchant.signingSecret,
+      );
       const read = await getWebhook(db, key, merchant.merchantId, 'sandbox');
       assert.deepEqual([read?.webhookKey, read?.signingSecret], [merchant.webhookKey, merchant.signingSecret]);
     });

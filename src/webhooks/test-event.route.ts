@@ -25,9 +25,9 @@ const doc: RouteDoc = {
 
 export function registerSendTestEvent(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request, reply) => {
-    const { merchantId } = await requireMerchant(context, request);
+    const { merchantId, mode } = await requireMerchant(context, request);
     await limitTestEvents(context.db, context.config, merchantId, context.now());
-    const queued = await sendTestEvent(context.db, context.config.mode, merchantId, context.now());
+    const queued = await sendTestEvent(context.db, mode, merchantId, context.now());
     context.webhookWake.notify();
     return reply.code(202).send(queued);
   });

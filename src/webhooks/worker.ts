@@ -122,7 +122,7 @@ export function startWebhookWorker(context: WorkerContext, options: WebhookWorke
     if (claimed === room) claimAgain = true;
     for (const { delivery, error } of unreadable) recordNotSent(delivery, error);
     for (const delivery of ready) {
-      const refusal = deliveryRefusal(delivery.url, context.config.mode);
+      const refusal = deliveryRefusal(delivery.url, delivery.mode);
       if (refusal) recordUnsendable(delivery, refusal);
       else startPosting(delivery);
     }

@@ -74,7 +74,7 @@ async function rows() {
 test('a fill read before a committed change is not kept', async () => {
   const { merchantId } = await rows();
   const ticket = cache.ticket();
-  assert.ok(await setMerchantWallet(database.db, merchantId, `0x${'1'.repeat(40)}`));
+  assert.ok(await setMerchantWallet(database.db, merchantId, 'sandbox', `0x${'1'.repeat(40)}`));
   cache.put(ticket, { sessionId: 'ps_late', amount: '', merchantId }, answer('stale'), Number.MAX_SAFE_INTEGER);
   assert.equal(cache.get('ps_late', '', 0), undefined);
 });

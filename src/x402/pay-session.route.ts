@@ -9,7 +9,7 @@ import type { Answer } from './answers.ts';
 import type { ChallengeCache, EncodedChallenge } from './challenge-cache.ts';
 import { CORS_HEADERS } from './cors.ts';
 import { answerPayRequest } from './pay.ts';
-import type { PayFlow, X402Services } from './services.ts';
+import type { PayerFlow, X402Services } from './services.ts';
 
 const SESSION_ID_MAX = 64;
 export const X402_PATHS = ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}'];
@@ -57,7 +57,7 @@ function docFor(url: string): RouteDoc {
 }
 
 export function registerPaySession(app: FastifyInstance, context: AppContext, services: X402Services, challenges: ChallengeCache): void {
-  const flow: PayFlow = { context, services };
+  const payer: PayerFlow = { context, services };
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { sessionId, query } = readInput(request);
     const xPayment = header(request, 'x-payment');
@@ -73,7 +73,7 @@ export function registerPaySession(app: FastifyInstance, context: AppContext, se
       }
     }
     const ticket = challenges.ticket();
-    const answer = await answerPayRequest(flow, { sessionId, amount: query.amount, xPayment, paymentSignature, ip: request.ip, log: request.log });
+    const answer = await answerPayRequest(payer, { sessionId, amount: query.amount, xPayment, paymentSignature, ip: request.ip, log: request.log });
     if (cacheable && answer.reusable) {
       const encoded = encodeAnswer(answer);
       challenges.put(ticket, { sessionId, amount: amountKey, merchantId: answer.reusable.merchantId }, encoded, answer.reusable.until);

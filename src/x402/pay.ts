@@ -11,7 +11,7 @@ import { decodeProof, type Proof } from './payload.ts';
 import { chosenAmount, payeeOf, quoteOffer } from './pricing.ts';
 import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 import { findQuoteForValue, findSessionToQuote, type Quote } from './quotes.ts';
-import type { PayFlow } from './services.ts';
+import { flowFor, type PayerFlow, type PayFlow, payableAssets } from './services.ts';
 import { claimTerms, facilitatorRefusal, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
 import { type ProofSigner, proofSigner } from './signer.ts';
 
@@ -44,10 +44,11 @@ const DUPLICATE_WAIT_MS = 10_000;
  * E3, as steps: find the session → answer a settled one → the payee → the amount → a quote and its
  * offer → decode the proof (or challenge) → limit → pay with the proof. Each step refuses in one way.
  */
-export async function answerPayRequest(flow: PayFlow, request: PayRequest): Promise<Answer> {
-  const now = flow.context.now();
-  const found = await findPayableSession(flow, request.sessionId, now);
+export async function answerPayRequest(payer: PayerFlow, request: PayRequest): Promise<Answer> {
+  const now = payer.context.now();
+  const found = await findPayableSession(payer, request.sessionId, now);
   const { session } = found;
+  const flow = flowFor(payer, session.mode);
   const settled = await settledAnswer(flow, session);
   if (settled) return settled;
   const payTo = payeeOf(session);
@@ -86,9 +87,9 @@ function reusableUntil(session: SessionRow, quote: Quote): number {
   return session.expires_at === null ? lastReuse : Math.min(lastReuse, session.expires_at);
 }
 
-/** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown, of the other mode, or expired. */
-async function findPayableSession(flow: PayFlow, sessionId: string, now: number) {
-  const found = await findSessionToQuote(flow.context.db, sessionId, { mode: flow.context.config.mode, asset: flow.services.usdcAddress, now });
+/** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown, of a mode not paid here, or expired. */
+async function findPayableSession(payer: PayerFlow, sessionId: string, now: number) {
+  const found = await findSessionToQuote(payer.context.db, sessionId, { assets: payableAssets(payer.services), now });
   if (!found || isExpired(found.session, now)) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
   return found;
 }
@@ -97,7 +98,7 @@ async function findPayableSession(flow: PayFlow, sessionId: string, now: number)
 async function settledAnswer(flow: PayFlow, session: SessionRow): Promise<Answer | undefined> {
   if (session.order_type !== 'TRANSIENT' || session.status !== 'SUCCESS') return undefined;
   const payment = await firstSuccessfulPayment(flow.context.db, session.id);
-  return payment && paidAnswer(payment, flow.context.config.explorerTxUrl);
+  return payment && paidAnswer(payment, flow.rails.explorerTxUrl);
 }
 
 /** A proof was sent and is refused: counted in till_x402_proofs_refused_total by reason. */
@@ -131,7 +132,7 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   await flow.services.limitVerifications(attempt.session.id);
 
   const request = facilitatorRequest(proof, quote!, { url: offer.resourceUrl, description: offer.description });
-  const verification = await verifyWithFacilitator(flow.context, attempt.request.log, flow.services.facilitator, request, { sessionId: attempt.session.id });
+  const verification = await verifyWithFacilitator(flow.context, attempt.request.log, flow.rails.facilitator, request, { sessionId: attempt.session.id });
   if (!verification.isValid) return answerInvalid(attempt, verification.invalidReason);
   // The facilitator found the signature its payer's, a smart wallet's included.
   const signed: Attempt = { ...attempt, signer: 'payer' };
@@ -139,7 +140,7 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   const now = flow.context.now();
   const claim = await claimPayment(flow.context, claimTerms(proof, quote!, attempt.session), {
     now,
-    explorerTxUrl: flow.context.config.explorerTxUrl,
+    explorerTxUrl: flow.rails.explorerTxUrl,
     followUpAt: now + flow.context.config.reconcileGraceMs,
   });
   if (claim.kind !== 'claimed') return answerLostClaim(signed, claim);
@@ -170,7 +171,7 @@ async function answerDuplicate(attempt: Attempt, first: PaymentRow): Promise<Ans
   const { flow, proof, offer, session } = attempt;
   if (first.session_id !== session.id || first.signature !== proof.signature) return refuseAttempt(attempt, 'nonce_used');
   const payment = await waitForOutcome(flow.context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS);
-  if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.context.config.explorerTxUrl);
+  if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.rails.explorerTxUrl);
   if (payment?.status === 'FAILED') return challengeAnswer(facilitatorErrorCode(payment.failure_reason ?? undefined), offer);
   return inProgressAnswer();
 }
@@ -184,11 +185,11 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
       return answerDuplicate(attempt, claim.first);
     case 'session_busy': {
       const payment = session.order_type === 'TRANSIENT' ? await settled() : undefined;
-      return payment ? paidAnswer(payment, flow.context.config.explorerTxUrl) : inProgressAnswer();
+      return payment ? paidAnswer(payment, flow.rails.explorerTxUrl) : inProgressAnswer();
     }
     case 'session_closed': {
       const payment = claim.session?.status === 'SUCCESS' ? await settled() : undefined;
-      if (payment) return paidAnswer(payment, flow.context.config.explorerTxUrl);
+      if (payment) return paidAnswer(payment, flow.rails.explorerTxUrl);
       if (!claim.session || isExpired(claim.session, flow.context.now())) throw new TillError('not_found', { what: `Payment session ${session.id}` });
       return refuseAttempt(attempt, 'session_changed');
     }
@@ -201,10 +202,10 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
  */
 async function settle(attempt: Attempt, claimed: PaymentRow, request: ReturnType<typeof facilitatorRequest>): Promise<Answer> {
   const { flow } = attempt;
-  const outcome = await settleClaimed(flow.context, flow.services, claimed, request);
+  const outcome = await settleClaimed(flow.context, flow.rails, claimed, request);
   if (outcome.kind === 'settled') {
     flow.services.metrics.paymentsSettled.inc();
-    return paidAnswer(outcome.payment, flow.context.config.explorerTxUrl);
+    return paidAnswer(outcome.payment, flow.rails.explorerTxUrl);
   }
   if (outcome.kind === 'refused') {
     // Nothing was submitted and the chain agrees: the buyer may pay again, or is told why not.

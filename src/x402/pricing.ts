@@ -68,7 +68,7 @@ export async function quoteOffer(
   now: number,
   client: string,
 ): Promise<{ quote: Quote; offer: Offer } | { answer: Answer }> {
-  const { context, services } = flow;
+  const { context, services, rails } = flow;
   const { session } = found;
   let quote: Quote;
   try {
@@ -76,7 +76,7 @@ export async function quoteOffer(
       session,
       amountMinor,
       payTo,
-      asset: services.usdcAddress,
+      asset: rails.usdcAddress,
       now,
       candidate: found.reusable,
       beforeNewQuote: () => services.limitNewQuotes(session.id, client),
@@ -93,7 +93,7 @@ export async function quoteOffer(
     resourceUrl: sessionResourceUrl(context.config.baseUrl, session.id),
     description: offerDescription(`${session.merchant_name}: ${session.concept ?? `payment session ${session.id}`}`),
     payTo,
-    asset: services.usdcAddress,
+    asset: rails.usdcAddress,
     usdcAmount: quote.usdc_amount,
   };
   return { quote, offer };

@@ -103,7 +103,7 @@ for (const { engine, skip } of engines) {
       const db = service.context.db;
       const [quote] = await db.selectFrom('payment_quotes').selectAll().where('session_id', '=', sessionId).execute();
       assert.ok(quote);
-      const terms = (now: number) => ({ mode: service.config.mode, asset: quote.asset, now });
+      const terms = (now: number) => ({ assets: { sandbox: quote.asset }, now });
       const offered = async (now: number) => (await findSessionToQuote(db, sessionId, terms(now)))?.reusable?.id;
       const lastReuse = quote.expires_at - MAX_TIMEOUT_SECONDS * 1000;
       assert.equal(await offered(lastReuse - 1), quote.id);

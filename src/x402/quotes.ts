@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { newId } from '../common/ids.ts';
 import { MAX_TIMEOUT_SECONDS } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
@@ -35,6 +35,9 @@ const latestQuoteOnTerms = prepareQuery((db: Db, params: { sessionId: string; se
     .limit(1),
 );
 
+/** The merchant's payout wallet of the session's own mode (`s`, `m`): test payments to the test wallet, live to the live one. */
+const SESSION_MODE_WALLET = sql<string | null>`CASE WHEN s.mode = 'sandbox' THEN m.test_wallet_address ELSE m.wallet_address END`;
+
 /** A session with its merchant's current name and payout wallet. */
 export type SessionToQuote = SessionRow & { merchant_name: string; merchant_wallet_address: string | null };
 
@@ -50,7 +53,7 @@ export type SessionToQuote = SessionRow & { merchant_name: string; merchant_wall
  * session's id. The latest quote on these terms is the one `latestQuoteOnTerms` finds, and is
  * reusable whenever that one is.
  */
-const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: Mode; asset: string }) =>
+const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; sandboxAsset: string; liveAsset: string }) =>
   db
     .selectFrom('payment_sessions as s')
     .innerJoin('merchants as m', 'm.id', 's.merchant_id')
@@ -65,8 +68,8 @@ const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: 
             .whereRef('r.session_id', '=', 's.id')
             .whereRef('r.session_version', '=', 's.version')
             .whereRef('r.amount_minor', '=', 's.amount_minor')
-            .where((r) => r('r.pay_to', '=', r.fn.coalesce('s.pay_to', 'm.wallet_address')))
-            .where('r.asset', '=', params.asset)
+            .where((r) => r('r.pay_to', '=', r.fn.coalesce('s.pay_to', SESSION_MODE_WALLET)))
+            .where('r.asset', '=', (r) => r.case().when('s.mode', '=', 'live').then(params.liveAsset).else(params.sandboxAsset).end())
             .orderBy('r.expires_at', 'desc')
             .limit(1),
         ),
@@ -75,7 +78,7 @@ const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: 
     .selectAll('s')
     .select([
       'm.name as merchant_name',
-      'm.wallet_address as merchant_wallet_address',
+      SESSION_MODE_WALLET.as('merchant_wallet_address'),
       'q.id as quote_id',
       'q.session_version as quote_session_version',
       'q.amount_minor as quote_amount_minor',
@@ -89,20 +92,26 @@ const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; mode: 
       'q.expires_at as quote_expires_at',
     ])
     .where('s.id', '=', params.sessionId)
-    .where('s.mode', '=', params.mode),
+    // Only a mode with a token is paid here: a session of another mode is not found, as an unknown one.
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('s.mode', '=', 'sandbox'), eb(eb.val(params.sandboxAsset), '!=', '')]),
+        eb.and([eb('s.mode', '=', 'live'), eb(eb.val(params.liveAsset), '!=', '')]),
+      ]),
+    ),
 );
 
 /**
  * The session behind a challenge (E3, and the hosted page), and a quote of its own amount that may
- * be reused (quoteFor checks it). A session of the other mode than `mode` (the service's) is not
- * found, exactly as an unknown one.
+ * be reused (quoteFor checks it). `assets` names each payable mode's token: a session of a mode
+ * without one is not found, exactly as an unknown one.
  */
 export async function findSessionToQuote(
   db: Db,
   sessionId: string,
-  terms: { mode: Mode; asset: string; now: number },
+  terms: { assets: Partial<Record<Mode, string>>; now: number },
 ): Promise<{ session: SessionToQuote; reusable: Quote | undefined } | undefined> {
-  const row = await sessionToQuote.executeTakeFirst(db, { sessionId, mode: terms.mode, asset: terms.asset });
+  const row = await sessionToQuote.executeTakeFirst(db, { sessionId, sandboxAsset: terms.assets.sandbox ?? '', liveAsset: terms.assets.live ?? '' });
   if (!row) return undefined;
   // The rule of a reusable quote: payable for a whole maxTimeoutSeconds after now.
   const reusable: Quote | undefined =

@@ -1,16 +1,14 @@
 import type { Counter } from 'prom-client';
-import type { Facilitator } from '../chain/facilitator.ts';
-import type { ChainReader } from '../chain/reader.ts';
+import { type Rails, type RailsByMode, railsList } from '../chain/rails.ts';
+import type { Mode } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { consume, type Limit } from '../limits/limits.ts';
 import type { RatesProvider } from '../money/rates.ts';
 
 export type X402Services = {
-  facilitator: Facilitator;
-  /** The Base RPC, read once a settle is refused (and by the reconciler and refunds); none without TILL_BASE_RPC_URL. */
-  chain: ChainReader | undefined;
+  /** Each served mode's facilitator, chain reader and token; a session is paid on its own mode's. */
+  rails: RailsByMode;
   rates: RatesProvider;
-  usdcAddress: string;
   /** Throws 429 when a client sends too many proofs; checked first and alone, so a refused one counts nowhere else. */
   limitClientProofs(ip: string): Promise<void>;
   /** Counts a proof against its session once its signer is known: its payer's budget, or a smart wallet's per client; 429 past it. */
@@ -22,13 +20,10 @@ export type X402Services = {
   metrics: { proofsRefused: Counter<'reason'>; paymentsSettled: Counter };
 };
 
-/** The pay flow's services around the facilitator and chain reader main.ts built; none without a facilitator or a token. */
-export function createX402Services(
-  context: AppContext,
-  rails: { facilitator: Facilitator | undefined; chain: ChainReader | undefined },
-): X402Services | undefined {
+/** The pay flow's services around the rails main.ts built; none when no mode has a facilitator and a token. */
+export function createX402Services(context: AppContext, rails: RailsByMode): X402Services | undefined {
   const { config } = context;
-  if (!rails.facilitator || !config.usdcAddress) return undefined;
+  if (railsList(rails).length === 0) return undefined;
   // Counted in the database, so every instance on it shares one count (docs/decisions.md).
   const minute = (name: string, points: number, what: string): Limit => ({ name, points, windowMs: 60_000, what });
   const perIp = minute('x402_proofs_ip', config.x402ProofsPerMinutePerIp, 'payment proofs from this client');
@@ -44,10 +39,8 @@ export function createX402Services(
   // One limit at a time: a request refused by one is counted by no later one.
   const hit = (limit: Limit, subject: string) => consume(context.db, [{ limit, subject }], context.now());
   return {
-    facilitator: rails.facilitator,
-    chain: rails.chain,
+    rails,
     rates: context.rates,
-    usdcAddress: config.usdcAddress,
     limitClientProofs: (ip) => hit(perIp, ip),
     limitSignedProofs: (sessionId, signedBy) =>
       'payer' in signedBy ? hit(perPayer, `${sessionId} ${signedBy.payer}`) : hit(perWalletClient, `${sessionId} ${signedBy.client}`),
@@ -60,5 +53,19 @@ export function createX402Services(
   };
 }
 
-/** What the pay flow runs with: the app's context and the x402 services (facilitator, limits, rates). */
-export type PayFlow = { context: AppContext; services: X402Services };
+/** What the pay flow starts with: the app's context and the x402 services (limits, rates, every mode's rails). */
+export type PayerFlow = { context: AppContext; services: X402Services };
+
+/** What the pay flow runs with once the session is found: the rails of the session's mode too. */
+export type PayFlow = PayerFlow & { rails: Rails };
+
+/** Each payable mode's token, as findSessionToQuote takes them. */
+export const payableAssets = (services: Pick<X402Services, 'rails'>): Partial<Record<Mode, string>> =>
+  Object.fromEntries(railsList(services.rails).map((rails) => [rails.mode, rails.usdcAddress]));
+
+/** The flow for a session found by findSessionToQuote, on the rails of its mode (found only when that mode has some). */
+export function flowFor(payer: PayerFlow, mode: Mode): PayFlow {
+  const rails = payer.services.rails[mode];
+  if (!rails) throw new Error(`no rails for ${mode} mode`);
+  return { ...payer, rails };
+}

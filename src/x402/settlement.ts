@@ -9,7 +9,7 @@ import {
   type VerifyVerdict,
 } from '../chain/facilitator.ts';
 import { authorizationOf, nextFailedCheck } from '../chain/follow-up.ts';
-import type { ChainReader } from '../chain/reader.ts';
+import type { Rails } from '../chain/rails.ts';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
@@ -83,7 +83,7 @@ export type SettleResult =
  */
 export async function settleClaimed(
   context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook' | 'log' | 'metrics'>,
-  services: { facilitator: Facilitator; chain: ChainReader | undefined },
+  services: Pick<Rails, 'facilitator' | 'chain' | 'explorerTxUrl'>,
   claimed: PaymentRow,
   request: ReturnType<typeof facilitatorRequest>,
 ): Promise<SettleResult> {
@@ -92,7 +92,7 @@ export async function settleClaimed(
   const outcome = await services.facilitator.settle(request.payload, request.requirements);
   if (outcome.kind !== 'settled' && outcome.problem)
     reportFacilitatorProblem(context, context.log, outcome.problem, { sessionId: claimed.session_id, paymentId: claimed.id });
-  if (outcome.kind === 'refused' && (await endRefusedClaim(context, services.chain, claimed, outcome.reason)))
+  if (outcome.kind === 'refused' && (await endRefusedClaim(context, services, claimed, outcome.reason)))
     return { kind: 'refused', reason: outcome.reason, problem: outcome.problem };
   if (outcome.kind !== 'settled') {
     const txHash = outcome.kind === 'unsure' ? outcome.transaction : undefined;
@@ -106,7 +106,7 @@ export async function settleClaimed(
     blockNumber: null,
     settleResponse: JSON.stringify(outcome.response),
     now: context.now(),
-    explorerTxUrl: context.config.explorerTxUrl,
+    explorerTxUrl: services.explorerTxUrl,
   });
   if (recorded) return { kind: 'settled', payment: recorded };
   // Not recorded here: the reconciler got there first; the payment's own row says how it ended.
@@ -129,7 +129,7 @@ export async function settleClaimed(
  */
 async function endRefusedClaim(
   context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'log'>,
-  chain: ChainReader | undefined,
+  { chain, explorerTxUrl }: Pick<Rails, 'chain' | 'explorerTxUrl'>,
   claimed: PaymentRow,
   reason: string,
 ): Promise<boolean> {
@@ -144,7 +144,7 @@ async function endRefusedClaim(
   const now = context.now();
   const failed = await recordFailure(context, claimed, reason, {
     now,
-    explorerTxUrl: context.config.explorerTxUrl,
+    explorerTxUrl,
     recheckAt: nextFailedCheck(now, context.config.reconcileIntervalMs, now),
   });
   return failed !== undefined;

@@ -22,7 +22,8 @@ export function boundWebhookSecrets(secretKey: Buffer | undefined): Migration {
       for (const column of COLUMNS) {
         // A value already in the form this direction writes is left alone (a row written meanwhile).
         if (row[column].startsWith('k1b.') === (direction === 'bind')) continue;
-        const binding = webhookSecretBinding(row.merchant_id, column);
+        // Bound as every endpoint was then: by merchant and column (0030 binds live endpoints to their mode).
+        const binding = webhookSecretBinding(row.merchant_id, column, 'sandbox');
         values[column] =
           direction === 'bind'
             ? sealSecret(openSecret(row[column], secretKey), secretKey, binding)

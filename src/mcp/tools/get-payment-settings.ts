@@ -18,7 +18,7 @@ export const getPaymentSettings = defineTool({
     apiBaseUrl: z.string(),
   }),
   async run(context, access) {
-    const settings = await paymentSettings(context.db, access.grant.merchantId, { baseUrl: context.config.baseUrl });
+    const settings = await paymentSettings(context.db, access.grant.merchantId, access.grant.mode, { baseUrl: context.config.baseUrl });
     if (!settings) throw new TillError('not_found', { what: 'The merchant account' });
     const { businessName, payoutAddressConfigured, chains, apiBasePath, apiBaseUrl } = settings;
     return { businessName, payoutAddressConfigured, chains, apiBasePath, apiBaseUrl };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { explorerTxUrlOf } from '../../config.ts';
 import { findReceipt, normalizePublicOrderId, Receipt } from '../../payments/receipts.ts';
 import { defineTool, ToolRefusal } from '../tool.ts';
 
@@ -11,8 +12,8 @@ export const getReceipt = defineTool({
   output: Receipt,
   async run(context, access, { publicOrderId }) {
     const receipt = await findReceipt(context.db, publicOrderId, {
-      mode: access.grant.mode,
-      explorerTxUrl: context.config.explorerTxUrl,
+      modes: [access.grant.mode],
+      explorerTxUrl: (mode) => explorerTxUrlOf(context.config, mode),
       merchantId: access.grant.merchantId,
     });
     if (!receipt) throw new ToolRefusal('not_found', `No order ${normalizePublicOrderId(publicOrderId)} on this account.`);

@@ -89,6 +89,9 @@ for (const { engine, skip } of engines) {
       const unused = () => Promise.reject(new Error('this reconciler only reads the chain'));
       const facilitator: Facilitator = { verify: unused, settle: unused, supported: unused };
       const reconciler = startReconciler(shop.service.context, {
+        mode: 'sandbox',
+        usdcAddress: shop.sandbox.usdcAddress,
+        explorerTxUrl: shop.service.config.explorerTxUrl,
         chain: createChainReader(shop.sandbox.rpcUrl),
         facilitator,
         intervalMs: 200,

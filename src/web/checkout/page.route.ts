@@ -33,7 +33,6 @@ const doc: RouteDoc = {
 export function registerCheckoutPage(services: X402Services | undefined) {
   return (app: FastifyInstance, context: AppContext) => {
     const { config } = context;
-    const sandbox = config.mode === 'sandbox';
     addRoute(app, doc, {}, async (request, reply) => {
       // Only uid is read; a malformed one is simply not a session.
       const parsed = Query.safeParse(request.query);
@@ -41,6 +40,8 @@ export function registerCheckoutPage(services: X402Services | undefined) {
       // The merchant's logo and accent colour, on every page of one of its sessions.
       const branding =
         'session' in state ? { brand: await findBrand(context.db, state.session.merchant_id), businessName: state.session.merchant_name } : undefined;
+      // A test session's page says so and offers the sandbox wallet; a live session's never does, whatever else the deployment serves.
+      const sandbox = 'session' in state && state.session.mode === 'sandbox';
       const html = await renderCheckout(state, { baseUrl: config.baseUrl, sandbox, ...(branding ? { branding } : {}) }, context.now());
       if (state.kind === 'rate_unavailable' || state.kind === 'busy') reply.header('retry-after', state.kind === 'busy' ? '60' : '30');
       return sendPage(reply, state.status, html);

@@ -12,10 +12,14 @@ import { brandHead, brandLogo } from '../kit/brand.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import type { CheckoutState } from './state.ts';
 
-/** `branding`: the session's merchant's brand, and its business name (the logo's text). */
+/**
+ * `sandbox`: the session is a test-mode one (its own mode decides, not the deployment's): the page
+ * says so and offers the sandbox wallet. `branding`: the session's merchant's brand, and its
+ * business name (the logo's text).
+ */
 type View = { baseUrl: string; sandbox: boolean; branding?: { brand: Brand; businessName: string } };
 
-const SANDBOX_BANNER = html`<p class="sandbox-banner" role="note"><strong>Sandbox: test money.</strong> Nothing here is worth anything: the USDC on this page is a test token on a local chain.</p>`;
+const TEST_BANNER = html`<p class="sandbox-banner" role="note"><strong>Test payment — no real money.</strong> The USDC on this page is a test token worth nothing, on a test chain.</p>`;
 
 /** `0x1234…abcd`: enough of an address to recognise it, the whole of it in the title. */
 export function shortAddress(address: string): string {
@@ -40,7 +44,7 @@ export function timeLeft(ms: number): string {
 }
 
 function shell(title: string, view: View, main: Html, scripts: Html = html``): Html {
-  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${title}</title><link rel="stylesheet" href="${assetHref('checkout.css')}">${brandHead(view.branding?.brand)}</head><body>${view.sandbox && SANDBOX_BANNER}<main id="checkout" class="card">${view.branding && brandLogo(view.branding.brand, view.branding.businessName)}${main}</main>${scripts}</body></html>`;
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${title}</title><link rel="stylesheet" href="${assetHref('checkout.css')}">${brandHead(view.branding?.brand)}</head><body>${view.sandbox && TEST_BANNER}<main id="checkout" class="card">${view.branding && brandLogo(view.branding.brand, view.branding.businessName)}${main}</main>${scripts}</body></html>`;
 }
 
 function heading(session: SessionToQuote): Html {

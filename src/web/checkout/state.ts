@@ -4,7 +4,7 @@ import { firstSuccessfulPayment, type PaymentRow } from '../../payments/payments
 import { isExpired } from '../../sessions/sessions.ts';
 import { payeeOf, quoteOffer } from '../../x402/pricing.ts';
 import { findSessionToQuote, type Quote, type SessionToQuote } from '../../x402/quotes.ts';
-import type { X402Services } from '../../x402/services.ts';
+import { payableAssets, type X402Services } from '../../x402/services.ts';
 
 /** What the hosted page shows for a session id, and the HTTP status it answers with (docs/checkout.md). */
 export type CheckoutState =
@@ -24,10 +24,12 @@ export type CheckoutState =
  * proof is checked against. An editable session is quoted at its own amount; the page re-quotes a
  * chosen amount through the x402 endpoint's `?amount=`. A new quote counts against `client`, the client IP, as there.
  */
+/** With no rails at all, the page still finds a session of a served mode, to say it cannot be paid now (no quote is read). */
+const servedModesOnly = (context: AppContext) => Object.fromEntries(context.config.modes.map((mode) => [mode, '-']));
+
 export async function checkoutState(context: AppContext, services: X402Services | undefined, sessionId: string, client: string): Promise<CheckoutState> {
   const now = context.now();
-  const asset = services?.usdcAddress ?? context.config.usdcAddress ?? '';
-  const found = await findSessionToQuote(context.db, sessionId, { mode: context.config.mode, asset, now });
+  const found = await findSessionToQuote(context.db, sessionId, { assets: services ? payableAssets(services) : servedModesOnly(context), now });
   if (!found) return { kind: 'unknown', status: 404 };
   const { session } = found;
   if (session.order_type === 'TRANSIENT' && session.status === 'SUCCESS') {
@@ -35,13 +37,14 @@ export async function checkoutState(context: AppContext, services: X402Services 
     if (payment) return { kind: 'paid', status: 200, session, payment };
   }
   if (isExpired(session, now) || session.status !== 'OPEN') return { kind: 'expired', status: 410, session };
-  if (!services) return { kind: 'unavailable', status: 503, session };
+  const rails = services?.rails[session.mode];
+  if (!services || !rails) return { kind: 'unavailable', status: 503, session };
   try {
     const payTo = payeeOf(session);
-    const quoted = await quoteOffer({ context, services }, found, session.amount_minor, payTo, now, client);
+    const quoted = await quoteOffer({ context, services, rails }, found, session.amount_minor, payTo, now, client);
     if ('answer' in quoted) return { kind: 'below_minimum', status: 422, session };
     const { quote } = quoted;
-    return { kind: 'payable', status: 200, session, quote, payTo, asset: services.usdcAddress };
+    return { kind: 'payable', status: 200, session, quote, payTo, asset: rails.usdcAddress };
   } catch (error) {
     if (error instanceof TillError && error.code === 'no_pay_to') return { kind: 'no_wallet', status: 422, session };
     if (error instanceof TillError && error.code === 'rate_unavailable') return { kind: 'rate_unavailable', status: 503, session };

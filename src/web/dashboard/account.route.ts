@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { endAllUserSessions } from '../../accounts/user-sessions.ts';
 import { passwordProblem, passwordSetAt, setPassword } from '../../accounts/users.ts';
-import { forgetSession, type SignedIn, signIn } from '../../accounts/web-session.ts';
+import { forgetSession, signIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
 import { type AgentMadeKey, keysMadeByAgentsSince, revokeApiKey } from '../../merchants/api-keys.ts';
@@ -10,7 +10,7 @@ import { type Html, html, joinHtml } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { revokeEveryGrant } from './agent-access.ts';
 import { csrfInput, type FieldProblem, labelledInput, utcMinute } from './form-controls.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 
@@ -25,7 +25,7 @@ const LABELS: Record<string, string> = {
 /** What the account page shows beyond the user: the agents that may act, the keys agents made since `since`. */
 type AgentView = { grantCount: number; agentKeys: AgentMadeKey[]; since: number; afterChange: boolean };
 
-function agentKeysSection(signedIn: SignedIn, view: AgentView): Html {
+function agentKeysSection(signedIn: DashboardUser, view: AgentView): Html {
   if (view.agentKeys.length === 0) return html``;
   const rows = joinHtml(
     view.agentKeys.map(
@@ -40,7 +40,7 @@ function agentKeysSection(signedIn: SignedIn, view: AgentView): Html {
 <table class="cards"><thead><tr><th scope="col">Key</th><th scope="col">Made by</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></section>`;
 }
 
-function accountBody(signedIn: SignedIn, problem: FieldProblem | undefined, view: AgentView): Html {
+function accountBody(signedIn: DashboardUser, problem: FieldProblem | undefined, view: AgentView): Html {
   const agents = view.grantCount
     ? html`<p class="choice"><input type="checkbox" id="revoke-agents" name="revoke_agents" value="yes" checked> <label for="revoke-agents">Also revoke every coding agent's access (${view.grantCount} authorized)</label></p>`
     : '';
@@ -60,7 +60,7 @@ ${agentKeysSection(signedIn, view)}
 }
 
 /** Keys made by agents since the password before the current one was set, or since `since` (a time given back by a change). */
-async function agentView(context: AppContext, signedIn: SignedIn, since?: number): Promise<AgentView> {
+async function agentView(context: AppContext, signedIn: DashboardUser, since?: number): Promise<AgentView> {
   const from = since ?? (await passwordSetAt(context.db, signedIn.user.id)) ?? signedIn.user.createdAt;
   const [grants, agentKeys] = await Promise.all([
     listGrants(context.db, signedIn.user.merchantId),
@@ -80,7 +80,7 @@ function sinceOf(context: AppContext, query: unknown): number | undefined {
 async function sendAccount(
   context: AppContext,
   reply: FastifyReply,
-  signedIn: SignedIn,
+  signedIn: DashboardUser,
   status: number,
   problem?: FieldProblem,
   notice?: string,
@@ -94,7 +94,6 @@ async function sendAccount(
     dashboardPage({
       signedIn,
       section: 'account',
-      mode: context.config.mode,
       ...(notice ? { notice } : {}),
       ...(problem ? { problem: `${LABELS[problem.field] ?? problem.field} ${problem.message}.` } : refusal ? { problem: refusal } : {}),
       body: accountBody(signedIn, problem, view),

@@ -27,7 +27,7 @@ for (const { engine, skip } of engines) {
       for (const section of SECTIONS) assert.ok(answer.body.includes(`href="${section.path}"`), section.path);
       assert.match(answer.body, /<a href="\/dashboard" aria-current="page">Overview<\/a>/);
       assert.ok(answer.body.includes(email));
-      assert.match(answer.body, /Sandbox: the money here is fake/);
+      assert.match(answer.body, /<strong>Test mode<\/strong> — you are viewing test data; payments use fake money\./);
     });
   });
 }

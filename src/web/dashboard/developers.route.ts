@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
 import { type Grant, grantClientNames, listGrants, revokeGrant } from '../../oauth/grants.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
 import { csrfInput, cursorPager, FILTER_REFUSED, moment, shortened } from './views.ts';
 
@@ -123,9 +122,9 @@ ${rows}
 ${form}${list}${pager}`;
 }
 
-async function developersPage(context: AppContext, signedIn: SignedIn, query: Record<string, unknown>) {
+async function developersPage(context: AppContext, signedIn: DashboardUser, query: Record<string, unknown>) {
   const merchantId = signedIn.user.merchantId;
-  const grants = await listGrants(context.db, merchantId);
+  const grants = await listGrants(context.db, merchantId, signedIn.modes.mode);
   const parsed = parseAuditQuery(query);
   const problem = parsed.problems.map((p) => `${p.text}.`).join(' ');
   return {
@@ -133,7 +132,6 @@ async function developersPage(context: AppContext, signedIn: SignedIn, query: Re
     page: dashboardPage({
       signedIn,
       section: 'developers',
-      mode: context.config.mode,
       ...(query.revoked === '1' ? { notice: 'Access revoked. The agent’s next call is refused.' } : {}),
       ...(problem ? { problem } : {}),
       body: html`${agentsSection(grants, signedIn.csrfToken)}\n${await auditSection(context, merchantId, grants, parsed)}`,
@@ -178,7 +176,6 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
           dashboardPage({
             signedIn,
             section: 'developers',
-            mode: context.config.mode,
             heading: 'No such coding agent',
             body: html`<p>It was already revoked, or it is not one of your account’s.</p><p><a href="${DEVELOPERS_PATH}">Back to Developers</a></p>`,
           }),

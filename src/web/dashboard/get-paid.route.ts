@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { SignedIn } from '../../accounts/web-session.ts';
+import { keyModeOf } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../../merchants/api-keys.ts';
 import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -29,11 +29,12 @@ function curlSnippet(baseUrl: string, apiKey: string): string {
   -d '${body}'`;
 }
 
-async function getPaidBody(context: AppContext, signedIn: SignedIn, shown: Shown): Promise<Html> {
+async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: Shown): Promise<Html> {
   const merchantId = signedIn.user.merchantId;
-  const [{ keys }, clients] = await Promise.all([listApiKeys(context.db, merchantId), listClients(context.db, merchantId)]);
+  const { mode } = signedIn.modes;
+  const keyMode = keyModeOf(mode);
+  const [{ keys }, clients] = await Promise.all([listApiKeys(context.db, merchantId, keyMode), listClients(context.db, merchantId, mode)]);
   const csrf = csrfInput(signedIn.csrfToken);
-  const keyMode = context.config.mode === 'sandbox' ? 'test' : 'live';
 
   const newKey = shown.apiKey
     ? html`<div class="secret" role="region" aria-labelledby="new-key-heading"><h3 id="new-key-heading">Your new API key</h3>
@@ -89,7 +90,7 @@ ${clientTable}</section>
 async function sendGetPaid(
   context: AppContext,
   reply: FastifyReply,
-  signedIn: SignedIn,
+  signedIn: DashboardUser,
   status: number,
   view: { shown?: Shown; notice?: string; problem?: string },
 ) {
@@ -99,7 +100,6 @@ async function sendGetPaid(
     dashboardPage({
       signedIn,
       section: 'get-paid',
-      mode: context.config.mode,
       ...(view.notice ? { notice: view.notice } : {}),
       ...(view.problem ? { problem: view.problem } : {}),
       body: await getPaidBody(context, signedIn, view.shown ?? {}),
@@ -123,7 +123,7 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
   route(
     { method: 'POST', url: `${PATH}/api-keys`, summary: 'Creates an API key, shown on the answered page this once', responses: { 200: HTML_RESPONSE } },
     async (signedIn, _request, reply) => {
-      const apiKey = await createApiKey(context.db, signedIn.user.merchantId, context.config.mode === 'sandbox' ? 'test' : 'live', context.now());
+      const apiKey = await createApiKey(context.db, signedIn.user.merchantId, keyModeOf(signedIn.modes.mode), context.now());
       return sendGetPaid(context, reply, signedIn, 200, { shown: { apiKey }, notice: `API key …${apiKey.lastFour} created.` });
     },
   );
@@ -136,7 +136,7 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
       responses: { 200: HTML_RESPONSE },
     },
     async (signedIn, _request, reply) => {
-      const client = await createClient(context.db, signedIn.user.merchantId, context.config.mode, context.now());
+      const client = await createClient(context.db, signedIn.user.merchantId, signedIn.modes.mode, context.now());
       return sendGetPaid(context, reply, signedIn, 200, { shown: { client }, notice: `Client ${client.clientId} created.` });
     },
   );

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { currentUser, redirectToSignIn, type SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { html } from '../kit/html.ts';
+import { modeView } from '../kit/mode.ts';
 import { page, sendPage } from '../kit/page.ts';
 import { dashboardPage } from './layout.ts';
 
@@ -16,8 +17,12 @@ export async function signedInOrRedirect(context: AppContext, request: FastifyRe
  * A dashboard form post that the web scope's guard (web/kit/forms.ts) refused: without its CSRF
  * token or from another origin → 403, with the dashboard's frame when the browser is signed in.
  */
-export function refuseDashboardPost(context: AppContext, reply: FastifyReply, signedIn: SignedIn | undefined) {
+export function refuseDashboardPost(context: AppContext, request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn | undefined) {
   const body = html`<p>The form was not sent from this dashboard, or it is too old. Go back, reload the page and try again.</p>`;
   if (!signedIn) return sendPage(reply, 403, page('This form has expired · Till', html`<main><h1>This form has expired</h1>${body}</main>`));
-  return sendPage(reply, 403, dashboardPage({ signedIn, section: 'overview', heading: 'This form has expired', mode: context.config.mode, body }));
+  return sendPage(
+    reply,
+    403,
+    dashboardPage({ signedIn: { ...signedIn, modes: modeView(context, request) }, section: 'overview', heading: 'This form has expired', body }),
+  );
 }

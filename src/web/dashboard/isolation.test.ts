@@ -279,6 +279,10 @@ for (const { engine, skip } of engines) {
           }
         },
         'POST /dashboard/developers/agents/{grantId}/revoke': () => notFound('POST', `/dashboard/developers/agents/${a.grantId}/revoke`, {}),
+        // The switch only picks which of B's own data B sees.
+        'POST /dashboard/mode': async () => {
+          await tryAs('POST', '/dashboard/mode', { mode: 'live', section: 'orders', merchantId: shop.merchantId });
+        },
       };
 
       const routes = shop.service.app.routeDocs.filter((doc) => doc.url.startsWith('/dashboard')).map((doc) => `${doc.method} ${doc.url}`);

@@ -96,20 +96,20 @@ describe('a merchant’s journey through the dashboard in Chromium', { skip: bro
 
       await t.test('sets the payout wallet: refused without the password, accepted with it', async () => {
         const wallet = getAddress(newAccount().address);
-        const before = (await findMerchant(service.context.db, merchantId))?.walletAddress;
+        const before = (await findMerchant(service.context.db, merchantId))?.wallets.sandbox;
         await nav('Settings').click();
         await page.waitForURL(`${baseUrl}/dashboard/settings`);
         await typeInto(page, 'Wallet address', wallet.toLowerCase());
         await typeInto(page, 'Last 4 characters', wallet.slice(-4));
         await typeInto(page, 'Your password', 'not the password at all');
-        await page.getByRole('button', { name: 'Change payout wallet' }).click();
+        await page.getByRole('button', { name: 'Change test payout wallet' }).click();
         await page.getByRole('alert').getByText('Your password is not right.').waitFor();
-        assert.equal((await findMerchant(service.context.db, merchantId))?.walletAddress, before);
+        assert.equal((await findMerchant(service.context.db, merchantId))?.wallets.sandbox, before);
         await typeInto(page, 'Your password', PASSWORD);
-        await page.getByRole('button', { name: 'Change payout wallet' }).click();
+        await page.getByRole('button', { name: 'Change test payout wallet' }).click();
         await page.waitForURL(`${baseUrl}/dashboard/settings?saved=wallet`);
         await page.getByRole('status').getByText('Payout wallet saved.').waitFor();
-        assert.equal((await findMerchant(service.context.db, merchantId))?.walletAddress, wallet);
+        assert.equal((await findMerchant(service.context.db, merchantId))?.wallets.sandbox, wallet);
       });
 
       await t.test('points webhooks at its server', async () => {

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import QRCode from 'qrcode';
 import { getAddress } from 'viem';
-import type { SignedIn } from '../../accounts/web-session.ts';
 import { invalidField, TillError } from '../../common/errors.ts';
+import { modeLabel } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import type { OrderType } from '../../db/schema.ts';
 import { formFields } from '../../http/forms.ts';
@@ -21,7 +21,7 @@ import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { paymentStatusTag } from '../kit/status.ts';
 import { refusedAttemptsSection } from './attempts.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -139,12 +139,12 @@ export function statusText(session: SessionRow, now: number): string {
 
 async function listBody(
   context: AppContext,
-  signedIn: SignedIn,
+  signedIn: DashboardUser,
   view: { page: number; archived: boolean; values: FormValues; invalid?: string },
 ): Promise<Html> {
   const merchantId = signedIn.user.merchantId;
   const [{ sessions, hasMore, page }, merchant] = await Promise.all([
-    listMerchantSessions(context.db, context.config.mode, merchantId, { page: view.page, size: PAGE_SIZE, archived: view.archived }),
+    listMerchantSessions(context.db, signedIn.modes.mode, merchantId, { page: view.page, size: PAGE_SIZE, archived: view.archived }),
     findMerchant(context.db, merchantId),
   ]);
   const now = context.now();
@@ -166,7 +166,7 @@ async function listBody(
   const table = sessions.length
     ? html`<table class="cards"><thead><tr><th scope="col">Link</th><th scope="col">Amount</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead><tbody>${rows}</tbody></table>`
     : html`<p>${view.archived ? 'No archived link.' : 'No payment link yet.'}</p>`;
-  return html`${merchant?.walletAddress ? '' : html`<p class="problem">No payout wallet is set: links cannot be paid until it is (Settings).</p>`}
+  return html`${merchant?.wallets[signedIn.modes.mode] ? '' : html`<p class="problem">No ${modeLabel(signedIn.modes.mode)} payout wallet is set: links cannot be paid until it is (Settings).</p>`}
 <section aria-labelledby="new-link-heading"><h2 id="new-link-heading">New payment link</h2>
 <form method="post" action="${PATH}" class="link-form">${csrfInput(signedIn.csrfToken)}
 ${linkFields(view.values, view.invalid, { create: true })}
@@ -187,7 +187,7 @@ function changeable(session: SessionRow, now: number): boolean {
   return session.order_type === 'STATIC' || (session.status === 'OPEN' && !isExpired(session, now));
 }
 
-async function detailBody(context: AppContext, signedIn: SignedIn, session: SessionRow, view: { values?: FormValues; invalid?: string }): Promise<Html> {
+async function detailBody(context: AppContext, signedIn: DashboardUser, session: SessionRow, view: { values?: FormValues; invalid?: string }): Promise<Html> {
   const now = context.now();
   const url = redirectUrlFor(context.config.baseUrl, session.id);
   const payments = await context.db
@@ -208,7 +208,7 @@ async function detailBody(context: AppContext, signedIn: SignedIn, session: Sess
     ),
     html`\n`,
   );
-  const attempts = await listRefusedAttempts(context.db, context.config.mode, session.merchant_id, session.id);
+  const attempts = await listRefusedAttempts(context.db, signedIn.modes.mode, session.merchant_id, session.id);
   const paymentsTable = payments.length
     ? html`<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Payer</th><th scope="col">When</th></tr></thead><tbody>${paymentRows}</tbody></table>`
     : html`<p>No payment yet.</p>`;
@@ -239,14 +239,21 @@ ${archive}${dashboardScript()}`;
 
 type PageView = { notice?: string | undefined; problem?: string | undefined };
 
-function sendLinksPage(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, heading: string | undefined, view: PageView, body: Html) {
+function sendLinksPage(
+  _context: AppContext,
+  reply: FastifyReply,
+  signedIn: DashboardUser,
+  status: number,
+  heading: string | undefined,
+  view: PageView,
+  body: Html,
+) {
   return sendPage(
     reply,
     status,
     dashboardPage({
       signedIn,
       section: 'links',
-      mode: context.config.mode,
       ...(heading ? { heading } : {}),
       ...(view.notice ? { notice: view.notice } : {}),
       ...(view.problem ? { problem: view.problem } : {}),
@@ -255,7 +262,7 @@ function sendLinksPage(context: AppContext, reply: FastifyReply, signedIn: Signe
   );
 }
 
-const notFound = (context: AppContext, reply: FastifyReply, signedIn: SignedIn) =>
+const notFound = (context: AppContext, reply: FastifyReply, signedIn: DashboardUser) =>
   sendLinksPage(
     context,
     reply,
@@ -299,7 +306,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
           context,
           signedIn.user.merchantId,
           { ...linkInput(values), orderType: orderType as OrderType },
-          { createdVia: 'dashboard' },
+          { createdVia: 'dashboard', mode: signedIn.modes.mode },
         );
         return reply.redirect(`${PATH}/${encodeURIComponent(created.sessionId)}?done=created`, 303);
       } catch (error) {
@@ -314,7 +321,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     { method: 'GET', url: `${PATH}/{sessionId}`, summary: 'One payment link: its URL, QR code, payments and edit form', responses: { 404: HTML_RESPONSE } },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
-      const session = await findMerchantSession(context.db, context.config.mode, signedIn.user.merchantId, sessionId);
+      const session = await findMerchantSession(context.db, signedIn.modes.mode, signedIn.user.merchantId, sessionId);
       if (!session) return notFound(context, reply, signedIn);
       return sendLinksPage(context, reply, signedIn, 200, heading(session), { notice: noticeOf(request) }, await detailBody(context, signedIn, session, {}));
     },
@@ -330,16 +337,21 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
       const merchantId = signedIn.user.merchantId;
-      const session = await findMerchantSession(context.db, context.config.mode, merchantId, sessionId);
+      const session = await findMerchantSession(context.db, signedIn.modes.mode, merchantId, sessionId);
       if (!session) return notFound(context, reply, signedIn);
       const values = formValues(request);
       try {
         const merchant = await findMerchant(context.db, merchantId);
-        await updatePaymentSession(context, merchantId, { sessionId, ...linkInput(values) }, { walletConfigured: merchant?.walletAddress != null });
+        await updatePaymentSession(
+          context,
+          merchantId,
+          { sessionId, ...linkInput(values) },
+          { walletConfigured: merchant?.wallets[signedIn.modes.mode] != null, mode: signedIn.modes.mode },
+        );
         return reply.redirect(`${PATH}/${encodeURIComponent(sessionId)}?done=saved`, 303);
       } catch (error) {
         if (!(error instanceof TillError)) throw error;
-        const current = (await findMerchantSession(context.db, context.config.mode, merchantId, sessionId)) ?? session;
+        const current = (await findMerchantSession(context.db, signedIn.modes.mode, merchantId, sessionId)) ?? session;
         const body = await detailBody(context, signedIn, current, { values, ...(error.field ? { invalid: error.field } : {}) });
         return sendLinksPage(context, reply, signedIn, error.status, heading(current), { problem: problemText(error) }, body);
       }
@@ -355,7 +367,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
-      if (!(await archiveSession(context.db, context.config.mode, signedIn.user.merchantId, sessionId, context.now())))
+      if (!(await archiveSession(context.db, signedIn.modes.mode, signedIn.user.merchantId, sessionId, context.now())))
         return notFound(context, reply, signedIn);
       return reply.redirect(`${PATH}?done=archived`, 303);
     },

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SignedIn } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
+import type { Mode } from '../../common/modes.ts';
 import { refusalOf } from '../../common/ssrf.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
@@ -21,7 +21,7 @@ import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { limitTestEvents } from '../../webhooks/test-event-limit.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { statusText } from './links.route.ts';
 import { addDashboardRoute } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
@@ -100,8 +100,8 @@ ${attempts}
 }
 
 /** Every order (payment session) the merchant created through the payment API (E1), newest first, paged by cursor. */
-async function apiOrdersSection(context: AppContext, merchantId: string, after: SessionsCursor | undefined): Promise<Html> {
-  const slice = await listSessionsCreatedVia(context.db, context.config.mode, merchantId, 'api', { after, size: API_ORDERS_PAGE_SIZE });
+async function apiOrdersSection(context: AppContext, mode: Mode, merchantId: string, after: SessionsCursor | undefined): Promise<Html> {
+  const slice = await listSessionsCreatedVia(context.db, mode, merchantId, 'api', { after, size: API_ORDERS_PAGE_SIZE });
   const now = context.now();
   const rows = joinHtml(
     slice.sessions.map(
@@ -132,10 +132,10 @@ ${rows}</tbody></table>`
 ${list}${pager}`;
 }
 
-async function renderPage(context: AppContext, signedIn: SignedIn, state: PageState): Promise<Html> {
+async function renderPage(context: AppContext, signedIn: DashboardUser, state: PageState): Promise<Html> {
   const merchantId = signedIn.user.merchantId;
-  const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId, context.config.mode, context.now());
-  const deliveries = await listDeliveries(context.db, context.config.mode, { merchantId, limit: DELIVERIES_SHOWN });
+  const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId, signedIn.modes.mode, context.now());
+  const deliveries = await listDeliveries(context.db, signedIn.modes.mode, { merchantId, limit: DELIVERIES_SHOWN });
   const csrf = signedIn.csrfToken;
   const log = html`<h2 id="deliveries">Delivery log</h2>
 ${endpoint ? html`<form method="post" action="${PATH}/test">${csrfInput(csrf)}<button type="submit" class="secondary">Send a test event</button></form>` : ''}
@@ -150,14 +150,13 @@ ${
   return dashboardPage({
     signedIn,
     section: 'notifications',
-    mode: context.config.mode,
     ...(state.notice ? { notice: state.notice } : {}),
     ...(state.problem ? { problem: state.problem } : {}),
-    body: html`${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, merchantId, state.apiAfter)}\n${log}`,
+    body: html`${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, signedIn.modes.mode, merchantId, state.apiAfter)}\n${log}`,
   });
 }
 
-async function answerPage(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, state: PageState) {
+async function answerPage(context: AppContext, reply: FastifyReply, signedIn: DashboardUser, status: number, state: PageState) {
   return sendPage(reply, status, await renderPage(context, signedIn, state));
 }
 
@@ -167,7 +166,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     url: string,
     summary: string,
     responses: Record<number, { description: string }>,
-    handler: (signedIn: SignedIn, fields: Record<string, string>, reply: FastifyReply, request: FastifyRequest) => Promise<unknown>,
+    handler: (signedIn: DashboardUser, fields: Record<string, string>, reply: FastifyReply, request: FastifyRequest) => Promise<unknown>,
   ) =>
     addDashboardRoute(app, context, { method: 'POST', url, summary, responses: { 403: HTML_RESPONSE, ...responses } }, (signedIn, request, reply) =>
       handler(signedIn, formFields(request), reply, request),
@@ -203,7 +202,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
       const form = { url, events };
       if (url === '') return answerPage(context, reply, signedIn, 400, { form, invalid: 'url', problem: 'URL: enter the address of your webhook receiver.' });
       try {
-        await setWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, { url, events }, context.config.mode, context.now());
+        await setWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, { url, events }, signedIn.modes.mode, context.now());
       } catch (error) {
         if (!(error instanceof WebhookSettingsError)) throw error;
         const field = error.field === 'events' ? 'events' : 'url';
@@ -222,12 +221,12 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
   );
 
   const withPassword = async (
-    signedIn: SignedIn,
+    signedIn: DashboardUser,
     fields: Record<string, string>,
     reply: FastifyReply,
     then: (endpoint: WebhookEndpoint) => Promise<PageState>,
   ) => {
-    const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, context.config.mode, context.now());
+    const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, signedIn.modes.mode, context.now());
     if (!endpoint) return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
     // The password re-check is throttled as the sign-in's (per user): a stolen session cannot guess here.
     const wrong = await passwordRefusal(context, signedIn, fields.password);
@@ -271,7 +270,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
           context.config.secretKey,
           signedIn.user.merchantId,
           { url: endpoint.url, rotate: true, overlapHours },
-          context.config.mode,
+          signedIn.modes.mode,
           context.now(),
         ),
       }));
@@ -285,7 +284,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     async (signedIn, _fields, reply) => {
       try {
         await limitTestEvents(context.db, context.config, signedIn.user.merchantId, context.now());
-        await sendTestEvent(context.db, context.config.mode, signedIn.user.merchantId, context.now());
+        await sendTestEvent(context.db, signedIn.modes.mode, signedIn.user.merchantId, context.now());
       } catch (error) {
         if (error instanceof TillError && error.code === 'no_webhook_endpoint')
           return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
@@ -309,7 +308,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     { 303: { description: 'Queued: back to the page' }, 404: HTML_RESPONSE, 409: HTML_RESPONSE },
     async (signedIn, _fields, reply, request) => {
       try {
-        await redeliverEvent(context.db, context.config.mode, (request.params as { eventId: string }).eventId, signedIn.user.merchantId);
+        await redeliverEvent(context.db, signedIn.modes.mode, (request.params as { eventId: string }).eventId, signedIn.user.merchantId);
       } catch (error) {
         if (error instanceof TillError && error.code === 'not_found')
           return answerPage(context, reply, signedIn, 404, { problem: 'No such event: it is not one of your account’s.' });

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { SignedIn } from '../../accounts/web-session.ts';
+import type { Mode } from '../../common/modes.ts';
 import { walletRpcUrl } from '../../common/network.ts';
 import type { AppContext } from '../../context.ts';
 import { explorerUrl } from '../../payments/payments.ts';
@@ -11,7 +11,7 @@ import { sendPage } from '../kit/page.ts';
 import { paymentStatusTag } from '../kit/status.ts';
 import { refusedAttemptsSection } from './attempts.ts';
 import { toCsvLine } from './csv.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
 import { refundPart, refundSection } from './refund-form.ts';
 import { cursorPager, FILTER_REFUSED, moment } from './views.ts';
@@ -103,12 +103,12 @@ ${field('from', 'From', 'date')}${field('to', 'To', 'date')}${field('session', '
 }
 
 /** Orders narrowed to one order by its TX- id: its refund form below it. */
-const refundOf = (orders: MerchantOrder[], parsed: ParsedFilter, signedIn: SignedIn, query: Record<string, unknown>, rpcUrl: string): Html =>
+const refundOf = (orders: MerchantOrder[], parsed: ParsedFilter, signedIn: DashboardUser, query: Record<string, unknown>, rpcUrl: string): Html =>
   orders.length === 1 && /^tx-/i.test(parsed.filter.search ?? '') ? refundSection(orders[0]!, signedIn.csrfToken, query, rpcUrl) : html``;
 
 async function ordersPage(
   context: AppContext,
-  signedIn: SignedIn,
+  signedIn: DashboardUser,
   parsed: ParsedFilter,
   requestQuery: Record<string, unknown> = {},
 ): Promise<{ status: number; page: Html }> {
@@ -116,12 +116,12 @@ async function ordersPage(
   const problem = parsed.problems.length ? parsed.problems.map((p) => `${p.label} ${p.message}.`).join(' ') : undefined;
   const slice = problem
     ? { orders: [], next: undefined }
-    : await searchOrders(context.db, context.config.mode, signedIn.user.merchantId, parsed.filter, { after: parsed.after, size: ORDERS_PAGE_SIZE });
+    : await searchOrders(context.db, signedIn.modes.mode, signedIn.user.merchantId, parsed.filter, { after: parsed.after, size: ORDERS_PAGE_SIZE });
   // The orders of one session come with its refused attempts.
   const attempts =
     problem || parsed.filter.sessionId === undefined
       ? undefined
-      : await listRefusedAttempts(context.db, context.config.mode, signedIn.user.merchantId, parsed.filter.sessionId);
+      : await listRefusedAttempts(context.db, signedIn.modes.mode, signedIn.user.merchantId, parsed.filter.sessionId);
   const query = filterQuery(parsed.form);
   const filtered = query !== '';
   const list = slice.orders.length
@@ -148,9 +148,8 @@ ${joinHtml(
     page: dashboardPage({
       signedIn,
       section: 'orders',
-      mode: context.config.mode,
       ...(problem ? { problem } : {}),
-      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery, walletRpcUrl(context.config.mode, context.config.baseUrl))}${refusedAttemptsSection(attempts)}`,
+      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery, walletRpcUrl(signedIn.modes.mode, context.config.baseUrl))}${refusedAttemptsSection(attempts)}`,
     }),
   };
 }
@@ -174,12 +173,12 @@ export const ORDERS_CSV_HEADER = [
 ];
 
 /** Every order of the filter as CSV lines, read a slice at a time. */
-async function* csvLines(context: AppContext, merchantId: string, filter: OrderFilter): AsyncGenerator<string> {
+async function* csvLines(context: AppContext, mode: Mode, merchantId: string, filter: OrderFilter): AsyncGenerator<string> {
   yield toCsvLine(ORDERS_CSV_HEADER);
   const base = context.config.baseUrl.replace(/\/$/, '');
   let after: OrdersCursor | undefined;
   do {
-    const slice = await searchOrders(context.db, context.config.mode, merchantId, filter, { size: CSV_SLICE, ...(after ? { after } : {}) });
+    const slice = await searchOrders(context.db, mode, merchantId, filter, { size: CSV_SLICE, ...(after ? { after } : {}) });
     let chunk = '';
     for (const order of slice.orders)
       chunk += toCsvLine([
@@ -244,7 +243,7 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
         .header('content-type', 'text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="orders-${day}.csv"`)
         .header('cache-control', 'no-store')
-        .send(Readable.from(csvLines(context, signedIn.user.merchantId, parsed.filter)));
+        .send(Readable.from(csvLines(context, signedIn.modes.mode, signedIn.user.merchantId, parsed.filter)));
     },
   );
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { findUser } from '../../accounts/users.ts';
-import type { SignedIn } from '../../accounts/web-session.ts';
+import { type Mode, modeLabel } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import { latestWalletChange } from '../../merchants/events.ts';
 import { findMerchant, type Merchant } from '../../merchants/merchants.ts';
@@ -12,7 +12,7 @@ import { type Html, html } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { dailyVolumeChart } from './chart.ts';
 import { utcMinute } from './form-controls.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
 
 /** How many days the volume covers, and how long a wallet change stays on the overview. */
@@ -61,19 +61,18 @@ function webhookLine(state: WebhookEndpointState): Html {
   return html`<li><strong>Webhook endpoint:</strong> ${where}, delivering without failures in the last ${VOLUME_DAYS} days.</li>`;
 }
 
-function setupSection(context: AppContext, merchant: Merchant, webhook: WebhookEndpointState): Html {
-  const wallet = merchant.walletAddress
-    ? html`<li><strong>Payout wallet:</strong> <code class="address">${merchant.walletAddress}</code> (<a href="/dashboard/settings">change</a>)</li>`
+function setupSection(mode: Mode, merchant: Merchant, webhook: WebhookEndpointState): Html {
+  const address = merchant.wallets[mode];
+  const wallet = address
+    ? html`<li><strong>Payout wallet:</strong> <code class="address">${address}</code> (<a href="/dashboard/settings">change</a>)</li>`
     : html`<li class="attention"><strong>Payout wallet:</strong> not set, so payments cannot be taken. <a href="/dashboard/settings">Set it in Settings</a>.</li>`;
-  const mode =
-    context.config.mode === 'sandbox'
-      ? html`<li><strong>Mode:</strong> sandbox: test keys and test USDC.</li>`
-      : html`<li><strong>Mode:</strong> live: real USDC.</li>`;
-  return html`<section aria-labelledby="setup-heading"><h2 id="setup-heading">Setup</h2><ul class="setup">${mode}${wallet}${webhookLine(webhook)}</ul></section>`;
+  const modeLine =
+    mode === 'sandbox' ? html`<li><strong>Mode:</strong> test: test keys and test USDC.</li>` : html`<li><strong>Mode:</strong> live: real USDC.</li>`;
+  return html`<section aria-labelledby="setup-heading"><h2 id="setup-heading">Setup</h2><ul class="setup">${modeLine}${wallet}${webhookLine(webhook)}</ul></section>`;
 }
 
 /** The notice of a recent wallet change: when, by whom, to what, and what to do if it was not you. */
-async function walletNotice(context: AppContext, signedIn: SignedIn, merchantId: string, now: number): Promise<Html> {
+async function walletNotice(context: AppContext, signedIn: DashboardUser, merchantId: string, now: number): Promise<Html> {
   const change = await latestWalletChange(context.db, merchantId, now - WALLET_NOTICE_DAYS * DAY_MS);
   if (!change) return html``;
   const who =
@@ -86,7 +85,7 @@ async function walletNotice(context: AppContext, signedIn: SignedIn, merchantId:
     change.to === null
       ? html`removed on ${utcMinute(change.at)} by ${who}: payments cannot be made until one is set.`
       : html`${change.from ? 'changed' : 'set'} on ${utcMinute(change.at)} by ${who}, to <code class="address">${change.to}</code>.`;
-  return html`<p role="status" class="attention wallet-notice">The payout wallet was ${what} If this was not expected, set the right wallet in <a href="/dashboard/settings">Settings</a> and change your password in <a href="/dashboard/account">Account</a>.</p>`;
+  return html`<p role="status" class="attention wallet-notice">The ${change.mode ? `${modeLabel(change.mode)} ` : ''}payout wallet was ${what} If this was not expected, set the right wallet in <a href="/dashboard/settings">Settings</a> and change your password in <a href="/dashboard/account">Account</a>.</p>`;
 }
 
 /** The overview: where the merchant lands after signing in. */
@@ -100,9 +99,9 @@ export function registerOverview(app: FastifyInstance, context: AppContext): voi
       const now = context.now();
       const [merchant, volume, orders, webhook, notice] = await Promise.all([
         findMerchant(context.db, merchantId),
-        paidVolume(context.db, context.config.mode, merchantId, now, VOLUME_DAYS),
-        latestPaidOrders(context.db, context.config.mode, merchantId, LAST_ORDERS),
-        webhookEndpointState(context.db, context.config.mode, merchantId, now - VOLUME_DAYS * DAY_MS),
+        paidVolume(context.db, signedIn.modes.mode, merchantId, now, VOLUME_DAYS),
+        latestPaidOrders(context.db, signedIn.modes.mode, merchantId, LAST_ORDERS),
+        webhookEndpointState(context.db, signedIn.modes.mode, merchantId, now - VOLUME_DAYS * DAY_MS),
         walletNotice(context, signedIn, merchantId, now),
       ]);
       if (!merchant) return reply.code(404).send();
@@ -112,9 +111,8 @@ export function registerOverview(app: FastifyInstance, context: AppContext): voi
         dashboardPage({
           signedIn,
           section: 'overview',
-          mode: context.config.mode,
           heading: merchant.name,
-          body: html`${notice}${volumeSection(volume)}${setupSection(context, merchant, webhook)}${ordersSection(orders)}`,
+          body: html`${notice}${volumeSection(volume)}${setupSection(signedIn.modes.mode, merchant, webhook)}${ordersSection(orders)}`,
         }),
       );
     },

@@ -90,11 +90,11 @@ for (const { engine, skip } of engines) {
         page.body,
         /<li class="attention"><strong>Webhook endpoint:<\/strong> <code>http:\/\/127\.0\.0\.1:\d+\/[^<]*<\/code>: in the last 30 days, deliveries (\d+ failed|\d+ being retried)/,
       );
-      assert.match(page.body, /Mode:<\/strong> sandbox/);
+      assert.match(page.body, /Mode:<\/strong> test/);
     });
 
     test('an endpoint turned off is said so', async () => {
-      await disableWebhook(shop.service.context.db, shop.merchantId, 'too many failures', Date.now());
+      await disableWebhook(shop.service.context.db, shop.merchantId, 'sandbox', 'too many failures', Date.now());
       const page = await browser.request('GET', '/dashboard');
       assert.match(page.body, /is <strong>off<\/strong> since [^<]+ \(too many failures\)/);
     });

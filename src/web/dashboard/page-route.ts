@@ -4,8 +4,10 @@ import type { AppContext } from '../../context.ts';
 import type { FormLimits } from '../../http/forms.ts';
 import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
+import { modeView } from '../kit/mode.ts';
 import { HTML_RESPONSE } from '../kit/page.ts';
 import { refuseDashboardPost, signedInOrRedirect } from './guard.ts';
+import type { DashboardUser } from './layout.ts';
 
 export const DASHBOARD_TAG = 'Dashboard';
 export const SIGN_IN_REDIRECT = { description: 'Not signed in: on to the sign-in page' };
@@ -22,7 +24,7 @@ export type DashboardRouteDoc = {
   /** And other parts: its files and fields. */
   formLimits?: FormLimits;
 };
-export type DashboardHandler = (signedIn: SignedIn, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+export type DashboardHandler = (signedIn: DashboardUser, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 const GET_RESPONSES: Responses = { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT };
 const POST_RESPONSES: Responses = {
@@ -33,7 +35,7 @@ const POST_RESPONSES: Responses = {
 /**
  * A dashboard route with its doc: a GET answers only a signed-in user (others go to sign in); a POST
  * only a form of ours (the web scope's one guard: signed in, with the CSRF token, from our origin).
- * The handler gets the user.
+ * The handler gets the user, with the mode the dashboard shows (mode.ts).
  */
 export function addDashboardRoute(
   app: FastifyInstance,
@@ -50,9 +52,9 @@ export function addDashboardRoute(
       {
         kind: 'signed-in',
         signedOut: (request, reply) => redirectToSignIn(reply, request.url),
-        refuse: (_request, reply, signedIn) => refuseDashboardPost(context, reply, signedIn),
+        refuse: (request, reply, signedIn) => refuseDashboardPost(context, request, reply, signedIn),
       },
-      handler,
+      (signedIn: SignedIn, request, reply) => handler({ ...signedIn, modes: modeView(context, request) }, request, reply),
       { ...(bodyLimit ? { bodyLimit } : {}), ...(formLimits ? { formLimits } : {}) },
     );
     return;
@@ -61,6 +63,6 @@ export function addDashboardRoute(
   addRoute(app, { ...doc, tag: DASHBOARD_TAG, security: 'none', responses }, {}, async (request, reply) => {
     const signedIn = await signedInOrRedirect(context, request, reply);
     if (!signedIn) return reply;
-    return handler(signedIn, request, reply);
+    return handler({ ...signedIn, modes: modeView(context, request) }, request, reply);
   });
 }

@@ -1,21 +1,23 @@
 import type { FastifyInstance } from 'fastify';
-import { makeRefund, prepareRefund, type RefundServices, typedDataJson } from '../../chain/refunds.ts';
+import type { RailsByMode } from '../../chain/rails.ts';
+import { makeRefund, prepareRefund, typedDataJson } from '../../chain/refunds.ts';
 import { TillError } from '../../common/errors.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
+import type { DashboardUser } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
 
 const ORDERS_PATH = '/dashboard/orders';
 const REFUSED = { description: 'A field is refused (`error.field` names it: amount, signature, validBefore, nonce, reason); nothing was recorded or moved' };
-const NOT_FOUND = { description: 'No such order of this merchant in this mode' };
+const NOT_FOUND = { description: 'No such order of this merchant in the mode the dashboard shows' };
 
 /**
  * Refunds from the order's payout wallet, in two form posts made by the Orders page's script:
  * prepare (the EIP-712 typed data the payout wallet signs, as JSON), then the signed refund (checked,
  * recorded, settled through the facilitator; 303 back to the order with the refund's state).
  */
-export function registerRefunds(app: FastifyInstance, context: AppContext, services: RefundServices | undefined): void {
-  const scopeOf = (merchantId: string) => ({ merchantId, mode: context.config.mode });
+export function registerRefunds(app: FastifyInstance, context: AppContext, rails: RailsByMode): void {
+  const scopeOf = (signedIn: DashboardUser) => ({ merchantId: signedIn.user.merchantId, mode: signedIn.modes.mode });
   const orderIdOf = (params: unknown) => String((params as { paymentId?: unknown }).paymentId ?? '').toUpperCase();
 
   addDashboardRoute(
@@ -29,7 +31,7 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, servi
     },
     async (signedIn, request, reply) => {
       const fields = formFields(request);
-      const { payment, typedData } = await prepareRefund(context, scopeOf(signedIn.user.merchantId), orderIdOf(request.params), fields.amount);
+      const { payment, typedData } = await prepareRefund(context, scopeOf(signedIn), orderIdOf(request.params), fields.amount);
       const json = typedDataJson(typedData);
       return reply
         .code(200)
@@ -54,8 +56,10 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, servi
     async (signedIn, request, reply) => {
       const fields = formFields(request);
       const orderId = orderIdOf(request.params);
+      // Refunded on the rails of the order's mode, the mode the dashboard shows.
+      const services = rails[signedIn.modes.mode];
       if (!services) throw new TillError('facilitator_unavailable');
-      const refund = await makeRefund(context, services, scopeOf(signedIn.user.merchantId), orderId, {
+      const refund = await makeRefund(context, services, scopeOf(signedIn), orderId, {
         amount: fields.amount,
         validBefore: fields.validBefore,
         nonce: fields.nonce,

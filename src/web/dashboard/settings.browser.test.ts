@@ -77,12 +77,12 @@ describe('the dashboard in Chromium', { skip: browserSkip }, () => {
       await typeInto(page, 'Wallet address', newWallet.toLowerCase());
       await typeInto(page, 'Last 4 characters', newWallet.slice(-4));
       await typeInto(page, 'Your password', 'not the password at all');
-      await page.getByRole('button', { name: 'Change payout wallet' }).click();
+      await page.getByRole('button', { name: 'Change test payout wallet' }).click();
       await page.getByRole('alert').getByText('Your password is not right.').waitFor();
       assert.equal(await page.getByLabel('Wallet address', { exact: true }).inputValue(), newWallet.toLowerCase());
       assert.equal(await page.getByLabel('Your password', { exact: true }).inputValue(), '');
       assert.equal(await page.getByLabel('Your password', { exact: true }).getAttribute('aria-invalid'), 'true');
-      assert.equal((await findMerchant(shop.service.context.db, shop.merchantId))?.walletAddress, shop.merchantWallet);
+      assert.equal((await findMerchant(shop.service.context.db, shop.merchantId))?.wallets.sandbox, shop.merchantWallet);
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'settings-refused');
       await page.setViewportSize({ width: 1280, height: 900 });
@@ -92,27 +92,27 @@ describe('the dashboard in Chromium', { skip: browserSkip }, () => {
       await page.keyboard.press('Enter');
       await page.waitForURL(`${baseUrl}/dashboard/settings?saved=wallet`);
       await page.getByRole('status').getByText('Payout wallet saved.').waitFor();
-      assert.equal((await findMerchant(shop.service.context.db, shop.merchantId))?.walletAddress, newWallet);
+      assert.equal((await findMerchant(shop.service.context.db, shop.merchantId))?.wallets.sandbox, newWallet);
       assert.ok((await page.textContent('main'))?.includes(newWallet));
 
       // The overview says the wallet changed, and by whom.
       await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Overview' }).click();
       await page.waitForURL(`${baseUrl}/dashboard`);
       const notice = page.locator('.wallet-notice');
-      assert.match((await notice.textContent()) ?? '', new RegExp(`The payout wallet was changed on .+ by you, to ${newWallet}`));
+      assert.match((await notice.textContent()) ?? '', new RegExp(`The test payout wallet was changed on .+ by you, to ${newWallet}`));
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'overview-wallet-changed');
       await page.setViewportSize({ width: 1280, height: 900 });
 
       // The operator removes it (as till live prepare does for the sandbox's demo wallet): the overview says so.
       const { db } = shop.service.context;
-      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, userId: null, walletAddress: null }), true);
+      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, userId: null, mode: 'sandbox', walletAddress: null }), true);
       await page.reload();
-      assert.match((await notice.textContent()) ?? '', /The payout wallet was removed on .+ by the operator: payments cannot be made until one is set/);
+      assert.match((await notice.textContent()) ?? '', /The test payout wallet was removed on .+ by the operator: payments cannot be made until one is set/);
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'overview-wallet-removed');
       await page.setViewportSize({ width: 1280, height: 900 });
-      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, userId: null, walletAddress: newWallet }), true);
+      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, userId: null, mode: 'sandbox', walletAddress: newWallet }), true);
 
       // The account page.
       await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Account' }).click();

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { SignedIn } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
+import { keyModeOf, modeLabel } from '../../common/modes.ts';
 import { SUPPORTED_CHAINS } from '../../common/network.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formFile, formValues } from '../../http/forms.ts';
@@ -11,7 +11,7 @@ import { accentStylesheetPath, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
-import { dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute, type DashboardHandler, type DashboardRouteDoc } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 
@@ -57,7 +57,7 @@ type SettingsView = {
 const chainLabel = (chain: string) => chain.charAt(0).toUpperCase() + chain.slice(1);
 
 /** Brand: the logo (upload, remove) and the accent colour, each saved on its own; what buyers will see. */
-function brandSection(signedIn: SignedIn, view: SettingsView, brand: Brand): Html {
+function brandSection(signedIn: DashboardUser, view: SettingsView, brand: Brand): Html {
   const { merchant, problem } = view;
   const current = brand.logo
     ? html`<div class="brand-current">${brandLogo(brand, merchant.name)}<p class="note">${LOGO_TYPE_NAMES[brand.logo.type]}, ${brand.logo.width}×${brand.logo.height} pixels.</p>
@@ -79,7 +79,7 @@ ${labelledInput({ name: 'accent_color', label: LABELS.accent_color!, value: acce
 <p><button type="submit">Save accent colour</button></p></form></section>`;
 }
 
-function settingsBody(signedIn: SignedIn, view: SettingsView, brand: Brand): Html {
+function settingsBody(signedIn: DashboardUser, view: SettingsView, brand: Brand): Html {
   const { merchant, problem } = view;
   const value = (form: SettingsView['form'], name: string, stored: string | null) => (view.form === form ? (view.values?.[name] ?? '') : (stored ?? ''));
   const business = html`<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
@@ -89,17 +89,23 @@ ${labelledInput({ name: 'support_email', label: LABELS.support_email!, type: 'em
 ${labelledInput({ name: 'website_url', label: LABELS.website_url!, type: 'url', value: value('business', 'website_url', merchant.websiteUrl), autocomplete: 'url', hint: 'Optional. https://…' }, problem)}
 <p><button type="submit">Save business details</button></p></form></section>`;
 
-  const current = merchant.walletAddress
-    ? html`<p>Payments go to <code class="address">${merchant.walletAddress}</code>.</p>`
-    : html`<p class="attention">No payout wallet yet: your sessions cannot be paid until you set one.</p>`;
-  const wallet = html`<section aria-labelledby="wallet-heading"><h2 id="wallet-heading">Payout wallet</h2>
+  const { mode } = signedIn.modes;
+  const address = merchant.wallets[mode];
+  const current = address
+    ? html`<p>${mode === 'sandbox' ? 'Test payments' : 'Payments'} go to <code class="address">${address}</code>.</p>`
+    : html`<p class="attention">No ${modeLabel(mode)} payout wallet yet: your ${modeLabel(mode)} sessions cannot be paid until you set one.</p>`;
+  const perMode =
+    mode === 'sandbox'
+      ? 'Test payments move fake money only, on the test chain. Your live payout wallet is set apart, in live mode.'
+      : 'Your test payout wallet is set apart, in test mode.';
+  const wallet = html`<section aria-labelledby="wallet-heading"><h2 id="wallet-heading">Payout wallet${mode === 'sandbox' ? ' (test mode)' : ''}</h2>
 ${current}
-<p class="note">Only you hold the keys of this address: Till never does. Check it twice, then confirm it with its last 4 characters and your password.</p>
-<form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}
+<p class="note">${perMode} Only you hold the keys of this address: Till never does. Check it twice, then confirm it with its last 4 characters and your password.</p>
+<form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}<input type="hidden" name="mode" value="${keyModeOf(mode)}">
 ${labelledInput({ name: 'wallet', label: LABELS.wallet!, value: value('wallet', 'wallet', ''), hint: '0x followed by 40 hexadecimal characters, on Base.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" class="mono"` }, problem)}
 ${labelledInput({ name: 'confirm', label: LABELS.confirm!, value: value('wallet', 'confirm', ''), hint: 'Type the last 4 characters of the address again.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" maxlength="4" class="short mono"` }, problem)}
 ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', autocomplete: 'current-password', required: true }, problem)}
-<p><button type="submit">${merchant.walletAddress ? 'Change payout wallet' : 'Set payout wallet'}</button></p></form></section>`;
+<p><button type="submit">${address ? `Change ${modeLabel(mode)} payout wallet` : `Set ${modeLabel(mode)} payout wallet`}</button></p></form></section>`;
 
   const ticked = view.form === 'chains' ? new Set(view.accepted) : new Set(merchant.acceptedChains.flatMap((c) => c.tokens.map((t) => `${c.chain}:${t}`)));
   const chainsInvalid = problem?.field === 'accept';
@@ -119,7 +125,7 @@ ${chainsInvalid ? html`<p id="accept-problem" class="field-problem">${`${LABELS.
 }
 
 /** The settings page, as stored, or again with a refused form's values and the problem named. */
-async function sendSettings(context: AppContext, reply: FastifyReply, signedIn: SignedIn, status: number, view: SettingsView, notice?: string) {
+async function sendSettings(context: AppContext, reply: FastifyReply, signedIn: DashboardUser, status: number, view: SettingsView, notice?: string) {
   const { problem } = view;
   const brand = await findBrand(context.db, view.merchant.id);
   return sendPage(
@@ -128,7 +134,6 @@ async function sendSettings(context: AppContext, reply: FastifyReply, signedIn: 
     dashboardPage({
       signedIn,
       section: 'settings',
-      mode: context.config.mode,
       ...(notice ? { notice } : {}),
       ...(problem ? { problem: `${LABELS[problem.field] ?? problem.field} ${problem.message}.` } : {}),
       body: settingsBody(signedIn, view, brand),
@@ -155,7 +160,7 @@ function checkWalletForm(fields: Record<string, string>): FieldProblem | { addre
   return { address };
 }
 
-async function merchantOf(context: AppContext, signedIn: SignedIn): Promise<Merchant> {
+async function merchantOf(context: AppContext, signedIn: DashboardUser): Promise<Merchant> {
   const merchant = await findMerchant(context.db, signedIn.user.merchantId);
   if (!merchant) throw new TillError('not_found', { what: 'Merchant' });
   return merchant;
@@ -223,7 +228,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
   post(
     'wallet',
     'Sets or changes the payout wallet (form post, with the password)',
-    "Takes `wallet` (an EVM address; mixed case must be its EIP-55 checksum), `confirm` (its last 4 characters), `password` (the signed-in user's) and `csrf`. The change is recorded in the merchant's audit and shown on the overview.",
+    "Sets the wallet of the mode the dashboard shows. Takes `wallet` (an EVM address; mixed case must be its EIP-55 checksum), `confirm` (its last 4 characters), `password` (the signed-in user's), `mode` (`test` or `live`: the mode the form was shown in, which must still be the one shown; without it, the mode shown) and `csrf`. The change is recorded in the merchant's audit and shown on the overview.",
     async (signedIn, request, reply) => {
       const fields = formFields(request);
       const values = { wallet: fields.wallet ?? '', confirm: fields.confirm ?? '' };
@@ -233,8 +238,15 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       if ('field' in checked) return refuse(checked);
       const wrongPassword = await passwordRefusal(context, signedIn, fields.password);
       if (wrongPassword) return refuse({ field: 'password', message: wrongPassword });
-      if (merchant.walletAddress === checked.address) return reply.redirect(`${SETTINGS_PATH}?saved=wallet-unchanged`, 303);
-      await changeWallet(context.db, { merchantId: merchant.id, userId: signedIn.user.id, walletAddress: checked.address }, context.now());
+      const { mode } = signedIn.modes;
+      // The form names the mode it was shown in: a switch made in another tab since never sets the other mode's wallet.
+      if (fields.mode !== undefined && fields.mode !== keyModeOf(mode))
+        return refuse({
+          field: 'wallet',
+          message: `was typed in ${fields.mode === 'test' ? 'test' : 'live'} mode, but the dashboard has since switched to ${modeLabel(mode)} mode: check the wallet below and type it again`,
+        });
+      if (merchant.wallets[mode] === checked.address) return reply.redirect(`${SETTINGS_PATH}?saved=wallet-unchanged`, 303);
+      await changeWallet(context.db, { merchantId: merchant.id, userId: signedIn.user.id, mode, walletAddress: checked.address }, context.now());
       return reply.redirect(`${SETTINGS_PATH}?saved=wallet`, 303);
     },
   );
@@ -269,7 +281,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
   );
 
   /** A brand form refused by the brand module: the page again, naming the field and its problem. */
-  const refuseBrand = async (signedIn: SignedIn, reply: FastifyReply, error: unknown, form: 'logo' | 'accent', values?: Record<string, string>) => {
+  const refuseBrand = async (signedIn: DashboardUser, reply: FastifyReply, error: unknown, form: 'logo' | 'accent', values?: Record<string, string>) => {
     if (!(error instanceof TillError) || !error.field) throw error;
     const merchant = await merchantOf(context, signedIn);
     return sendSettings(context, reply, signedIn, 400, { merchant, form, ...(values ? { values } : {}), problem: problemOf(error, error.field) });

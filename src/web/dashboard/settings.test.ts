@@ -81,24 +81,24 @@ for (const { engine, skip } of engines) {
       assert.ok(!wrong.body.includes('not the password at all'), 'the password never comes back');
       const missing = await browser.request('POST', '/dashboard/settings/wallet', { csrf, wallet: WALLET, confirm: '9ee7' });
       assertRefused(missing, 'Your password', 'field-password');
-      assert.equal((await merchantRow(merchantId)).walletAddress, null);
+      assert.equal((await merchantRow(merchantId)).wallets.sandbox, null);
       const overviewBefore = await browser.request('GET', '/dashboard');
       assert.ok(!overviewBefore.body.includes('wallet-notice'));
 
       const saved = await browser.request('POST', '/dashboard/settings/wallet', { csrf, wallet: ` ${WALLET} `, confirm: '9EE7', password });
       assert.equal(saved.statusCode, 303, saved.body);
       assert.equal(saved.headers.location, '/dashboard/settings?saved=wallet');
-      assert.equal((await merchantRow(merchantId)).walletAddress, CHECKSUMMED);
+      assert.equal((await merchantRow(merchantId)).wallets.sandbox, CHECKSUMMED);
       const events = await service.context.db.selectFrom('merchant_events').selectAll().where('merchant_id', '=', merchantId).execute();
       assert.equal(events.length, 1);
       assert.equal(events[0]?.type, 'wallet_changed');
-      assert.deepEqual(JSON.parse(events[0]!.detail), { from: null, to: CHECKSUMMED });
+      assert.deepEqual(JSON.parse(events[0]!.detail), { mode: 'sandbox', from: null, to: CHECKSUMMED });
       const settings = await browser.request('GET', '/dashboard/settings?saved=wallet');
       assert.ok(settings.body.includes(`<code class="address">${CHECKSUMMED}</code>`));
       const overview = await browser.request('GET', '/dashboard');
       assert.match(
         overview.body,
-        /class="attention wallet-notice">The payout wallet was set on [^<]+ by you, to <code class="address">0x52908400098527886E0F7030069857D2E4169EE7<\/code>/,
+        /class="attention wallet-notice">The test payout wallet was set on [^<]+ by you, to <code class="address">0x52908400098527886E0F7030069857D2E4169EE7<\/code>/,
       );
 
       // The same address again changes nothing and records nothing.
@@ -109,14 +109,14 @@ for (const { engine, skip } of engines) {
 
     test('a wallet the operator removed (till live prepare clears the sandbox demo wallet) is told on the overview, with what it means', async () => {
       const { browser, merchantId } = await signedInMerchant(service, { walletAddress: CHECKSUMMED });
-      assert.equal(await changeWallet(service.context.db, { merchantId, userId: null, walletAddress: null }), true);
-      assert.equal((await merchantRow(merchantId)).walletAddress, null);
+      assert.equal(await changeWallet(service.context.db, { merchantId, userId: null, mode: 'sandbox', walletAddress: null }), true);
+      assert.equal((await merchantRow(merchantId)).wallets.sandbox, null);
       const events = await service.context.db.selectFrom('merchant_events').selectAll().where('merchant_id', '=', merchantId).execute();
-      assert.deepEqual(JSON.parse(events[0]!.detail), { from: CHECKSUMMED, to: null });
+      assert.deepEqual(JSON.parse(events[0]!.detail), { mode: 'sandbox', from: CHECKSUMMED, to: null });
       const overview = await browser.request('GET', '/dashboard');
       assert.match(
         overview.body,
-        /class="attention wallet-notice">The payout wallet was removed on [^<]+ by the operator: payments cannot be made until one is set\. If this was not expected/,
+        /class="attention wallet-notice">The test payout wallet was removed on [^<]+ by the operator: payments cannot be made until one is set\. If this was not expected/,
       );
     });
 
@@ -135,7 +135,7 @@ for (const { engine, skip } of engines) {
       ];
       for (const [change, label, id] of cases)
         assertRefused(await browser.request('POST', '/dashboard/settings/wallet', { csrf, password, confirm: '9ee7', ...change }), label, id);
-      assert.equal((await merchantRow(merchantId)).walletAddress, null);
+      assert.equal((await merchantRow(merchantId)).wallets.sandbox, null);
       // All upper case carries no checksum either: accepted, and stored checksummed.
       const upper = await browser.request('POST', '/dashboard/settings/wallet', {
         csrf,
@@ -144,7 +144,7 @@ for (const { engine, skip } of engines) {
         confirm: '9EE7',
       });
       assert.equal(upper.statusCode, 303, upper.body);
-      assert.equal((await merchantRow(merchantId)).walletAddress, CHECKSUMMED);
+      assert.equal((await merchantRow(merchantId)).wallets.sandbox, CHECKSUMMED);
     });
 
     test('accepted chains: saved when ticked, refused by field when none or an unknown one', async () => {
@@ -236,8 +236,8 @@ for (const { engine, skip } of engines) {
         'field-password',
       );
       const firstMerchant = await merchantRow(first.merchantId);
-      assert.deepEqual([firstMerchant.name, firstMerchant.walletAddress], ['First Shop Secret Name', CHECKSUMMED]);
-      assert.equal((await merchantRow(second.merchantId)).walletAddress, otherWallet);
+      assert.deepEqual([firstMerchant.name, firstMerchant.wallets.sandbox], ['First Shop Secret Name', CHECKSUMMED]);
+      assert.equal((await merchantRow(second.merchantId)).wallets.sandbox, otherWallet);
     });
   });
 }

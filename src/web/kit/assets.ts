@@ -20,7 +20,7 @@ export const ASSET_SOURCES = {
 
 export type AssetName = keyof typeof ASSET_SOURCES;
 
-/** Served in sandbox mode only. */
+/** Served only by a deployment that serves test mode (the pages of test sessions load them). */
 const SANDBOX_ONLY: ReadonlySet<AssetName> = new Set(['checkout-sandbox-wallet.js']);
 
 /** Where the build writes; the repository's `dist/assets/` (gitignored). */
@@ -96,7 +96,7 @@ const IMMUTABLE = 'public, max-age=31536000, immutable';
  */
 export function registerAssets(app: FastifyInstance, context: AppContext): void {
   const assets = loadAssets();
-  const sandbox = context.config.mode === 'sandbox';
+  const sandbox = context.config.modes.includes('sandbox');
   const served = new Map<string, { asset: Asset; cacheControl: string }>();
   for (const asset of assets.values()) {
     if (SANDBOX_ONLY.has(asset.name) && !sandbox) continue;

@@ -8,8 +8,8 @@ import { page, prefersHtml } from '../kit/page.ts';
 import { PAYMENT_STATUS_WORDS } from '../kit/status.ts';
 import { readableTime } from '../kit/time.ts';
 
-/** A sandbox page says at a glance that no real money moved. */
-const SANDBOX_BANNER = html`<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> test money, not a real payment.</p>`;
+/** A test payment's receipt says at a glance that no real money moved; a live one never carries it. */
+const TEST_BANNER = html`<p class="sandbox-banner" role="note"><strong>Test payment — no real money.</strong> This receipt is of a test-mode payment in a test token worth nothing.</p>`;
 
 /** The merchant's logo and a bar of its accent colour above the receipt; nothing without a brand. */
 const brandHeader = (brand: Brand, businessName: string): Html =>
@@ -27,7 +27,7 @@ const refundRows = (receipt: ReceiptView): Html[] =>
         ),
       ];
 
-function renderReceipt(receipt: ReceiptView, view: { amountText: string; sandbox: boolean; brand: Brand }): Html {
+function renderReceipt(receipt: ReceiptView, view: { amountText: string; test: boolean; brand: Brand }): Html {
   // Ids, addresses and hashes in monospace; names, amounts and dates in the page's text.
   const id = (value: string): Html => html`<code>${value}</code>`;
   const rows: [string, Html | string][] = [
@@ -46,24 +46,24 @@ function renderReceipt(receipt: ReceiptView, view: { amountText: string; sandbox
   const table = rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v}</td></tr>`);
   return page(
     `Receipt ${receipt.publicOrderId}`,
-    html`${view.sandbox ? SANDBOX_BANNER : ''}${brandHeader(view.brand, receipt.merchantName)}<h1>Receipt</h1><table class="receipt">${table}<tr><th>Transaction</th><td><a href="${receipt.explorerUrl}" rel="noopener noreferrer"><code>${receipt.transactionHash}</code></a></td></tr>${refundRows(receipt)}</table>`,
+    html`${view.test ? TEST_BANNER : ''}${brandHeader(view.brand, receipt.merchantName)}<h1>Receipt</h1><table class="receipt">${table}<tr><th>Transaction</th><td><a href="${receipt.explorerUrl}" rel="noopener noreferrer"><code>${receipt.transactionHash}</code></a></td></tr>${refundRows(receipt)}</table>`,
     brandHead(view.brand),
   );
 }
 
-const notFound = (publicOrderId: string, sandbox: boolean) =>
+const notFound = (publicOrderId: string) =>
   page(
     'Receipt not found',
-    html`${sandbox ? SANDBOX_BANNER : ''}<h1>Receipt not found</h1><p>There is no settled order <code>${publicOrderId}</code>. Check the link you were given; a receipt exists once the payment has settled.</p>`,
+    html`<h1>Receipt not found</h1><p>There is no settled order <code>${publicOrderId}</code>. Check the link you were given; a receipt exists once the payment has settled.</p>`,
   );
 
 /** The receipt's page (E4 for a browser): payments/receipt.route.ts answers JSON to everyone else. */
 export const receiptPage: ReceiptPage = async (context, request, reply, found, publicOrderId) => {
   if (!prefersHtml(request.headers.accept)) return false;
-  const sandbox = context.config.mode === 'sandbox';
+  // Decided by the order's own mode: one deployment serves test and live receipts side by side.
   const body = found
-    ? renderReceipt(found.receipt, { amountText: found.amountText, sandbox, brand: await findBrand(context.db, found.merchantId) })
-    : notFound(publicOrderId, sandbox);
+    ? renderReceipt(found.receipt, { amountText: found.amountText, test: found.mode === 'sandbox', brand: await findBrand(context.db, found.merchantId) })
+    : notFound(publicOrderId);
   reply
     .code(found ? 200 : 404)
     .type('text/html; charset=utf-8')
