@@ -15,6 +15,8 @@ export type MailSettings = {
   smtpShown: string | undefined;
   /** The From of every mail, `Name <address>` or an address. */
   from: string;
+  /** How long one SMTP step (connecting, the greeting, any answer) may take before the attempt is retried (TILL_SMTP_TIMEOUT_MS). */
+  timeoutMs: number;
 };
 
 type Refuse = (setting: string, message: string) => Error;
@@ -39,9 +41,13 @@ export function loadMailSettings(env: NodeJS.ProcessEnv, modes: readonly Mode[],
   const raw = env.TILL_SMTP_URL?.trim() || undefined;
   const fromSetting = env.TILL_MAIL_FROM?.trim() || undefined;
   const from = fromSetting ?? 'Till <till@localhost>';
+  const timeoutText = env.TILL_SMTP_TIMEOUT_MS?.trim() || '30000';
+  const timeoutMs = Number(timeoutText);
+  if (!/^\d+$/.test(timeoutText) || timeoutMs < 100 || timeoutMs > 600_000)
+    throw refuse('TILL_SMTP_TIMEOUT_MS', `${JSON.stringify(timeoutText)} must be a whole number of milliseconds from 100 to 600000`);
   if (fromSetting && !fromAddress(from))
     throw refuse('TILL_MAIL_FROM', `${JSON.stringify(from)} is not an address: write Name <address@example.com> or address@example.com`);
-  if (!raw) return { smtp: undefined, smtpShown: undefined, from };
+  if (!raw) return { smtp: undefined, smtpShown: undefined, from, timeoutMs };
   if (!fromSetting)
     throw refuse('TILL_MAIL_FROM', 'is required with TILL_SMTP_URL: the address mails are sent from, e.g. Shop payments <payments@example.com>');
   const shown = redactUrl(raw);
@@ -70,5 +76,6 @@ export function loadMailSettings(env: NodeJS.ProcessEnv, modes: readonly Mode[],
     },
     smtpShown: `${url.protocol}//${url.host}${tls === 'none' ? ' (plain text)' : tls === 'starttls' ? ' (STARTTLS)' : ' (TLS)'}`,
     from,
+    timeoutMs,
   };
 }

@@ -3,9 +3,6 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { fromAddress, type MailSettings, type SmtpSettings } from '../common/mail-settings.ts';
 import type { MailContent } from './kinds.ts';
 
-/** How long one SMTP step (connecting, the greeting, any answer) may take before the attempt is given up and retried. */
-export const SMTP_TIMEOUT_MS = 30_000;
-
 export type OutgoingMail = MailContent & { id: string; to: string };
 export type MailTransport = { send(mail: OutgoingMail): Promise<void>; close(): void };
 
@@ -37,7 +34,7 @@ const messageIdDomain = (settings: MailSettings) => fromAddress(settings.from)?.
 export const messageIdOf = (settings: MailSettings, mailId: string) => `<${mailId}@${messageIdDomain(settings)}>`;
 
 /** An SMTP transport over nodemailer (pooled connections). Undefined without TILL_SMTP_URL. */
-export function createMailTransport(settings: MailSettings, timeoutMs = SMTP_TIMEOUT_MS): MailTransport | undefined {
+export function createMailTransport(settings: MailSettings, timeoutMs = settings.timeoutMs): MailTransport | undefined {
   const { smtp } = settings;
   if (!smtp) return undefined;
   const transporter = createTransport({
@@ -78,7 +75,7 @@ function command(connection: Conversation, line: string): Promise<string> {
  * configured), log in, MAIL FROM the From address, RCPT TO it, then RSET and QUIT; nothing is sent.
  * Answers what went wrong, in the operator's words, or undefined when the server took all of it.
  */
-export async function checkSmtpConversation(settings: MailSettings, timeoutMs = 15_000): Promise<string | undefined> {
+export async function checkSmtpConversation(settings: MailSettings, timeoutMs = settings.timeoutMs): Promise<string | undefined> {
   const { smtp } = settings;
   const from = fromAddress(settings.from);
   if (!smtp || !from) return 'no SMTP server is configured';

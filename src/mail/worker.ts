@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.ts';
 import type { MailContent, OutboxMail } from './kinds.ts';
 import { countMailsByStatus, leaseDueMails, type MailResult, recordMailResult } from './outbox.ts';
-import { createMailTransport, type MailTransport, SMTP_TIMEOUT_MS } from './transport.ts';
+import { createMailTransport, type MailTransport } from './transport.ts';
 
 /** Puts a mail into words: both parts, the subject and a notice's headers. */
 export type RenderMail = (mail: OutboxMail) => Promise<MailContent>;
@@ -14,7 +14,7 @@ export type MailWorkerOptions = {
   /** Where mails go; by default the SMTP server of TILL_SMTP_URL, and none (mails kept) without it. */
   transport?: MailTransport | undefined;
   pollIntervalMs?: number;
-  /** How long a lease is exclusive: longer than a whole SMTP conversation may take. */
+  /** How long a lease is exclusive: longer than a whole SMTP conversation may take (ten of its steps' timeout unless given). */
   leaseMs?: number;
   concurrency?: number;
   /** Delay before each retry; when it runs out the mail is FAILED. */
@@ -42,7 +42,7 @@ export function startMailWorker(context: WorkerContext, options: MailWorkerOptio
   const log = context.log.child({ component: 'mail' });
   const transport = 'transport' in options ? options.transport : createMailTransport(context.config.mail);
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
-  const leaseMs = options.leaseMs ?? SMTP_TIMEOUT_MS * 10;
+  const leaseMs = options.leaseMs ?? context.config.mail.timeoutMs * 10;
   const concurrency = options.concurrency ?? 8;
   const schedule = options.retrySchedule ?? MAIL_RETRY_SCHEDULE;
   const random = options.random ?? Math.random;

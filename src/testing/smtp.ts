@@ -15,7 +15,7 @@ export type TestSmtpServer = {
   /** Decides each message as it arrives (its count so far, from 0); accepts every one unless set. */
   verdict: (index: number) => Verdict;
   /** Called once a message has been accepted (the 250 is on its way). */
-  onAccepted?: (mail: ReceivedMail) => void;
+  onAccepted?: (mail: ReceivedMail, index: number) => void;
   close(): Promise<void>;
 };
 
@@ -42,7 +42,8 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', async () => {
-        const verdict = state.verdict(arrived++);
+        const index = arrived++;
+        const verdict = state.verdict(index);
         if (verdict === 'hang') return;
         if (verdict === 'drop') {
           for (const socket of sockets) socket.destroy();
@@ -56,7 +57,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
         const mail: ReceivedMail = { envelopeTo: session.envelope.rcptTo.map((r) => r.address), raw, parsed: await simpleParser(raw) };
         state.received.push(mail);
         callback();
-        state.onAccepted?.(mail);
+        state.onAccepted?.(mail, index);
       });
     },
   });
