@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { createUser } from '../accounts/users.ts';
 import { runNodeScript } from '../testing/child-process.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../testing/harness.ts';
+import { signedInMerchant } from '../testing/page-browser.ts';
 import { mailsTo, type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../testing/smtp.ts';
 import { waitFor } from '../testing/wait.ts';
 import { renderMail } from '../web/mail/templates.ts';
@@ -174,6 +175,18 @@ for (const { engine, skip } of engines) {
       const wrong = await runNodeScript(cli, ['mail', 'list', '--status', 'lost'], { env });
       assert.notEqual(wrong.code, 0);
       assert.match(wrong.stderr, /--status must be one of PENDING, SENT, FAILED, KEPT/);
+    });
+
+    test('a payout wallet changed on the dashboard: every user of the merchant is told, with the old and new wallet', async () => {
+      const { email, password, browser } = await signedInMerchant(shop.service);
+      const csrf = await browser.csrf('/dashboard/settings');
+      const wallet = '0x8ba1f109551bD432803012645Ac136ddd64DBA72';
+      const saved = await browser.request('POST', '/dashboard/settings/wallet', { csrf, wallet, confirm: 'BA72', password });
+      assert.equal(saved.statusCode, 303, saved.body);
+      const [mail] = await waitFor(() => (mailsTo(smtp, email).length ? mailsTo(smtp, email) : undefined), 'the wallet notice');
+      assert.match(mail?.parsed.subject ?? '', /payout wallet was changed$/);
+      assert.match(mail?.parsed.text ?? '', new RegExp(`New wallet: +${wallet}`));
+      assert.match(mail?.parsed.text ?? '', /Previous wallet: +none/);
     });
   });
 }

@@ -163,7 +163,7 @@ export async function queueWalletChanged(
         mode,
         merchantId,
         userId: user.id,
-        cause: `wallet:${merchantId}:${now}:${change.wallet ?? 'none'}`,
+        cause: `wallet:${merchantId}:${mode}:${now}:${change.wallet ?? 'none'}`,
         recipient: user.email,
         data: { kind: 'wallet_changed', merchantName: name, wallet: change.wallet, previous: change.previous, at: now },
       },

@@ -4,6 +4,7 @@ import { keyModeOf, modeLabel } from '../../common/modes.ts';
 import { SUPPORTED_CHAINS } from '../../common/network.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formFile, formValues } from '../../http/forms.ts';
+import { queueWalletChanged } from '../../mail/notices.ts';
 import { type Brand, findBrand, LOGO_MAX_BYTES, LOGO_MAX_SIDE, LOGO_TYPE_NAMES, removeLogo, setAccentColor, setLogo } from '../../merchants/brand.ts';
 import { changeWallet } from '../../merchants/events.ts';
 import { checkPayoutAddress, findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
@@ -246,7 +247,12 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
           message: `was typed in ${fields.mode === 'test' ? 'test' : 'live'} mode, but the dashboard has since switched to ${modeLabel(mode)} mode: check the wallet below and type it again`,
         });
       if (merchant.wallets[mode] === checked.address) return reply.redirect(`${SETTINGS_PATH}?saved=wallet-unchanged`, 303);
-      await changeWallet(context.db, { merchantId: merchant.id, userId: signedIn.user.id, mode, walletAddress: checked.address }, context.now());
+      const now = context.now();
+      // The change and the mail that tells every user of it commit together.
+      await context.db.transaction().execute(async (trx) => {
+        await changeWallet(trx, { merchantId: merchant.id, userId: signedIn.user.id, mode, walletAddress: checked.address }, now);
+        await queueWalletChanged(trx, merchant.id, { wallet: checked.address, previous: merchant.wallets[mode] }, mode, now);
+      });
       return reply.redirect(`${SETTINGS_PATH}?saved=wallet`, 303);
     },
   );
