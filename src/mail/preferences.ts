@@ -10,8 +10,6 @@ export type NoticePreferences = { payments: boolean; refunds: boolean; attention
 
 export const DEFAULT_PREFERENCES: NoticePreferences = { payments: true, refunds: true, attention: true, webhooks: true, summary: 'off' };
 
-const SWITCHES = ['payments', 'refunds', 'attention', 'webhooks'] as const;
-
 export async function findPreferences(db: Db, userId: string): Promise<NoticePreferences> {
   const row = await db.selectFrom('mail_preferences').selectAll().where('user_id', '=', userId).executeTakeFirst();
   if (!row) return DEFAULT_PREFERENCES;
@@ -62,5 +60,3 @@ export async function summaryRecipients(db: Db, period: 'daily' | 'weekly'): Pro
     .execute();
   return rows.map((row) => ({ userId: row.id, merchantId: row.merchant_id, email: row.email }));
 }
-
-export const isSwitch = (name: string): name is (typeof SWITCHES)[number] => (SWITCHES as readonly string[]).includes(name);
