@@ -18,6 +18,8 @@ import {
   UpdateQueryNode,
   type WithNode,
 } from 'kysely';
+import { type Logger, pino } from 'pino';
+import { listenForNotifications, type NotificationListener } from './notifications.ts';
 
 /**
  * Committed changes to the rows that answers are built from, seen where every query passes: the
@@ -25,21 +27,18 @@ import {
  * once the write is committed (at once outside a transaction, at COMMIT inside one, never after a
  * rollback), so a cache of such answers cannot miss a writer of this process. Other processes'
  * changes arrive another way: PostgreSQL triggers NOTIFY them (migration 0016, `CHANGES_CHANNEL`),
- * and on SQLite `PRAGMA data_version` tells that another connection committed.
+ * and on SQLite `PRAGMA data_version` tells that another connection committed. What a cache does with
+ * all three is db/change-watch.ts.
  */
 export const WATCHED_TABLES = ['payment_sessions', 'merchants', 'api_keys'] as const;
 export type WatchedTable = (typeof WATCHED_TABLES)[number];
-/**
- * What a subscriber is told of unless it names other tables: the rows the x402 answers are built
- * from. `api_keys` is watched for the cache of authenticated keys (merchants/api-keys.ts), which
- * names it; PostgreSQL notifies no change of it (that cache is SQLite's only).
- */
+/** The rows the x402 answers are built from; `api_keys` is watched for the cache of authenticated keys (merchants/api-keys.ts). */
 export const ANSWER_TABLES: readonly WatchedTable[] = ['payment_sessions', 'merchants'];
 
 /** Rows of `table` changed: the ids when the write returned them, else `undefined` (any row may have). */
 export type DataChange = { table: WatchedTable; ids: string[] | undefined };
 
-/** The channel migration 0016's triggers notify, with payload `<table>:<id>`. */
+/** The channel migrations 0016's and 0031's triggers notify, with payload `<table>:<id>`. */
 export const CHANGES_CHANNEL = 'till_changes';
 
 /** Reads a NOTIFY payload of `CHANGES_CHANNEL`; undefined for one of another shape. */
@@ -47,10 +46,19 @@ export function parseChangePayload(payload: string | undefined): DataChange | un
   const colon = payload?.indexOf(':') ?? -1;
   if (!payload || colon < 0) return undefined;
   const table = payload.slice(0, colon) as WatchedTable;
-  return ANSWER_TABLES.includes(table) ? { table, ids: [payload.slice(colon + 1)] } : undefined;
+  return isWatched(table) ? { table, ids: [payload.slice(colon + 1)] } : undefined;
 }
 
 type Listener = (change: DataChange) => void;
+
+/** Told of other processes' committed changes (PostgreSQL NOTIFY); `change` undefined when any row may have changed. */
+export type OthersFollower = {
+  change(change: DataChange | undefined): void;
+  /** The LISTEN is in place: from now on no change is missed until `lost`. */
+  listening(): void;
+  /** The LISTEN connection was lost: changes may be missed until the next `listening`. */
+  lost(): void;
+};
 
 export type ChangeFeed = {
   /** Tells `listener` each committed change to one of `tables`; answers the unsubscribe. */
@@ -63,9 +71,97 @@ export type ChangeFeed = {
    * published that write at its commit already.
    */
   isOwnBackend: ((processId: number) => boolean) | undefined;
+  /**
+   * PostgreSQL only: follows other processes' committed changes through one LISTEN of
+   * `CHANGES_CHANNEL` per handle, shared by every follower, opened with the first and closed with
+   * the last (or the handle). Echoes of this handle's own writes are left out. Answers the unfollow.
+   */
+  followOthers: ((follower: OthersFollower, log?: Logger) => () => void) | undefined;
+  /**
+   * PostgreSQL only: resolves true once every change another process committed before the call has
+   * reached the followers, false when that cannot be told (no LISTEN in place). Calls that come
+   * while one round trip is on its way share the next one.
+   */
+  othersCaughtUp: (() => Promise<boolean>) | undefined;
 };
 
-export type TrackOptions = Partial<Pick<ChangeFeed, 'externalVersion' | 'isOwnBackend'>>;
+export type TrackOptions = Partial<Pick<ChangeFeed, 'externalVersion' | 'isOwnBackend'>> & {
+  /** PostgreSQL: where the LISTEN of other processes' changes connects. */
+  databaseUrl?: string;
+};
+
+/** A lost LISTEN connection is opened again after this; meanwhile followers are told `lost`. */
+const RELISTEN_MS = 1000;
+
+/** One LISTEN for every follower of a handle. */
+function othersHub(databaseUrl: string, isOwnBackend: ((processId: number) => boolean) | undefined) {
+  const followers = new Set<OthersFollower>();
+  let listener: NotificationListener | undefined;
+  let listening = false;
+  let log: Logger | undefined;
+  const close = () => {
+    listening = false;
+    const closing = listener;
+    listener = undefined;
+    void closing?.close();
+  };
+  const follow = (follower: OthersFollower, followerLog?: Logger) => {
+    log ??= followerLog;
+    followers.add(follower);
+    if (listening) follower.listening();
+    listener ??= listenForNotifications(
+      databaseUrl,
+      CHANGES_CHANNEL,
+      {
+        onNotification: (payload, processId) => {
+          // This handle's own write came back: the feed published it at commit, and publishing it
+          // again would throw away what a cache filled since from the committed rows.
+          if (isOwnBackend?.(processId)) return;
+          const change = parseChangePayload(payload);
+          for (const each of followers) each.change(change);
+        },
+        onListening: () => {
+          listening = true;
+          for (const each of followers) each.listening();
+        },
+        onLost: () => {
+          listening = false;
+          for (const each of followers) each.lost();
+        },
+      },
+      { retryMs: RELISTEN_MS, log: log ?? pino({ level: 'silent' }), what: 'data changes' },
+    );
+    return () => {
+      if (followers.delete(follower) && followers.size === 0) close();
+    };
+  };
+  // The round trip on the wire, and the one after it for callers that came meanwhile (the one on
+  // the wire may have been sent before their call, so it proves nothing to them).
+  let sending: Promise<boolean> | undefined;
+  let queued: Promise<boolean> | undefined;
+  const send = (): Promise<boolean> => {
+    const round: Promise<boolean> = (listener ? listener.sync() : Promise.reject(new Error('closed')))
+      .then(
+        () => true,
+        () => false,
+      )
+      .finally(() => {
+        if (sending === round) sending = undefined;
+      });
+    sending = round;
+    return round;
+  };
+  const caughtUp = (): Promise<boolean> => {
+    if (!listening) return Promise.resolve(false);
+    if (!sending) return send();
+    queued ??= sending.then(() => {
+      queued = undefined;
+      return send();
+    });
+    return queued;
+  };
+  return { follow, close, caughtUp };
+}
 
 // Keyed by the Kysely handle (any database type): a handle's feed lives and goes with it.
 const feeds = new WeakMap<object, ChangeFeed & { publish(change: DataChange): void }>();
@@ -132,8 +228,9 @@ function changedIds(query: CompiledQuery, result: QueryResult<unknown>): string[
 }
 
 /** Wraps a dialect so that its driver reports committed writes of watched tables; `register` is called with the handle's publisher. */
-export function trackChanges(dialect: Dialect, { externalVersion, isOwnBackend }: TrackOptions = {}) {
+export function trackChanges(dialect: Dialect, { externalVersion, isOwnBackend, databaseUrl }: TrackOptions = {}) {
   const listeners = new Map<Listener, readonly WatchedTable[]>();
+  const others = databaseUrl === undefined ? undefined : othersHub(databaseUrl, isOwnBackend);
   const feed = {
     subscribe(listener: Listener, tables: readonly WatchedTable[] = ANSWER_TABLES) {
       listeners.set(listener, tables);
@@ -141,6 +238,8 @@ export function trackChanges(dialect: Dialect, { externalVersion, isOwnBackend }
     },
     externalVersion,
     isOwnBackend,
+    followOthers: others?.follow,
+    othersCaughtUp: others?.caughtUp,
     publish(change: DataChange) {
       if (change.ids?.length === 0) return;
       for (const [listener, tables] of listeners) if (tables.includes(change.table)) listener(change);
@@ -150,12 +249,12 @@ export function trackChanges(dialect: Dialect, { externalVersion, isOwnBackend }
     createAdapter: () => dialect.createAdapter(),
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createIntrospector: (db) => dialect.createIntrospector(db),
-    createDriver: () => trackingDriver(dialect.createDriver(), feed.publish),
+    createDriver: () => trackingDriver(dialect.createDriver(), feed.publish, () => others?.close()),
   };
   return { dialect: tracked, register: <DB>(db: Kysely<DB>) => feeds.set(db, feed) };
 }
 
-function trackingDriver(inner: Driver, publish: (change: DataChange) => void): Driver {
+function trackingDriver(inner: Driver, publish: (change: DataChange) => void, onDestroy: () => void): Driver {
   const wrappers = new WeakMap<DatabaseConnection, DatabaseConnection>();
   const unwrapped = new WeakMap<DatabaseConnection, DatabaseConnection>();
   // Changes made inside an open transaction, by connection, published at its commit.
@@ -214,7 +313,10 @@ function trackingDriver(inner: Driver, publish: (change: DataChange) => void): D
       await inner.rollbackTransaction(raw(connection));
     },
     releaseConnection: (connection) => inner.releaseConnection(raw(connection)),
-    destroy: () => inner.destroy(),
+    destroy: () => {
+      onDestroy();
+      return inner.destroy();
+    },
   };
   // Savepoints pass through; a change rolled back to a savepoint is still published at commit (a harmless extra drop).
   if (inner.savepoint) driver.savepoint = (connection, name, compile) => inner.savepoint!(raw(connection), name, compile);

@@ -95,7 +95,10 @@ export function openDatabase(
       const pid = backendOf(client);
       if (typeof pid === 'number') backends.delete(pid);
     });
-    const tracked = trackChanges(new PostgresDialect({ pool }), { isOwnBackend: (pid) => backends.has(pid) });
+    const tracked = trackChanges(new PostgresDialect({ pool }), {
+      isOwnBackend: (pid) => backends.has(pid),
+      databaseUrl: config.databaseUrl,
+    });
     const db = new Kysely<Database>({ dialect: tracked.dialect, ...common });
     tracked.register(db);
     return { db, kind: 'postgres', close: () => db.destroy() };

@@ -30,6 +30,7 @@ import * as payoutWalletModes from './migrations/0027_payout_wallet_modes.ts';
 import * as mail from './migrations/0028_mail.ts';
 import * as eventList from './migrations/0029_event_list.ts';
 import { webhookEndpointModes } from './migrations/0030_webhook_endpoint_modes.ts';
+import * as apiKeyNotifications from './migrations/0031_api_key_notifications.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
@@ -63,6 +64,7 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0028_mail': mail,
   '0029_event_list': eventList,
   '0030_webhook_endpoint_modes': webhookEndpointModes(secretKey),
+  '0031_api_key_notifications': apiKeyNotifications,
 });
 
 /** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */

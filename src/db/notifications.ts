@@ -1,7 +1,16 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 
-export type NotificationListener = { close(): Promise<void> };
+export type NotificationListener = {
+  /**
+   * One round trip on the listening connection: resolves once every notification of a transaction
+   * committed before the call has been handed to `onNotification` (PostgreSQL signals listeners at
+   * commit, before the committer is answered, and a listening session sends what it was signalled
+   * before answering its next statement). Rejects while the LISTEN is not in place.
+   */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+};
 
 export type NotificationHandlers = {
   /** `processId`: the backend process id of the session that notified (its `pg_backend_pid()`). */
@@ -24,10 +33,12 @@ export function listenForNotifications(
 ): NotificationListener {
   let closed = false;
   let current: pg.Client | undefined;
+  let listening: pg.Client | undefined;
 
   function reconnectLater(client: pg.Client): void {
     if (current !== client) return;
     current = undefined;
+    listening = undefined;
     handlers.onLost?.();
     void client.end().catch(() => {});
     if (!closed) setTimeout(() => void connect(), options.retryMs).unref();
@@ -44,7 +55,10 @@ export function listenForNotifications(
     try {
       await client.connect();
       await client.query(`LISTEN ${channel}`);
-      if (current === client) handlers.onListening?.();
+      if (current === client) {
+        listening = client;
+        handlers.onListening?.();
+      }
     } catch (error) {
       options.log.warn({ err: error }, `listening for ${options.what} failed; retrying`);
       lost();
@@ -53,6 +67,10 @@ export function listenForNotifications(
 
   void connect();
   return {
+    async sync() {
+      if (!listening) throw new Error(`not listening for ${options.what}`);
+      await listening.query('SELECT 1');
+    },
     async close() {
       closed = true;
       const client = current;

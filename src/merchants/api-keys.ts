@@ -3,7 +3,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { newId } from '../common/ids.ts';
 import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
-import { changeFeed } from '../db/changes.ts';
+import { type ChangeWatch, watchChanges } from '../db/change-watch.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
 import { walletOf } from './merchants.ts';
@@ -89,46 +89,27 @@ type KnownKey = Omit<AuthenticatedKey, 'keyHash'> & { lastUsedAt: number | null 
 /** At most this many keys are remembered (only keys that authenticated, so only the keys merchants hold). */
 const KNOWN_KEYS_MAX = 10_000;
 
-type KnownKeys = { keys: Map<string, KnownKey>; epoch: number; externalVersion: () => number; version: number };
-const knownKeysByDb = new WeakMap<Db, KnownKeys | null>();
+type KnownKeys = { keys: Map<string, KnownKey>; watch: ChangeWatch };
+const knownKeysByDb = new WeakMap<Db, KnownKeys>();
 
 /**
- * On SQLite, the active keys already authenticated, so a request skips the key's read: every
- * committed update or delete of a key or a merchant by this process forgets them all (seen in the
- * driver, db/changes.ts: a revocation, a wallet change), and so does any commit of another process
- * (`PRAGMA data_version`, read on every look-up), so a revoked key is refused from the next
- * request on, as without the cache. Only keys that authenticated are kept: a new key is read on
- * its first use. None on PostgreSQL, where E1 reads the key in the statement that writes the
- * session, and other instances' revocations would need a notification of their own.
+ * The active keys already authenticated, so a request skips the key's read, on both engines. Every
+ * committed change of a key or a merchant forgets them all (db/change-watch.ts): this process's at
+ * its commit (a revocation, a wallet change), another process's on SQLite through `PRAGMA
+ * data_version` (looked at on every look-up), another instance's on PostgreSQL through the NOTIFY
+ * of migration 0031's and 0016's triggers; while that LISTEN is not in place every request reads
+ * its key. So a revoked key is refused from the next request on, as without the cache. Only keys
+ * that authenticated are kept: a new key is read on its first use. E1 on PostgreSQL does not use
+ * it: it reads the key in the statement that writes the session.
  */
-function knownKeysOf(db: Db): KnownKeys | undefined {
-  const known = knownKeysByDb.get(db);
-  if (known !== undefined) return known ?? undefined;
-  const feed = changeFeed(db);
-  if (!feed?.externalVersion) {
-    knownKeysByDb.set(db, null);
-    return undefined;
+function knownKeysOf(db: Db): KnownKeys {
+  let known = knownKeysByDb.get(db);
+  if (!known) {
+    const keys = new Map<string, KnownKey>();
+    known = { keys, watch: watchChanges(db, { tables: ['api_keys', 'merchants'], otherProcessesEveryMs: 0 }, () => keys.clear()) };
+    knownKeysByDb.set(db, known);
   }
-  const created: KnownKeys = { keys: new Map(), epoch: 0, externalVersion: feed.externalVersion, version: feed.externalVersion() };
-  feed.subscribe(() => forgetKeys(created), ['api_keys', 'merchants']);
-  knownKeysByDb.set(db, created);
-  return created;
-}
-
-function forgetKeys(known: KnownKeys): void {
-  known.epoch++;
-  known.keys.clear();
-}
-
-/** The remembered key of this hash, after forgetting all of them if another process committed since the last look. */
-function knownKey(known: KnownKeys, hash: string): KnownKey | undefined {
-  const version = known.externalVersion();
-  if (version !== known.version) {
-    known.version = version;
-    forgetKeys(known);
-    return undefined;
-  }
-  return known.keys.get(hash);
+  return known;
 }
 
 /**
@@ -145,9 +126,10 @@ export async function authenticateApiKey(
   if (!presented || !expectedMode) return undefined;
   const hash = sha256Hex(presented);
   const known = knownKeysOf(db);
-  let key = known && knownKey(known, hash);
+  // A known key is taken only once every change committed anywhere before now has been seen (it may have forgotten it).
+  let key = known.keys.has(hash) && (await known.watch.current()) ? known.keys.get(hash) : undefined;
   if (!key) {
-    const epoch = known?.epoch;
+    const ticket = known.watch.ticket();
     // The merchant's wallet comes in the same round trip: every session write warns without it.
     const row = await keyByHash.executeTakeFirst(db, { hash });
     if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return undefined;
@@ -159,7 +141,7 @@ export async function authenticateApiKey(
       lastUsedAt: row.last_used_at,
     };
     // Kept only when nothing changed while it was read: a change seen meanwhile may be newer than the row.
-    if (known && known.epoch === epoch && known.externalVersion() === known.version) {
+    if (known.watch.keeps(ticket)) {
       if (known.keys.size >= KNOWN_KEYS_MAX) known.keys.clear();
       known.keys.set(hash, key);
     }

@@ -22,7 +22,7 @@ before(async () => {
   const config = loadConfig({ TILL_DATABASE_URL: storage.url, TILL_DATA_DIR: '/tmp', TILL_SECRET_KEY: '00'.repeat(32) });
   database = openDatabase(config);
   await migrateToLatest(database.db);
-  cache = createChallengeCache({ db: database.db, dbKind: 'sqlite', config, log: pino({ level: 'silent' }) });
+  cache = createChallengeCache({ db: database.db, log: pino({ level: 'silent' }) });
 });
 after(async () => {
   await cache.close();

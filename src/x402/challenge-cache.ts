@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.ts';
-import { CHANGES_CHANNEL, changeFeed, type DataChange, parseChangePayload } from '../db/changes.ts';
-import { listenForNotifications, type NotificationListener } from '../db/notifications.ts';
+import { watchChanges } from '../db/change-watch.ts';
+import { ANSWER_TABLES, type DataChange } from '../db/changes.ts';
 
 /**
  * A challenge as sent: status, its own headers (content type and PAYMENT-REQUIRED), the same with
@@ -10,8 +10,6 @@ export type EncodedChallenge = { status: number; headers: Record<string, string>
 
 /** How long an answer may be served after another process changed its rows, on SQLite. */
 export const SQLITE_CHECK_MS = 20;
-/** A lost LISTEN connection is opened again after this; meanwhile nothing is served from the cache. */
-const RELISTEN_MS = 1000;
 /** Answers held (≈ 2 KB each); past it the session filled first is dropped. An editable session holds a few amounts. */
 export const MAX_ANSWERS = 10_000;
 export const MAX_AMOUNTS_PER_SESSION = 8;
@@ -31,81 +29,30 @@ export type ChallengeCache = {
 
 /**
  * The challenge of an unchanged session and quote is the same bytes, so it is encoded once per
- * instance. Every change to a session or a merchant drops what was built from it: this process's
- * writes synchronously at commit (db/changes.ts), other instances' through PostgreSQL NOTIFY (its
- * own connections' NOTIFYs are echoes of writes dropped at commit, and are ignored)
- * (served only while the LISTEN is in place), other processes' on SQLite through
- * `PRAGMA data_version` (checked at most every SQLITE_CHECK_MS). A proof never reads the cache.
+ * instance. Every change to a session or a merchant drops what was built from it (db/change-watch.ts):
+ * this process's writes synchronously at commit, other instances' through PostgreSQL NOTIFY (served
+ * only while the LISTEN is in place), other processes' on SQLite through `PRAGMA data_version`
+ * (looked at most every SQLITE_CHECK_MS). A proof never reads the cache.
  */
-export function createChallengeCache(context: Pick<AppContext, 'db' | 'dbKind' | 'config' | 'log'>): ChallengeCache {
+export function createChallengeCache(context: Pick<AppContext, 'db' | 'log'>): ChallengeCache {
   const sessions = new Map<string, SessionEntries>();
-  // Moves on every drop: a fill read before the move may be older than the drop, so it is not kept.
-  let epoch = 0;
-  let enabled = false;
   let answers = 0;
-  const clear = () => {
-    epoch++;
-    sessions.clear();
-    answers = 0;
-  };
   const forget = (sessionId: string) => {
     answers -= sessions.get(sessionId)?.amounts.size ?? 0;
     sessions.delete(sessionId);
   };
-  const drop = (change: DataChange) => {
-    epoch++;
-    if (change.ids === undefined) return clear();
-    if (change.table === 'payment_sessions') for (const id of change.ids) forget(id);
+  const drop = (change: DataChange | undefined) => {
+    if (change?.ids === undefined) {
+      sessions.clear();
+      answers = 0;
+    } else if (change.table === 'payment_sessions') for (const id of change.ids) forget(id);
     else for (const [id, entries] of sessions) if (change.ids.includes(entries.merchantId)) forget(id);
   };
-
-  const feed = changeFeed(context.db);
-  const unsubscribe = feed?.subscribe(drop);
-  let listener: NotificationListener | undefined;
-  let externalVersion = feed?.externalVersion;
-  let checkedVersion = externalVersion?.();
-  let checkedAt = performance.now();
-  if (feed && context.dbKind === 'postgres') {
-    listener = listenForNotifications(
-      context.config.databaseUrl,
-      CHANGES_CHANNEL,
-      {
-        onNotification: (payload, processId) => {
-          // This instance's own write came back: the feed dropped it at commit, and dropping it
-          // again would throw away an answer cached since from the committed rows.
-          if (feed.isOwnBackend?.(processId)) return;
-          drop(parseChangePayload(payload) ?? { table: 'payment_sessions', ids: undefined });
-        },
-        onListening: () => {
-          clear();
-          enabled = true;
-        },
-        onLost: () => {
-          enabled = false;
-          clear();
-        },
-      },
-      { retryMs: RELISTEN_MS, log: context.log, what: 'data changes' },
-    );
-  } else enabled = feed !== undefined;
-
-  /** SQLite: another process (the CLI, a second service) committed since the last look, so anything may have changed. */
-  const checkOtherProcesses = () => {
-    // A clock of its own: the bound holds even where the service's clock is a test's.
-    const now = performance.now();
-    if (!externalVersion || now - checkedAt < SQLITE_CHECK_MS) return;
-    checkedAt = now;
-    const version = externalVersion();
-    if (version !== checkedVersion) {
-      checkedVersion = version;
-      clear();
-    }
-  };
+  const watch = watchChanges(context.db, { tables: ANSWER_TABLES, otherProcessesEveryMs: SQLITE_CHECK_MS, log: context.log }, drop);
 
   return {
     get(sessionId, amount, now) {
-      if (!enabled) return undefined;
-      checkOtherProcesses();
+      if (!watch.usable()) return undefined;
       const entry = sessions.get(sessionId)?.amounts.get(amount);
       if (!entry) return undefined;
       if (now < entry.until) return entry.answer;
@@ -115,9 +62,9 @@ export function createChallengeCache(context: Pick<AppContext, 'db' | 'dbKind' |
       if (entries.amounts.size === 0) sessions.delete(sessionId);
       return undefined;
     },
-    ticket: () => epoch,
+    ticket: () => watch.ticket(),
     put(ticket, key, answer, until) {
-      if (!enabled || ticket !== epoch) return;
+      if (!watch.keeps(ticket)) return;
       let entries = sessions.get(key.sessionId);
       if (!entries) {
         while (answers >= MAX_ANSWERS && sessions.size > 0) forget(sessions.keys().next().value!);
@@ -131,11 +78,7 @@ export function createChallengeCache(context: Pick<AppContext, 'db' | 'dbKind' |
       entries.amounts.set(key.amount, { answer, until });
     },
     async close() {
-      enabled = false;
-      externalVersion = undefined;
-      unsubscribe?.();
-      clear();
-      await listener?.close();
+      watch.close();
     },
   };
 }
