@@ -14,6 +14,12 @@ export async function addReceiptAddress(db: Db, target: { sessionId: string; pay
     .execute();
 }
 
+/** The session's own address (given at creation or by an update) replaced by `email`, or removed when null; the addresses given for one payment stay. */
+export async function setSessionReceiptAddress(trx: Db, sessionId: string, email: string | null, now: number): Promise<void> {
+  await trx.deleteFrom('mail_receipt_addresses').where('session_id', '=', sessionId).where('payment_id', 'is', null).execute();
+  if (email !== null) await addReceiptAddress(trx, { sessionId, paymentId: null }, email, now);
+}
+
 /** Every address a payment's receipts go to, once each. */
 export async function receiptAddresses(db: Db, sessionId: string, paymentId: string): Promise<string[]> {
   const rows = await db

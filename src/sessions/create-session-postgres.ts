@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import { TillError } from '../common/errors.ts';
+import { newId } from '../common/ids.ts';
 import { modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
+import { normalizeAddress } from '../mail/address.ts';
 import { type ApiKeyUse, apiKeyUse, authenticateApiKey, usableApiKeyCtes } from '../merchants/api-keys.ts';
 import { createdBody, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
 import { CREATION_LIMIT_NAME, CREATION_WINDOW_MS, creationLimit, creationShards, keySubject } from './creation-limit.ts';
@@ -41,13 +43,16 @@ type Params = ApiKeyUse & {
   windowStart: number;
   windowEnd: number;
   points: number;
+  /** The buyer's address and its row's id, in the statements that store one. */
+  buyerEmail: string;
+  receiptAddressId: string;
 };
 
 // Stands for the merchant id in the stored body; ids are base64url, so they need no JSON escaping.
 const MERCHANT = '\u0000merchant\u0000';
 
-/** The statement, with an Idempotency-Key or without; built and compiled once, then run with each request's values. */
-const statement = (idempotent: boolean) =>
+/** The statement, with an Idempotency-Key or without, with a buyer's address or without; built and compiled once, then run with each request's values. */
+const statement = (idempotent: boolean, withBuyerEmail: boolean) =>
   prepareQuery((db: Db, p: Params) => {
     // The stored body is the one this request answers: its warning depends on the merchant the key names.
     const body = sql`CASE WHEN allowed.wallet_address IS NULL THEN replace(${p.warnedBody}, ${p.merchant}, allowed.merchant_id) ELSE ${p.plainBody} END`;
@@ -74,14 +79,24 @@ const statement = (idempotent: boolean) =>
       ),
       allowed AS (SELECT usable.* FROM usable WHERE (SELECT hits FROM total) <= ${p.points}::integer),
       ${claim ? sql`claim AS (${claim}),` : sql``}
-      created AS (${insert})
+      created AS (${insert})${
+        // The address is the mail module's row (receipt-addresses.ts), written with the session or not at all.
+        withBuyerEmail
+          ? sql`, receipt_address AS (INSERT INTO mail_receipt_addresses (id, session_id, payment_id, email, created_at)
+              SELECT ${p.receiptAddressId}, created.id, NULL, ${p.buyerEmail}, ${p.now}::bigint FROM created)`
+          : sql``
+      }
       SELECT key.merchant_id, key.wallet_address, (SELECT count(*) FROM usable)::integer AS usable, (SELECT hits FROM total)::integer AS hits,
         (SELECT count(*) FROM created)::integer AS created,
         ${claim ? sql`claim.request_hash, claim.status_code, claim.response_body FROM key LEFT JOIN claim ON true` : sql`NULL AS request_hash, NULL::integer AS status_code, NULL AS response_body FROM key`}`;
     return { compile: () => query.compile(db) };
   });
-const plainStatement = statement(false);
-const idempotentStatement = statement(true);
+const statements = {
+  plain: statement(false, false),
+  idempotent: statement(true, false),
+  plainWithBuyerEmail: statement(false, true),
+  idempotentWithBuyerEmail: statement(true, true),
+};
 
 /**
  * E1 on PostgreSQL in one round trip: the API key's lookup, its `last_used_at`, the Idempotency-Key's
@@ -101,7 +116,7 @@ export async function createSessionWithApiKey(
   context: Context,
   presentedKey: string,
   guessed: SessionDraft,
-  options: { idempotencyKey?: string | undefined; requestBody: unknown },
+  options: { idempotencyKey?: string | undefined; requestBody: unknown; buyerEmail?: string | null | undefined },
 ): Promise<SessionCreatedResult> {
   const now = guessed.created_at;
   const use = apiKeyUse(presentedKey, context.config.modes, now);
@@ -126,11 +141,14 @@ export async function createSessionWithApiKey(
     windowStart: now - (now % CREATION_WINDOW_MS),
     windowEnd: now - (now % CREATION_WINDOW_MS) + CREATION_WINDOW_MS,
     points: limit.points,
+    buyerEmail: options.buyerEmail == null ? '' : normalizeAddress(options.buyerEmail),
+    receiptAddressId: options.buyerEmail == null ? '' : newId('mra_'),
   };
+  const chosen = `${options.idempotencyKey ? 'idempotent' : 'plain'}${options.buyerEmail == null ? '' : 'WithBuyerEmail'}` as const;
 
   let outcome: Outcome | undefined;
   try {
-    outcome = await (options.idempotencyKey ? idempotentStatement : plainStatement).executeTakeFirst(context.db, params);
+    outcome = await statements[chosen].executeTakeFirst(context.db, params);
   } catch (error) {
     if (isLockTimeout(error)) throw new TillError('idempotency_key_in_use');
     // The statement failed whole, its write of last_used_at with it: record the key's use as the two-step path does.

@@ -42,11 +42,14 @@ function readRequest(request: FastifyRequest): { idempotencyKey: string | undefi
 }
 
 /** E1 checked before its key is: a request without a valid key is still refused as such (401) before anything of its body is judged. */
-async function checkBeforeKey(context: AppContext, request: FastifyRequest): Promise<{ idempotencyKey: string | undefined; draft: SessionDraft }> {
+async function checkBeforeKey(
+  context: AppContext,
+  request: FastifyRequest,
+): Promise<{ idempotencyKey: string | undefined; draft: SessionDraft; buyerEmail: string | null | undefined }> {
   try {
     const { idempotencyKey, input } = readRequest(request);
     // The key's prefix names the mode; the statement that writes the session checks the key itself.
-    return { idempotencyKey, draft: await draftSession(context, input, 'api', presentedKeyMode(request) ?? 'sandbox') };
+    return { idempotencyKey, draft: await draftSession(context, input, 'api', presentedKeyMode(request) ?? 'sandbox'), buyerEmail: input.buyerEmail };
   } catch (error) {
     await requireMerchant(context, request);
     throw error;
@@ -59,8 +62,8 @@ export function registerCreateSession(app: FastifyInstance, context: AppContext)
     let created: string;
     if (apiKey !== undefined) {
       // One round trip: the request is checked first, then the key and the insert go in one statement.
-      const { idempotencyKey, draft } = await checkBeforeKey(context, request);
-      created = JSON.stringify(await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body }));
+      const { idempotencyKey, draft, buyerEmail } = await checkBeforeKey(context, request);
+      created = JSON.stringify(await createSessionWithApiKey(context, apiKey, draft, { idempotencyKey, requestBody: request.body, buyerEmail }));
     } else {
       const { merchantId, walletConfigured, keyHash, mode } = await requireMerchant(context, request);
       await limitCreation(context, keyHash !== undefined ? { keyHash } : { merchantId }, context.now());

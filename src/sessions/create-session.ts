@@ -5,6 +5,7 @@ import { newId } from '../common/ids.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import type { Mode, OrderType, PaymentSessionsTable, SessionOrigin } from '../db/schema.ts';
+import { addReceiptAddress } from '../mail/receipt-addresses.ts';
 import { type AcceptedChain, findMerchant, WALLET_ADDRESS } from '../merchants/merchants.ts';
 import { runIdempotently, storedIdempotencyKey } from './idempotency.ts';
 import { insertSession } from './sessions.ts';
@@ -30,6 +31,8 @@ export type NewSessionInput = {
   successUrl?: string | null;
   cancelUrl?: string | null;
   failUrl?: string | null;
+  /** Where the buyer's receipts are mailed (kept in the mail module's table, never on the session row). */
+  buyerEmail?: string | null;
   chains?: SessionChainInput[] | null;
 };
 
@@ -116,8 +119,10 @@ export async function createPaymentSessionJson(context: Context, merchantId: str
   }
 
   const { alsoInTransaction } = options;
+  const buyerEmail = input.buyerEmail ?? null;
   const insert = async (trx: Db) => {
     await insertSession(trx, { ...draft, merchant_id: merchantId });
+    if (buyerEmail !== null) await addReceiptAddress(trx, { sessionId: draft.id, paymentId: null }, buyerEmail, draft.created_at);
     await alsoInTransaction?.(trx);
     context.metrics.sessionsCreated.inc();
     return { status: 201, body: JSON.stringify(createdBody(context.config.baseUrl, draft, merchantId, walletConfigured === true)) };
@@ -135,11 +140,14 @@ export async function createPaymentSessionJson(context: Context, merchantId: str
         },
         insert,
       )
-    : alsoInTransaction
+    : alsoInTransaction || buyerEmail !== null
       ? await context.db.transaction().execute(insert)
       : await insert(context.db);
   return response.body;
 }
+
+/** Why a STATIC session takes no buyer's address: each of its payments would mail that one buyer. */
+export const STATIC_BUYER_EMAIL = 'is taken on a TRANSIENT session only: a STATIC session is paid by many buyers';
 
 /** A new session's row, all but its merchant: what the checks that need no database leave (pay_to is null until chains are checked). */
 export type SessionDraft = Omit<Insertable<PaymentSessionsTable>, 'merchant_id'> & { id: string; created_at: number; pay_to: string | null };
@@ -162,6 +170,7 @@ export async function draftSession(
   checkTerms({ amountMinor, currency, minAmountMinor, editable });
   const now = context.now();
   const orderType = input.orderType ?? 'TRANSIENT';
+  if (input.buyerEmail != null && orderType === 'STATIC') throw invalidField('buyerEmail', STATIC_BUYER_EMAIL);
   return {
     id: newId('ps_'),
     order_id: input.orderId ?? null,

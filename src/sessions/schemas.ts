@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TillError } from '../common/errors.ts';
 import type { SessionStatus } from '../db/schema.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
+import { MAX_ADDRESS, mailAddressProblem } from '../mail/address.ts';
 import { MAX_SESSIONS_PAGE_SIZE } from './sessions.ts';
 
 /** The zod schemas of the payment-session resource (E1, E2, GET): validation, types and OpenAPI in one. Null means "not given". */
@@ -44,6 +45,16 @@ const sessionFields = {
   successUrl: absoluteHttpUrl.nullable(),
   cancelUrl: absoluteHttpUrl.nullable(),
   failUrl: absoluteHttpUrl.nullable(),
+  buyerEmail: z
+    .string()
+    .max(MAX_ADDRESS, `must be at most ${MAX_ADDRESS} characters`)
+    .refine((value) => mailAddressProblem(value.trim()) === undefined, 'is not an email address (write it as name@example.com)')
+    .nullable()
+    .meta({
+      description:
+        "The buyer's email address: the receipt of the payment, and of its refunds, is mailed there once it settles. Only on a TRANSIENT session; never shown back.",
+      example: 'buyer@example.org',
+    }),
 };
 
 export const CreateSessionBody = z
@@ -62,6 +73,7 @@ export const CreateSessionBody = z
     successUrl: sessionFields.successUrl.optional(),
     cancelUrl: sessionFields.cancelUrl.optional(),
     failUrl: sessionFields.failUrl.optional(),
+    buyerEmail: sessionFields.buyerEmail.optional(),
   })
   .meta({ id: 'NewPaymentSession' });
 

@@ -1,6 +1,9 @@
 import { invalidField, TillError } from '../common/errors.ts';
 import type { Mode } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
+import { setSessionReceiptAddress } from '../mail/receipt-addresses.ts';
+import { STATIC_BUYER_EMAIL } from './create-session.ts';
 import { assertChangeable, findMerchantSession, updateSession } from './sessions.ts';
 import { checkTerms, parseCurrency, parseMoney, parseQuotableCurrency } from './terms.ts';
 import { payabilityWarnings, type SessionWarning, sessionCreatedBody } from './views.ts';
@@ -20,6 +23,8 @@ export type SessionUpdateInput = {
   successUrl?: string | null | undefined;
   cancelUrl?: string | null | undefined;
   failUrl?: string | null | undefined;
+  /** Replaces the address the buyer's receipts are mailed to; null removes it. */
+  buyerEmail?: string | null | undefined;
 };
 
 type Context = Pick<AppContext, 'config' | 'db' | 'now' | 'rates'>;
@@ -53,23 +58,30 @@ export async function updatePaymentSession(
     if (minAmountMinor !== null && input.minAmount === undefined) throw invalidField('minAmount', 'must be sent (or null) when currency changes');
   }
   checkTerms({ amountMinor, currency, minAmountMinor, editable });
+  const { buyerEmail } = input;
+  if (buyerEmail != null && session.order_type === 'STATIC') throw invalidField('buyerEmail', STATIC_BUYER_EMAIL);
 
-  await updateSession(
-    context.db,
-    session,
-    {
-      ...(input.orderId !== undefined ? { order_id: input.orderId } : {}),
-      ...(input.concept !== undefined ? { concept: input.concept } : {}),
-      ...(input.successUrl !== undefined ? { success_url: input.successUrl } : {}),
-      ...(input.failUrl !== undefined ? { fail_url: input.failUrl } : {}),
-      ...(input.cancelUrl !== undefined ? { cancel_url: input.cancelUrl } : {}),
-      amount_minor: amountMinor,
-      currency,
-      min_amount_minor: minAmountMinor,
-      editable: editable ? 1 : 0,
-    },
-    now,
-  );
+  const write = async (trx: Db) => {
+    await updateSession(
+      trx,
+      session,
+      {
+        ...(input.orderId !== undefined ? { order_id: input.orderId } : {}),
+        ...(input.concept !== undefined ? { concept: input.concept } : {}),
+        ...(input.successUrl !== undefined ? { success_url: input.successUrl } : {}),
+        ...(input.failUrl !== undefined ? { fail_url: input.failUrl } : {}),
+        ...(input.cancelUrl !== undefined ? { cancel_url: input.cancelUrl } : {}),
+        amount_minor: amountMinor,
+        currency,
+        min_amount_minor: minAmountMinor,
+        editable: editable ? 1 : 0,
+      },
+      now,
+    );
+    if (buyerEmail !== undefined) await setSessionReceiptAddress(trx, session.id, buyerEmail, now);
+  };
+  // The session and its buyer's address change together or not at all.
+  await (buyerEmail === undefined ? write(context.db) : context.db.transaction().execute(write));
   return sessionCreatedBody(
     context.config.baseUrl,
     session.id,
