@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { type Address, getAddress, type Hex, type LocalAccount } from 'viem';
 import { confirmSettled, followUpPayments, type PaymentsPassOptions as ReconcilerOptions } from '../src/chain/payments.ts';
 import { createRails } from '../src/chain/rails.ts';
-import { NETWORK_V2 } from '../src/common/network.ts';
+import { BASE, NETWORK_V2 } from '../src/common/network.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Db } from '../src/db/index.ts';
 import type { PaymentSessionsTable, PaymentsTable } from '../src/db/schema.ts';
@@ -137,7 +137,7 @@ async function settleWithAnswersLost(sandbox: SpawnedSandbox, payTo: Address, lo
           nonce: signed.nonce,
         },
         quoteOf(i, payTo, usdc, signed.claimedAt),
-        { url: sessionResourceUrl(BASE_URL, sessionIdOf(i)), description: 'Bench item' },
+        { resourceUrl: sessionResourceUrl(BASE_URL, sessionIdOf(i)), description: 'Bench item', network: BASE },
       );
       const answer = await facilitator.settle(payload, requirements);
       if (!answer.success) throw new Error(`the facilitator did not settle a bench authorization: ${answer.errorReason}`);

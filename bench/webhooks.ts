@@ -49,7 +49,7 @@ export async function run(_options: BenchOptions, log: (line: string) => void = 
       mode: 'sandbox',
     };
     const enqueue = (trx: typeof db) =>
-      enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: config.explorerTxUrl });
+      enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: config.explorerTxUrl, network: 'base' });
     const drained = async () => {
       for (;;) {
         const row = await db

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { loadMailSettings, type MailSettings } from './common/mail-settings.ts';
 import type { Mode } from './common/modes.ts';
-import { BASE_USDC_ADDRESS } from './common/network.ts';
+import { BASE, BASE_SEPOLIA, BASE_USDC_ADDRESS, NETWORKS, type Network } from './common/network.ts';
 import { redactUrl } from './common/redact.ts';
 
 export type WebhookSettings = {
@@ -30,6 +30,10 @@ export type ChainSettings = {
   usdcAddress: string | undefined;
   explorerTxUrl: string;
   finalityConfirmations: number;
+  /** The chain it is: Base (live, and the sandbox that imitates it) or Base Sepolia (TILL_TEST_NETWORK). */
+  network: Network;
+  /** Whether it is a Till sandbox (fake money, its faucet and explorer under /sandbox on this service). */
+  sandbox: boolean;
 };
 
 /** Every setting Till reads, from the environment, with its embedded default. */
@@ -418,6 +422,8 @@ function loadChains(env: NodeJS.ProcessEnv, config: Config): Config['chains'] {
     usdcAddress: config.usdcAddress,
     explorerTxUrl: config.explorerTxUrl,
     finalityConfirmations: config.finalityConfirmations,
+    network: BASE,
+    sandbox: config.mode === 'sandbox',
   };
   if (config.mode === 'sandbox') return { sandbox: main };
   const chains: Config['chains'] = { live: main };
@@ -429,16 +435,31 @@ function loadChains(env: NodeJS.ProcessEnv, config: Config): Config['chains'] {
       'TILL_TEST_USDC_ADDRESS',
       `is Base's real USDC (${BASE_USDC_ADDRESS}): test mode would take real money; name the sandbox's or a test network's token`,
     );
+  const facilitatorUrl = read(env, 'TILL_TEST_FACILITATOR_URL', httpUrl, undefined);
+  const network = NETWORKS[required(read(env, 'TILL_TEST_NETWORK', z.enum(['base', 'base-sepolia']), 'base'))];
+  if (network !== BASE && !facilitatorUrl)
+    throw new ConfigError(
+      'TILL_TEST_NETWORK',
+      `${network.v1} needs TILL_TEST_FACILITATOR_URL (a facilitator that settles there), TILL_TEST_RPC_URL and TILL_TEST_USDC_ADDRESS: the sandbox is a chain of its own`,
+    );
+  const onSandbox = facilitatorUrl === undefined;
   chains.sandbox = {
-    facilitatorUrl: read(env, 'TILL_TEST_FACILITATOR_URL', httpUrl, shared && `${shared}/facilitator`),
+    facilitatorUrl: facilitatorUrl ?? (shared && `${shared}/facilitator`),
     facilitator: { kind: 'url' },
     facilitatorHeaders: {},
-    rpcUrl: read(env, 'TILL_TEST_RPC_URL', httpUrl, shared && `${shared}/rpc`),
+    rpcUrl: read(env, 'TILL_TEST_RPC_URL', httpUrl, onSandbox && shared ? `${shared}/rpc` : undefined),
     usdcAddress: testUsdc,
     explorerTxUrl: required(
-      read(env, 'TILL_TEST_EXPLORER_TX_URL', z.string().includes('{hash}', { message: 'must contain {hash}' }), `${config.baseUrl}/sandbox/tx/{hash}`),
+      read(
+        env,
+        'TILL_TEST_EXPLORER_TX_URL',
+        z.string().includes('{hash}', { message: 'must contain {hash}' }),
+        network === BASE_SEPOLIA ? 'https://sepolia.basescan.org/tx/{hash}' : `${config.baseUrl}/sandbox/tx/{hash}`,
+      ),
     ),
     finalityConfirmations: 0,
+    network,
+    sandbox: onSandbox,
   };
   return chains;
 }
@@ -446,6 +467,15 @@ function loadChains(env: NodeJS.ProcessEnv, config: Config): Config['chains'] {
 /** The block-explorer link template of a mode's transactions (test mode's is the sandbox's own explorer). */
 export function explorerTxUrlOf(config: Pick<Config, 'chains' | 'baseUrl'>, mode: Mode): string {
   return config.chains[mode]?.explorerTxUrl ?? (mode === 'live' ? 'https://basescan.org/tx/{hash}' : `${config.baseUrl}/sandbox/tx/{hash}`);
+}
+
+/** The network a mode's payments are on: Base, unless test mode is set to another (TILL_TEST_NETWORK). */
+export const networkOf = (config: Pick<Config, 'chains'>, mode: Mode): Network => config.chains[mode]?.network ?? BASE;
+
+/** The JSON-RPC a browser wallet is asked to add for a mode's chain: a sandbox's own through this service, else the network's public one. */
+export function walletRpcUrlOf(config: Pick<Config, 'chains' | 'baseUrl'>, mode: Mode): string {
+  const chain = config.chains[mode];
+  return (chain ? chain.sandbox : mode === 'sandbox') ? `${config.baseUrl}/sandbox/rpc` : networkOf(config, mode).publicRpcUrl;
 }
 
 /** The facilitator's kind and credentials; `coinbase` needs a CDP API key. */

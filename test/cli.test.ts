@@ -66,7 +66,10 @@ describe('till merchant and keys', () => {
     const json = JSON.parse(till(['merchant', 'create', '--name', 'Listed', '--json'], env).stdout);
     const listed = till(['merchant', 'list'], env);
     assert.equal(listed.status, 0, listed.stderr);
-    assert.match(listed.stdout, new RegExp(`${json.merchantId}  Listed\\n  wallets: test not set, live not set\\n  keys: ${json.keyId} \\(sk_test_…${json.apiKey.slice(-4)}\\)`));
+    assert.match(
+      listed.stdout,
+      new RegExp(`${json.merchantId}  Listed\\n  wallets: test not set, live not set\\n  keys: ${json.keyId} \\(sk_test_…${json.apiKey.slice(-4)}\\)`),
+    );
     // Typed in lower case, shown checksummed (EIP-55) as wallets show it.
     assert.ok(listed.stdout.includes(`wallets: test ${getAddress(`0x${'ab'.repeat(20)}`)}`), listed.stdout);
     assert.match(listed.stdout, /till keys create --merchant MERCHANT_ID/);

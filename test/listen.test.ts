@@ -85,6 +85,7 @@ for (const { engine, skip } of engines) {
               ...(type === 'session.expired' ? {} : { payment: PAYMENT }),
               occurredAt: Date.now(),
               explorerTxUrl: service.config.explorerTxUrl,
+              network: 'base',
             }),
           );
           written.push(eventId);

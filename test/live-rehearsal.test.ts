@@ -185,7 +185,7 @@ for (const { engine, skip } of engines) {
       const refusedBefore = rehearsal.stats.refusals.length;
       till = await serveTill(CLI, env);
       assert.match(till.stderr, /live mode without TILL_RATES_URL accepts USD sessions only/);
-      assert.match(till.stdout, /Till is serving on https:\/\/localhost:\d+ \(live, /);
+      assert.match(till.stdout, /Till is serving on https:\/\/localhost:\d+ \(live only, /);
       assert.doesNotMatch(till.stdout, /demo merchant/i);
       const buyer = newAccount();
       await rehearsal.sandbox.fund(buyer.address, '1');

@@ -242,7 +242,7 @@ for (const { engine, skip } of engines) {
     });
 
     test('payments: a claim, a failure, a settlement and a reversal each drop the challenge; a settled session is answered 200 at once', async () => {
-      const change = { now: clock, explorerTxUrl: service.config.explorerTxUrl };
+      const change = { now: clock, explorerTxUrl: service.config.explorerTxUrl, network: 'base' };
       const store = service.context;
       const sessionId = await open();
       const claim = async () => {

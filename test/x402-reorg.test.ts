@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { createFacilitator } from '../src/chain/facilitator.ts';
 import { confirmSettled } from '../src/chain/payments.ts';
 import { createChainReader } from '../src/chain/reader.ts';
+import { BASE } from '../src/common/network.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
 import { nowSeconds } from '../src/testing/payer.ts';
 
@@ -19,6 +20,7 @@ for (const { engine, skip } of engines) {
       const { context } = env.service;
       const options = {
         mode: 'sandbox' as const,
+        network: BASE,
         explorerTxUrl: env.service.config.explorerTxUrl,
         chain: createChainReader(env.sandbox.rpcUrl),
         facilitator: createFacilitator({

@@ -1,6 +1,6 @@
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { getAddress } from 'viem';
-import { MAX_TIMEOUT_SECONDS, NETWORK_V2, SCHEME, USDC_DOMAIN, X402_VERSION } from '../common/network.ts';
+import { MAX_TIMEOUT_SECONDS, type Network, SCHEME, USDC_DOMAIN, X402_VERSION } from '../common/network.ts';
 
 /** An EIP-3009 TransferWithAuthorization as signed: what moves, between whom, when, under which nonce. */
 export type SignedAuthorization = {
@@ -14,11 +14,11 @@ export type SignedAuthorization = {
   signature: string;
 };
 
-/** The x402 v2 requirement of a USDC payment on Base (CAIP-2 network, `amount`): what a challenge offers and a facilitator checks. */
-export function v2Requirements(offer: { payTo: string; asset: string; usdcAmount: bigint }) {
+/** The x402 v2 requirement of a USDC payment (CAIP-2 network, `amount`): what a challenge offers and a facilitator checks. */
+export function v2Requirements(offer: { payTo: string; asset: string; usdcAmount: bigint; network: Network }) {
   return {
     scheme: SCHEME,
-    network: NETWORK_V2 as `${string}:${string}`,
+    network: offer.network.v2,
     asset: offer.asset,
     amount: offer.usdcAmount.toString(),
     payTo: offer.payTo,
@@ -35,8 +35,9 @@ export function v2Requirements(offer: { payTo: string; asset: string; usdcAmount
 export function authorizationRequest(
   signed: SignedAuthorization,
   resource: { url: string; description: string },
+  network: Network,
 ): { payload: PaymentPayload; requirements: PaymentRequirements } {
-  const requirements = v2Requirements({ payTo: getAddress(signed.to), asset: getAddress(signed.asset), usdcAmount: signed.value });
+  const requirements = v2Requirements({ payTo: getAddress(signed.to), asset: getAddress(signed.asset), usdcAmount: signed.value, network });
   const payload: PaymentPayload = {
     x402Version: X402_VERSION,
     resource: { ...resource, mimeType: 'application/json' },

@@ -47,7 +47,7 @@ const followed = (payment: PaymentRow): FollowedAuthorization => ({
 
 /** Acts on a finding; answers what happened, for the check's record. */
 async function act(context: AppContext, options: PaymentsPassOptions, payment: PaymentRow, finding: Finding): Promise<string> {
-  const change = { now: context.now(), explorerTxUrl: options.explorerTxUrl };
+  const change = { now: context.now(), explorerTxUrl: options.explorerTxUrl, network: options.network.v1 };
   const recheckAt = nextFailedCheck(change.now, options.intervalMs, change.now);
   if (payment.status === 'FAILED') {
     if (finding.kind !== 'transfer') return describe(finding);
@@ -144,7 +144,7 @@ export async function followUpPayments(context: AppContext, options: PaymentsPas
  */
 export async function confirmSettled(
   context: AppContext,
-  options: Pick<PaymentsPassOptions, 'mode' | 'chain' | 'facilitator' | 'confirmations' | 'graceMs' | 'explorerTxUrl'>,
+  options: Pick<PaymentsPassOptions, 'mode' | 'chain' | 'facilitator' | 'confirmations' | 'graceMs' | 'explorerTxUrl' | 'network'>,
 ): Promise<number> {
   const { db, log } = context;
   const settled = await findUnfinalized(db, options.mode, context.now() - options.graceMs, BATCH);
@@ -167,7 +167,7 @@ export async function confirmSettled(
 
 async function confirmOne(
   context: AppContext,
-  options: Pick<PaymentsPassOptions, 'chain' | 'facilitator' | 'explorerTxUrl'>,
+  options: Pick<PaymentsPassOptions, 'chain' | 'facilitator' | 'explorerTxUrl' | 'network'>,
   view: ChainView,
   payment: PaymentRow,
 ): Promise<boolean> {
@@ -207,6 +207,7 @@ async function confirmOne(
         signature: payment.signature,
       },
       { url: sessionResourceUrl(context.config.baseUrl, payment.session_id), description: `payment ${payment.public_order_id}` },
+      options.network,
     );
     const outcome = await options.facilitator.settle(request.payload, request.requirements);
     if (outcome.kind !== 'settled' && outcome.problem)
@@ -219,7 +220,7 @@ async function confirmOne(
   }
   if (finding.kind === 'used_not_found') return false;
   // Expired unused, or cancelled: the merchant was never paid.
-  if (await recordReversal(context, payment, { now: context.now(), explorerTxUrl: options.explorerTxUrl })) {
+  if (await recordReversal(context, payment, { now: context.now(), explorerTxUrl: options.explorerTxUrl, network: options.network.v1 })) {
     log.error(
       { paymentId: payment.id, publicOrderId: payment.public_order_id, txHash: payment.tx_hash },
       'settled payment REVERSED: its transfer is not on the chain and the authorization can no longer be used',

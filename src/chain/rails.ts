@@ -1,5 +1,6 @@
 import type { Mode } from '../common/modes.ts';
-import type { Config } from '../config.ts';
+import type { Network } from '../common/network.ts';
+import { type Config, walletRpcUrlOf } from '../config.ts';
 import type { Metrics } from '../metrics.ts';
 import { createFacilitator, type Facilitator } from './facilitator.ts';
 import { type ChainReader, createChainReader } from './reader.ts';
@@ -16,6 +17,10 @@ export type Rails = {
   usdcAddress: string;
   explorerTxUrl: string;
   confirmations: bigint;
+  /** The chain, as challenges, signatures and wallets name it. */
+  network: Network;
+  /** The JSON-RPC a browser wallet is asked to add for it: the sandbox's own through this service, or the network's public one. */
+  walletRpcUrl: string;
 };
 
 export type RailsByMode = Partial<Record<Mode, Rails>>;
@@ -35,10 +40,12 @@ export function createRails(config: Config, metrics: Pick<Metrics, 'facilitatorC
         callSeconds: metrics.facilitatorCallSeconds,
         settleTimeoutMs: config.facilitatorSettleTimeoutMs,
       }),
-      chain: chain.rpcUrl ? createChainReader(chain.rpcUrl) : undefined,
+      chain: chain.rpcUrl ? createChainReader(chain.rpcUrl, chain.network) : undefined,
       usdcAddress: chain.usdcAddress,
       explorerTxUrl: chain.explorerTxUrl,
       confirmations: BigInt(chain.finalityConfirmations),
+      network: chain.network,
+      walletRpcUrl: walletRpcUrlOf(config, mode),
     };
   }
   return rails;

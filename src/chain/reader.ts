@@ -12,7 +12,7 @@ import {
   zeroAddress,
   zeroHash,
 } from 'viem';
-import { CHAIN_ID } from '../common/network.ts';
+import { BASE, type Network } from '../common/network.ts';
 import { chainReadError, narrowerRange, rangeRefusal } from './rpc-errors.ts';
 
 const eip3009Abi = parseAbi([
@@ -67,9 +67,14 @@ export type ChainReader = {
   probeLogRange(asset: string): Promise<bigint>;
 };
 
-export function createChainReader(rpcUrl: string): ChainReader {
+export function createChainReader(rpcUrl: string, network: Network = BASE): ChainReader {
   const client: PublicClient = createPublicClient({
-    chain: { id: CHAIN_ID, name: 'Base', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } },
+    chain: {
+      id: network.chainId,
+      name: network.name,
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [rpcUrl] } },
+    },
     transport: http(rpcUrl, { timeout: 10_000, retryCount: 1 }),
   });
   const read = async <T>(what: string, work: () => Promise<T>): Promise<T> => {

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { getAddress, type Hex, isHex, recoverTypedDataAddress } from 'viem';
 import { TillError } from '../common/errors.ts';
-import { CHAIN_ID, EIP712_DOMAIN_TYPE, TRANSFER_WITH_AUTHORIZATION, USDC_DOMAIN } from '../common/network.ts';
+import { EIP712_DOMAIN_TYPE, type Network, TRANSFER_WITH_AUTHORIZATION, USDC_DOMAIN } from '../common/network.ts';
+import { networkOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import type { Mode } from '../db/schema.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
@@ -40,9 +41,9 @@ export type RefundScope = { merchantId: string; mode: Mode };
 export type RefundAuthorization = { from: Hex; to: Hex; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex };
 
 /** The EIP-712 typed data a payout wallet signs for a refund: USDC's own domain, the one the challenge names. */
-export function refundTypedData(asset: string, message: RefundAuthorization) {
+export function refundTypedData(asset: string, message: RefundAuthorization, network: Network) {
   return {
-    domain: { ...USDC_DOMAIN, chainId: CHAIN_ID, verifyingContract: getAddress(asset) },
+    domain: { ...USDC_DOMAIN, chainId: network.chainId, verifyingContract: getAddress(asset) },
     types: TRANSFER_WITH_AUTHORIZATION,
     primaryType: 'TransferWithAuthorization' as const,
     message,
@@ -94,7 +95,7 @@ export function refundValue(amount: string | undefined, remaining: bigint): bigi
  * The authorization for a refund of `amount` USDC of a payment, to be signed by its payout wallet:
  * a fresh nonce, valid at once for REFUND_VALIDITY_S.
  */
-export async function prepareRefund(context: Pick<AppContext, 'db' | 'now'>, scope: RefundScope, publicOrderId: string, amount: string | undefined) {
+export async function prepareRefund(context: Pick<AppContext, 'db' | 'now' | 'config'>, scope: RefundScope, publicOrderId: string, amount: string | undefined) {
   const payment = await refundablePayment(context, scope, publicOrderId);
   const value = refundValue(amount, await refundableValue(context, payment));
   const message: RefundAuthorization = {
@@ -105,7 +106,7 @@ export async function prepareRefund(context: Pick<AppContext, 'db' | 'now'>, sco
     validBefore: BigInt(Math.floor(context.now() / 1000)) + REFUND_VALIDITY_S,
     nonce: `0x${randomBytes(32).toString('hex')}`,
   };
-  return { payment, typedData: refundTypedData(payment.asset, message) };
+  return { payment, typedData: refundTypedData(payment.asset, message, networkOf(context.config, payment.mode)) };
 }
 
 export type RefundRequest = {
@@ -199,7 +200,7 @@ export async function makeRefund(
     nonce: request.nonce as Hex,
   };
   const signature = request.signature as Hex;
-  await checkSigner(payment, authorization, signature);
+  await checkSigner(payment, authorization, signature, services.network);
   const created = await createRefund(
     context.db,
     context.dbKind,
@@ -221,10 +222,10 @@ export async function makeRefund(
 }
 
 /** The refund is signed by the payout wallet that received the payment, for exactly these terms: else 400 naming `signature`. */
-async function checkSigner(payment: PaymentRow, authorization: RefundAuthorization, signature: Hex): Promise<void> {
+async function checkSigner(payment: PaymentRow, authorization: RefundAuthorization, signature: Hex, network: Network): Promise<void> {
   let signer: string;
   try {
-    signer = await recoverTypedDataAddress({ ...refundTypedData(payment.asset, authorization), signature });
+    signer = await recoverTypedDataAddress({ ...refundTypedData(payment.asset, authorization, network), signature });
   } catch {
     throw new TillError('invalid_field', { field: 'signature', problem: 'is not a valid EIP-712 signature' });
   }
@@ -235,7 +236,11 @@ async function checkSigner(payment: PaymentRow, authorization: RefundAuthorizati
     });
 }
 
-const change = (context: AppContext, rails: Pick<Rails, 'explorerTxUrl'>) => ({ now: context.now(), explorerTxUrl: rails.explorerTxUrl });
+const change = (context: AppContext, rails: Pick<Rails, 'explorerTxUrl' | 'network'>) => ({
+  now: context.now(),
+  explorerTxUrl: rails.explorerTxUrl,
+  network: rails.network.v1,
+});
 
 /**
  * Hands the refund to the facilitator: verify, then settle. Whatever it answers, the refund stays
@@ -259,6 +264,7 @@ async function submitRefund(context: AppContext, services: RefundServices, refun
       url: `${context.config.baseUrl}/checkout/v2/orders/receipt/${payment.public_order_id}`,
       description: `Refund ${refund.id} of order ${payment.public_order_id}`,
     },
+    services.network,
   );
   const subject = { refundId: refund.id, paymentId: refund.payment_id };
   const note = await submitted(context, services.facilitator, request, subject, refund);
@@ -316,7 +322,7 @@ const REFUND_OUTCOMES: Record<Finding['kind'], (finding: Finding) => RefundOutco
 /** One look at a PENDING refund on the chain (examine.ts), and what it decides. */
 async function followUpRefund(
   context: AppContext,
-  rails: Pick<Rails, 'chain' | 'explorerTxUrl'>,
+  rails: Pick<Rails, 'chain' | 'explorerTxUrl' | 'network'>,
   refund: RefundRow,
   view: ChainView,
 ): Promise<RefundRow | undefined> {

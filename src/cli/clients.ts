@@ -1,28 +1,11 @@
-import { keyModeOf, type Mode, modeLabel, modeOfKey } from '../common/modes.ts';
-import type { Config } from '../config.ts';
+import { keyModeOf } from '../common/modes.ts';
 import { findMerchant } from '../merchants/merchants.ts';
 import { createClient, revokeClient } from '../oauth/clients.ts';
 import { rotateSigningKey } from '../oauth/signing-keys.ts';
 import { CHECKOUT_TOKEN_SECONDS } from '../oauth/tokens.ts';
+import { modeOption } from './mode-option.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { withDatabase } from './with-database.ts';
-
-/**
- * The mode of a new client: `--mode test|live`, one the deployment serves; without it, the one mode
- * a deployment serving one mode serves. A deployment serving both asks: a client made in the wrong
- * mode would act on the wrong data.
- */
-export function clientMode(given: string | undefined, config: Pick<Config, 'modes'>): Mode {
-  const served = config.modes.map((mode) => keyModeOf(mode)).join(' or ');
-  if (given === undefined) {
-    if (config.modes.length === 1) return config.modes[0]!;
-    throw new UsageError(`clients create needs --mode ${served}: this deployment serves both, and a client acts in one only`);
-  }
-  if (given !== 'test' && given !== 'live') throw new UsageError(`--mode must be test or live, not ${given}`);
-  const mode = modeOfKey(given);
-  if (!config.modes.includes(mode)) throw new UsageError(`this deployment does not serve ${modeLabel(mode)} mode (it serves ${served})`);
-  return mode;
-}
 
 export async function clientsCommand(args: string[]): Promise<void> {
   const sub = args.shift();
@@ -33,7 +16,7 @@ export async function clientsCommand(args: string[]): Promise<void> {
     noneLeft(args);
     if (!merchantId) throw new UsageError('clients create needs --merchant MERCHANT_ID');
     const client = await withDatabase(async ({ db }, config) => {
-      const mode = clientMode(givenMode, config);
+      const mode = modeOption(givenMode, config, 'clients create');
       if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
       return createClient(db, merchantId, mode);
     });

@@ -8,7 +8,7 @@ import { createFacilitator, describeProblem, FacilitatorError, facilitatorAuthHe
 import { createChainReader, LOG_RANGE_BLOCKS } from '../chain/reader.ts';
 import { refundTypedData } from '../chain/refunds.ts';
 import { type ChainReadError, chainReadError, isRpcFailure } from '../chain/rpc-errors.ts';
-import { BASE_USDC_ADDRESS, CHAIN_ID, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
+import { BASE, BASE_USDC_ADDRESS, CHAIN_ID, NETWORK_V2, USDC_DOMAIN } from '../common/network.ts';
 import { type Config, ConfigError } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import { pendingMigrations } from '../db/migrate.ts';
@@ -145,10 +145,11 @@ async function throwawayPayment(asset: string, baseUrl: string) {
     validBefore: BigInt(Math.floor(Date.now() / 1000) + 300),
     nonce: `0x${randomBytes(32).toString('hex')}` as const,
   };
-  const signature = await signer.signTypedData(refundTypedData(asset, message));
+  const signature = await signer.signTypedData(refundTypedData(asset, message, BASE));
   return authorizationRequest(
     { ...message, asset, signature },
     { url: `${baseUrl}/doctor`, description: 'till doctor: a check of the credentials, nothing is paid' },
+    BASE,
   );
 }
 

@@ -9,20 +9,20 @@ if (compileCache.directory) process.env.NODE_COMPILE_CACHE ??= compileCache.dire
 
 const USAGE = `till — self-hostable payment sessions
 
-Commands:
+Commands (--mode test|live: the mode a command acts in; without it, live where the deployment serves it, else test):
   till serve                                   start the service (what npm start runs)
   till migrate [--json]                        apply database migrations
   till doctor [--json]                         check the configuration as a live start does, and more (exit 1 on any ✗)
   till merchant create --name NAME [--wallet 0x…] [--json]
   till merchant list [--json]                  merchants, wallets, API key ids (never the keys)
-  till merchant set-wallet MERCHANT_ID 0x… [--json]
-  till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--json]
-  till keys create --merchant MERCHANT_ID [--json]
+  till merchant set-wallet MERCHANT_ID 0x… [--mode test|live] [--json]
+  till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--mode test|live] [--json]
+  till keys create --merchant MERCHANT_ID [--mode test|live] [--json]
   till keys revoke KEY_ID [--json]
   till users create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json]
                                                a user who signs in for the merchant (password generated and shown once without --password-stdin)
   till users reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json]
-  till clients create --merchant MERCHANT_ID [--json]
+  till clients create --merchant MERCHANT_ID [--mode test|live] [--json]
                                                client credentials for a merchant's server (secret shown once)
   till clients revoke CLIENT_ID [--json]
   till grants list --merchant MERCHANT_ID [--json]
@@ -32,9 +32,9 @@ Commands:
                                                the MCP tool calls of the merchant's coding agents, refused ones included
   till mcp login [--url URL] [--scope "…"] [--no-open] [--json]   development MCP client: consent in a browser, prints an access token
   till signing-keys rotate [--json]            a new token-signing key; old ones stay published until their tokens expire
-  till webhooks list [--merchant MERCHANT_ID] [--json]
-  till webhooks redeliver EVENT_ID [--json]
-  till webhooks test --merchant MERCHANT_ID [--json]
+  till webhooks list [--merchant MERCHANT_ID] [--mode test|live] [--json]
+  till webhooks redeliver EVENT_ID [--mode test|live] [--json]
+  till webhooks test --merchant MERCHANT_ID [--mode test|live] [--json]
   till listen --forward-to URL [--api-key KEY] [--till URL] [--events a,b] [--from ISO_TIME | --from-event EVENT_ID] [--state FILE]
                                                follow a Till's events of the key's mode and forward each to URL, signed with a local secret
   till trigger EVENT_TYPE [--api-key KEY] [--till URL] [--json]
@@ -42,8 +42,8 @@ Commands:
   till mail list [--status PENDING|SENT|FAILED|KEPT] [--merchant MERCHANT_ID] [--limit N] [--json]
                                                mails, newest first: to whom, whether sent, the last error (KEPT: no SMTP server)
   till payments pending [--limit N] [--json]   PENDING payments, oldest first: age, validBefore, the reconciler's last finding
-  till live prepare [--json]                   before the first live start on a database used in the sandbox: archive open
-                                               sandbox sessions, remove the demo user and revoke its merchant's test keys
+  till live prepare [--json]                   live only (TILL_MODES=live): before its first start on a database used in the
+                                               sandbox, archive open sandbox sessions, remove the demo user, revoke its test keys
   till sandbox [--port N] [--data-dir DIR]     run the sandbox chain + facilitator (fake money), kept in TILL_DATA_DIR
   till sandbox reset [--json]                  forget the sandbox chain: the next start begins empty
   till sandbox fund --address 0x… --usdc 100 [--json]

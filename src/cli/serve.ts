@@ -131,10 +131,12 @@ export async function serveCommand(args: string[]): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   await service.app.listen({ port: config.port, host: config.host });
-  log.info({ baseUrl: config.baseUrl, mode: config.mode, database: config.databaseKind }, 'serving');
+  // Test only is still "sandbox", as it always was; a live deployment names the modes it serves.
+  const serving = config.mode === 'sandbox' ? 'sandbox' : config.modes.includes('sandbox') ? 'live and test' : 'live only';
+  log.info({ baseUrl: config.baseUrl, mode: config.mode, modes: config.modes, database: config.databaseKind }, 'serving');
   if (sandbox)
     process.stdout.write(
-      `Sandbox chain (fake money): JSON-RPC ${config.baseUrl}/sandbox/rpc, faucet ${config.baseUrl}/sandbox/faucet, token ${config.usdcAddress}\n`,
+      `Sandbox chain (fake money${config.mode === 'live' ? ', test mode' : ''}): JSON-RPC ${config.baseUrl}/sandbox/rpc, faucet ${config.baseUrl}/sandbox/faucet, token ${config.chains.sandbox?.usdcAddress}\n`,
     );
-  process.stdout.write(`Till is serving on ${config.baseUrl} (${config.mode}, ${config.databaseKind}). API reference: ${config.baseUrl}/docs\n`);
+  process.stdout.write(`Till is serving on ${config.baseUrl} (${serving}, ${config.databaseKind}). API reference: ${config.baseUrl}/docs\n`);
 }

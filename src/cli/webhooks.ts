@@ -5,6 +5,7 @@ import { findMerchant } from '../merchants/merchants.ts';
 import { webhookTargetAllowance } from '../webhooks/deliver.ts';
 import { listDeliveries, redeliverEvent, sendTestEvent } from '../webhooks/deliveries.ts';
 import { checkOverlapHours, setWebhook } from '../webhooks/endpoints.ts';
+import { modeOption } from './mode-option.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
 import { withDatabase } from './with-database.ts';
 
@@ -22,9 +23,10 @@ async function requireMerchant(db: Db, merchantId: string): Promise<void> {
   if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
 }
 
-/** `till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--json]` */
+/** `till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--mode test|live] [--json]` */
 export async function setWebhookCommand(args: string[]): Promise<void> {
   const json = takeFlag(args, '--json');
+  const givenMode = takeOption(args, '--mode');
   const rotate = takeFlag(args, '--rotate');
   const overlap = takeOption(args, '--overlap');
   const url = takeOption(args, '--url');
@@ -36,7 +38,7 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
   noneLeft(args);
   if (!merchantId || !url)
     throw new UsageError(
-      'merchant set-webhook needs MERCHANT_ID --url URL [--events payment.succeeded,session.expired,…] [--rotate [--overlap HOURS]] [--json]',
+      'merchant set-webhook needs MERCHANT_ID --url URL [--events payment.succeeded,session.expired,…] [--rotate [--overlap HOURS]] [--mode test|live] [--json]',
     );
   if (overlap !== undefined && !rotate) throw new UsageError('--overlap goes with --rotate: how long the old signing secret keeps signing beside the new one');
   let overlapHours: number;
@@ -47,7 +49,8 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
   }
   const result = await withDatabase(async ({ db }, config) => {
     await requireMerchant(db, merchantId);
-    const secrets = await setWebhook(db, config.secretKey, merchantId, { url, ...(events ? { events } : {}), rotate, overlapHours }, config.mode).catch(
+    const mode = modeOption(givenMode, config);
+    const secrets = await setWebhook(db, config.secretKey, merchantId, { url, ...(events ? { events } : {}), rotate, overlapHours }, mode).catch(
       (error: unknown) => {
         throw usageErrorOf(error);
       },
@@ -68,20 +71,23 @@ export async function setWebhookCommand(args: string[]): Promise<void> {
   );
 }
 
-/** `till webhooks list [--merchant ID] [--json]`, `till webhooks redeliver EVENT_ID`, `till webhooks test --merchant ID` */
+/** `till webhooks list [--merchant ID] [--json]`, `till webhooks redeliver EVENT_ID`, `till webhooks test --merchant ID`, each with `--mode test|live` */
 export async function webhooksCommand(args: string[]): Promise<void> {
   const sub = args.shift();
   const json = takeFlag(args, '--json');
-  if (sub === 'list') return listCommand(args, json);
-  if (sub === 'redeliver') return redeliverCommand(args, json);
-  if (sub === 'test') return testCommand(args, json);
-  throw new UsageError('webhooks commands: list [--merchant MERCHANT_ID] [--json] | redeliver EVENT_ID [--json] | test --merchant MERCHANT_ID [--json]');
+  const givenMode = takeOption(args, '--mode');
+  if (sub === 'list') return listCommand(args, json, givenMode);
+  if (sub === 'redeliver') return redeliverCommand(args, json, givenMode);
+  if (sub === 'test') return testCommand(args, json, givenMode);
+  throw new UsageError(
+    'webhooks commands (each with [--mode test|live]): list [--merchant MERCHANT_ID] [--json] | redeliver EVENT_ID [--json] | test --merchant MERCHANT_ID [--json]',
+  );
 }
 
-async function listCommand(args: string[], json: boolean): Promise<void> {
+async function listCommand(args: string[], json: boolean, givenMode: string | undefined): Promise<void> {
   const merchantId = takeOption(args, '--merchant');
   noneLeft(args);
-  const deliveries = await withDatabase(({ db }, config) => listDeliveries(db, config.mode, merchantId ? { merchantId } : {}));
+  const deliveries = await withDatabase(({ db }, config) => listDeliveries(db, modeOption(givenMode, config), merchantId ? { merchantId } : {}));
   const lines = deliveries.map((d) => {
     const last = d.attempts.at(-1);
     return `${d.createdAt}  ${d.eventId}  ${d.event.padEnd(17)}  ${d.status.padEnd(9)}  attempts ${d.attempts.length}${last ? `, last ${last.statusCode ?? last.error}` : ''}`;
@@ -89,23 +95,23 @@ async function listCommand(args: string[], json: boolean): Promise<void> {
   printResult(json, { deliveries }, lines.length ? lines.join('\n') : 'No webhook deliveries.');
 }
 
-async function redeliverCommand(args: string[], json: boolean): Promise<void> {
+async function redeliverCommand(args: string[], json: boolean, givenMode: string | undefined): Promise<void> {
   const [eventId] = args.splice(0, 1);
   noneLeft(args);
   if (!eventId) throw new UsageError('webhooks redeliver needs EVENT_ID');
-  const { deliveryId } = await withDatabase(({ db }, config) => redeliverEvent(db, config.mode, eventId)).catch((error: unknown) => {
+  const { deliveryId } = await withDatabase(({ db }, config) => redeliverEvent(db, modeOption(givenMode, config), eventId)).catch((error: unknown) => {
     throw usageErrorOf(error, eventId);
   });
   printResult(json, { eventId, deliveryId }, `Event ${eventId} queued again as delivery ${deliveryId}.`);
 }
 
-async function testCommand(args: string[], json: boolean): Promise<void> {
+async function testCommand(args: string[], json: boolean, givenMode: string | undefined): Promise<void> {
   const merchantId = takeOption(args, '--merchant');
   noneLeft(args);
   if (!merchantId) throw new UsageError('webhooks test needs --merchant MERCHANT_ID');
   const queued = await withDatabase(async ({ db }, config) => {
     await requireMerchant(db, merchantId);
-    return sendTestEvent(db, config.mode, merchantId);
+    return sendTestEvent(db, modeOption(givenMode, config), merchantId);
   }).catch((error: unknown) => {
     throw usageErrorOf(error);
   });

@@ -1,9 +1,18 @@
-/** The only chain and token Till takes payment in: USDC on Base (chain id 8453). */
+/** The chain and token Till takes payment in: USDC on Base (chain id 8453); the sandbox imitates it. */
 export const CHAIN_ID = 8453;
 /** The network's name in x402 v1 and in the spec's bodies. */
 export const NETWORK_V1 = 'base';
 /** The same network in x402 v2 (CAIP-2). */
 export const NETWORK_V2 = 'eip155:8453';
+
+/** A chain as x402 and wallets name it: its id, its names in x402 v1 and v2, the public RPC a wallet may add. */
+export type Network = { name: string; chainId: number; v1: string; v2: `${string}:${string}`; publicRpcUrl: string };
+
+/** Base: live mode's network, and the one the sandbox imitates (same chain id, its own token). */
+export const BASE: Network = { name: 'Base', chainId: CHAIN_ID, v1: NETWORK_V1, v2: NETWORK_V2, publicRpcUrl: 'https://mainnet.base.org' };
+/** Base Sepolia: a public test network test mode may pay on instead of the sandbox, through a facilitator that settles there. */
+export const BASE_SEPOLIA: Network = { name: 'Base Sepolia', chainId: 84532, v1: 'base-sepolia', v2: 'eip155:84532', publicRpcUrl: 'https://sepolia.base.org' };
+export const NETWORKS = { base: BASE, 'base-sepolia': BASE_SEPOLIA } as const;
 export const TOKEN_SYMBOL = 'USDC';
 /** Circle's USDC on Base mainnet: the token live mode takes by default. */
 export const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
@@ -12,9 +21,6 @@ export const BASE_USDC_ADDRESS = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 export const X402_VERSION = 2;
 export const SCHEME = 'exact';
 export const MAX_TIMEOUT_SECONDS = 60;
-
-/** The RPC a page hands a browser wallet that must add the chain: the sandbox's own, or Base's public one. */
-export const walletRpcUrl = (mode: 'sandbox' | 'live', baseUrl: string) => (mode === 'sandbox' ? `${baseUrl}/sandbox/rpc` : 'https://mainnet.base.org');
 
 /** EIP-712 domain of USDC on Base (and of the sandbox token, which copies it). */
 export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;

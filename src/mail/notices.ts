@@ -183,7 +183,7 @@ export async function requestReceipt(
   db: Db,
   publicOrderId: string,
   email: string,
-  change: { now: number; explorerTxUrl: string },
+  change: { now: number; explorerTxUrl: (mode: Mode) => string },
 ): Promise<'queued' | 'not_found' | 'too_many'> {
   const row = await db
     .selectFrom('payments as p')
@@ -217,7 +217,9 @@ export async function requestReceipt(
       type: 'payment.succeeded',
       payment: row,
       session: { id: row.session_id, order_id: row.order_id, concept: row.concept },
-      ...change,
+      now: change.now,
+      // The transaction's link on the explorer of the order's own mode.
+      explorerTxUrl: change.explorerTxUrl(row.mode),
     });
     await queueMail(
       trx,

@@ -1,8 +1,6 @@
-import type { FastifyRequest } from 'fastify';
 import { TillError } from '../common/errors.ts';
-import { type Mode, modeLabel, modeOfKey } from '../common/modes.ts';
+import { type Mode, modeLabel } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
-import { readCookies } from '../http/forms.ts';
 import { consume, type Limit } from '../limits/limits.ts';
 import { type AuthorizationRequest, answerAuthorizationRequest, saveAuthorizationRequest } from './authorization-requests.ts';
 import { type ClientMetadata, ClientMetadataError, type ClientMetadataResolver, controlCharacterIn } from './client-metadata.ts';
@@ -102,18 +100,6 @@ export function preTicked(scope: (typeof SCOPES)[number], requested: Scope[], gr
 /** The scopes this merchant already granted this client in this mode (shown ticked and fixed on the consent screen). */
 export async function alreadyGranted(context: AppContext, merchantId: string, clientId: string, mode: Mode): Promise<Scope[]> {
   return (await activeGrantFor(context.db, merchantId, clientId, mode))?.scopes ?? [];
-}
-
-/**
- * The mode whose data the consent screen offers: the one the signed-in user's dashboard shows (its
- * `till_mode` cookie, `test` or `live`) when the deployment serves it, else live when served, else
- * test, as the dashboard chooses.
- */
-export function consentMode(context: Pick<AppContext, 'config'>, request: FastifyRequest): Mode {
-  const served = context.config.modes;
-  const shown = readCookies(request).till_mode;
-  if ((shown === 'test' || shown === 'live') && served.includes(modeOfKey(shown))) return modeOfKey(shown);
-  return served.includes('live') ? 'live' : 'sandbox';
 }
 
 /** Saves a checked authorization request for the consent screen. */

@@ -14,8 +14,8 @@ import { enqueueWebhookEvent } from '../webhooks/events.ts';
  */
 export type PaymentRow = Selectable<PaymentsTable>;
 
-/** When a status change happened, and how its event links the transaction. */
-export type ChangeContext = { now: number; explorerTxUrl: string };
+/** When a status change happened, and how its event names the chain (`network`, x402 v1's name) and links the transaction. */
+export type ChangeContext = { now: number; explorerTxUrl: string; network: string };
 
 /** Where status changes are written, and whom to wake after a commit that queued deliveries. */
 export type Store = Pick<AppContext, 'db' | 'webhookWake'>;
@@ -28,14 +28,9 @@ export type PaymentEventType = 'payment.pending' | 'payment.succeeded' | 'paymen
  * change left them (read back with RETURNING). True when a delivery was queued, so the caller wakes
  * the workers after commit.
  */
-async function recordPaymentEvent(
-  trx: Tx,
-  type: PaymentEventType,
-  rows: { payment: PaymentRow; session: SessionRow },
-  at: { now: number; explorerTxUrl: string },
-): Promise<boolean> {
+async function recordPaymentEvent(trx: Tx, type: PaymentEventType, rows: { payment: PaymentRow; session: SessionRow }, at: ChangeContext): Promise<boolean> {
   const { payment, session } = rows;
-  const { deliveryId } = await enqueueWebhookEvent(trx, { type, session, payment, occurredAt: at.now, explorerTxUrl: at.explorerTxUrl });
+  const { deliveryId } = await enqueueWebhookEvent(trx, { type, session, payment, occurredAt: at.now, explorerTxUrl: at.explorerTxUrl, network: at.network });
   await queuePaymentMails(trx, { type, payment, session, now: at.now, explorerTxUrl: at.explorerTxUrl });
   return deliveryId !== null;
 }

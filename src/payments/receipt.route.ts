@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TillError } from '../common/errors.ts';
 import type { Mode } from '../common/modes.ts';
-import { explorerTxUrlOf } from '../config.ts';
+import { explorerTxUrlOf, networkOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
@@ -44,6 +44,7 @@ export const registerReceiptRoutes =
       const found = await findReceiptWithAmountText(context.db, publicOrderId, {
         modes: context.config.modes,
         explorerTxUrl: (mode) => explorerTxUrlOf(context.config, mode),
+        network: (mode) => networkOf(context.config, mode),
       });
       reply.header('vary', 'Accept');
       if (await readable?.(context, request, reply, found, publicOrderId)) return reply;

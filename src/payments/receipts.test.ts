@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { BASE } from '../common/network.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../testing/harness.ts';
 import { refusedWith } from '../testing/refusals.ts';
 import { findReceipt, listPaidOrders, normalizePublicOrderId } from './receipts.ts';
@@ -91,21 +92,32 @@ for (const { engine, skip } of engines) {
 
     test('a receipt is found with or without TX-, only among the merchant’s orders when scoped; the same one E4 shows', async () => {
       const order = paid[0]!;
-      const receipt = await findReceipt(db(), order.paymentId, { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl() });
+      const receipt = await findReceipt(db(), order.paymentId, { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl(), network: () => BASE });
       assert.equal(receipt?.publicOrderId, order.paymentId);
       assert.equal(receipt?.paymentSessionId, order.sessionId);
       assert.equal(receipt?.merchantName, 'Coffee Shop');
       assert.equal(receipt?.payTo, env.merchantWallet);
-      assert.deepEqual(await findReceipt(db(), order.paymentId.slice(3).toLowerCase(), { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl() }), receipt);
       assert.deepEqual(
-        await findReceipt(db(), order.paymentId, { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl(), merchantId: env.merchantId }),
+        await findReceipt(db(), order.paymentId.slice(3).toLowerCase(), { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl(), network: () => BASE }),
+        receipt,
+      );
+      assert.deepEqual(
+        await findReceipt(db(), order.paymentId, { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl(), network: () => BASE, merchantId: env.merchantId }),
         receipt,
       );
       assert.equal(
-        await findReceipt(db(), order.paymentId, { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl(), merchantId: other.merchantId }),
+        await findReceipt(db(), order.paymentId, {
+          modes: ['sandbox'],
+          explorerTxUrl: () => explorerTxUrl(),
+          network: () => BASE,
+          merchantId: other.merchantId,
+        }),
         undefined,
       );
-      assert.equal(await findReceipt(db(), `TX-${'0'.repeat(32)}`, { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl() }), undefined);
+      assert.equal(
+        await findReceipt(db(), `TX-${'0'.repeat(32)}`, { modes: ['sandbox'], explorerTxUrl: () => explorerTxUrl(), network: () => BASE }),
+        undefined,
+      );
       const e4 = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${order.paymentId}`);
       assert.deepEqual(await e4.json(), receipt);
     });

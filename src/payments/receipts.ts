@@ -1,7 +1,7 @@
 import { getAddress } from 'viem';
 import { z } from 'zod';
 import { TillError } from '../common/errors.ts';
-import { CHAIN_ID, NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
+import { BASE, BASE_SEPOLIA, NETWORK_V1, type Network, TOKEN_SYMBOL } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
 import type { Mode } from '../db/schema.ts';
 import { decimalNumber, formatMoney } from '../money/iso4217.ts';
@@ -21,8 +21,8 @@ export const Receipt = z
     token: z.literal(TOKEN_SYMBOL),
     tokenAmount: z.string().meta({ description: 'USDC paid, as a decimal string' }),
     rate: z.string().meta({ description: 'USDC per one unit of the currency, as used for this order' }),
-    network: z.literal(NETWORK_V1),
-    chainId: z.literal(CHAIN_ID),
+    network: z.enum([BASE.v1, BASE_SEPOLIA.v1]).meta({ description: 'Where it was paid: `base`, or `base-sepolia` for a test-mode payment on Base Sepolia' }),
+    chainId: z.union([z.literal(BASE.chainId), z.literal(BASE_SEPOLIA.chainId)]),
     payer: z.string(),
     payTo: z.string(),
     transactionHash: z.string(),
@@ -53,7 +53,7 @@ export function normalizePublicOrderId(publicOrderId: string): string {
 }
 
 /** Which orders a receipt is looked for among: those of `modes`, each linked to its mode's explorer; only the merchant's own with `merchantId`. */
-export type ReceiptScope = { modes: readonly Mode[]; explorerTxUrl: (mode: Mode) => string; merchantId?: string };
+export type ReceiptScope = { modes: readonly Mode[]; explorerTxUrl: (mode: Mode) => string; network: (mode: Mode) => Network; merchantId?: string };
 
 /** The receipt, the amount written with its currency's decimals, the merchant's id (for the page, in its brand) and the order's mode. */
 export async function findReceiptWithAmountText(
@@ -89,6 +89,7 @@ export async function findReceiptWithAmountText(
     .executeTakeFirst();
   if (!row?.tx_hash || row.settled_at === null || row.public_order_id === null) return undefined;
   const explorerTxUrl = options.explorerTxUrl(row.mode);
+  const network = options.network(row.mode);
   const refunds = await db
     .selectFrom('payments')
     .innerJoin('refunds', 'refunds.payment_id', 'payments.id')
@@ -109,8 +110,8 @@ export async function findReceiptWithAmountText(
     token: TOKEN_SYMBOL,
     tokenAmount: formatUsdc(row.value),
     rate: row.rate,
-    network: NETWORK_V1,
-    chainId: CHAIN_ID,
+    network: network.v1 as ReceiptView['network'],
+    chainId: network.chainId as ReceiptView['chainId'],
     payer: getAddress(row.payer),
     payTo: getAddress(row.pay_to),
     transactionHash: row.tx_hash,

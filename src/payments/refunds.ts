@@ -126,6 +126,7 @@ export async function recordRefundOutcome(store: Store, refund: RefundRow, outco
       refund: { ...row, tokenAmount: formatUsdc(row.value) },
       occurredAt: change.now,
       explorerTxUrl: change.explorerTxUrl,
+      network: change.network,
     });
     return { row, queued: deliveryId !== null };
   });

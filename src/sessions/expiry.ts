@@ -1,5 +1,5 @@
 import { reportRowFailure } from '../common/row-failures.ts';
-import { explorerTxUrlOf } from '../config.ts';
+import { explorerTxUrlOf, networkOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import { enqueueWebhookEvent } from '../webhooks/events.ts';
@@ -45,7 +45,13 @@ async function expireOne(context: SweepContext, due: DueSession, now: number): P
     const done = await context.db.transaction().execute(async (trx) => {
       const session = await expireSession(trx, due.id, now);
       if (!session) return false;
-      await enqueueWebhookEvent(trx, { type: 'session.expired', session, occurredAt: now, explorerTxUrl: explorerTxUrlOf(context.config, session.mode) });
+      await enqueueWebhookEvent(trx, {
+        type: 'session.expired',
+        session,
+        occurredAt: now,
+        explorerTxUrl: explorerTxUrlOf(context.config, session.mode),
+        network: networkOf(context.config, session.mode).v1,
+      });
       return true;
     });
     return done ? 'expired' : 'skipped';

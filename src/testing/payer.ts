@@ -19,10 +19,10 @@ export function authorization(from: Address, to: Address, value: bigint, overrid
   return { from, to, value, validAfter: nowSeconds() - 5n, validBefore: nowSeconds() + 60n, nonce: randomNonce(), ...overrides };
 }
 
-/** Signs with the EIP-712 domain of USDC on Base (which the sandbox token copies). */
-export function signAuthorization(signer: LocalAccount, usdcAddress: Address, message: Authorization): Promise<Hex> {
+/** Signs with the EIP-712 domain of USDC on Base (which the sandbox token copies), or on the chain named. */
+export function signAuthorization(signer: LocalAccount, usdcAddress: Address, message: Authorization, chainId = 8453): Promise<Hex> {
   return signer.signTypedData({
-    domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: usdcAddress },
+    domain: { name: 'USD Coin', version: '2', chainId, verifyingContract: usdcAddress },
     types: TRANSFER_WITH_AUTHORIZATION,
     primaryType: 'TransferWithAuthorization',
     message,

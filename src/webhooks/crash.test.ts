@@ -48,8 +48,15 @@ for (const { engine, skip } of engines) {
         await service.context.db.transaction().execute(async (trx) => {
           for (let i = 0; i < 100; i++)
             eventIds.push(
-              (await enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, occurredAt: Date.now(), explorerTxUrl: service.config.explorerTxUrl }))
-                .eventId,
+              (
+                await enqueueWebhookEvent(trx, {
+                  type: 'payment.succeeded',
+                  session,
+                  occurredAt: Date.now(),
+                  explorerTxUrl: service.config.explorerTxUrl,
+                  network: 'base',
+                })
+              ).eventId,
             );
         });
       }

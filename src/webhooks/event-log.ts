@@ -83,7 +83,7 @@ const fakeHex = (bytes: number) => randomBytes(bytes).toString('hex');
  * What an event of `type` would be about, made up: a session, its payment and a refund with fresh
  * fake ids each time (receivers deduplicate by session and order), one US dollar.
  */
-function sampleInput(type: WebhookEventType, now: number, explorerTxUrl: string): WebhookEventInput {
+function sampleInput(type: WebhookEventType, now: number, chain: Pick<WebhookEventInput, 'explorerTxUrl' | 'network'>): WebhookEventInput {
   const tag = fakeHex(8);
   const session = {
     id: `ps_test_${tag}`,
@@ -118,7 +118,7 @@ function sampleInput(type: WebhookEventType, now: number, explorerTxUrl: string)
     ...(type === 'session.expired' ? {} : { payment: { ...payment, tx_hash: type === 'payment.succeeded' ? payment.tx_hash : null } }),
     ...(type.startsWith('refund.') ? { refund } : {}),
     occurredAt: now,
-    explorerTxUrl,
+    ...chain,
   };
 }
 
@@ -132,11 +132,11 @@ export async function triggerTestEvent(
   merchantId: string,
   type: WebhookEventType | typeof TEST_EVENT_TYPE,
   now: number,
-  explorerTxUrl: string,
+  chain: Pick<WebhookEventInput, 'explorerTxUrl' | 'network'>,
 ): Promise<{ event: EventView; deliveryId: string | null }> {
   const eventId = newId('evt_');
   const test = type === TEST_EVENT_TYPE;
-  const input = test ? undefined : sampleInput(type, now, explorerTxUrl);
+  const input = test ? undefined : sampleInput(type, now, chain);
   const body = input ? buildWebhookBody(eventId, input) : buildTestBody(eventId, now);
   const written = await db
     .transaction()

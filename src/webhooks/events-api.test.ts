@@ -65,6 +65,7 @@ for (const { engine, skip } of engines) {
             : {}),
           occurredAt: Date.now(),
           explorerTxUrl: service.context.config.explorerTxUrl,
+          network: 'base',
         }),
       );
     /** A merchant of its own with `count` events of its sandbox session, their ids oldest first. */

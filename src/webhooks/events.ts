@@ -67,8 +67,10 @@ export type WebhookEventInput = {
   refund?: WebhookRefund;
   /** Epoch milliseconds of the status change. */
   occurredAt: number;
-  /** Block-explorer URL template with {hash}, as in config.explorerTxUrl. */
+  /** Block-explorer URL template with {hash}, of the session's mode's chain. */
   explorerTxUrl: string;
+  /** The chain's name in x402 v1 (`base`, or `base-sepolia` for test mode there): the body's `chain`. */
+  network: string;
 };
 
 export function buildWebhookBody(id: string, input: WebhookEventInput): WebhookBody {
@@ -90,7 +92,7 @@ export function buildWebhookBody(id: string, input: WebhookEventInput): WebhookB
     paymentSessionId: session.id,
     paymentId: payment?.public_order_id ?? null,
     status: STATUS_OF[input.type],
-    chain: NETWORK_V1,
+    chain: input.network,
     receipts: txHash ? [input.explorerTxUrl.replace('{hash}', txHash)] : [],
     ...(refund
       ? {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { requireMerchant } from '../auth/api-key-auth.ts';
 import { TillError } from '../common/errors.ts';
+import { explorerTxUrlOf, networkOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
@@ -40,7 +41,10 @@ export function registerTriggerEvent(app: FastifyInstance, context: AppContext):
     if (mode !== 'sandbox') throw new TillError('test_mode_only');
     const { type } = validate(Body, request.body);
     await limitTestEvents(context.db, context.config, merchantId, context.now());
-    const made = await triggerTestEvent(context.db, merchantId, type, context.now(), context.config.explorerTxUrl);
+    const made = await triggerTestEvent(context.db, merchantId, type, context.now(), {
+      explorerTxUrl: explorerTxUrlOf(context.config, mode),
+      network: networkOf(context.config, mode).v1,
+    });
     if (made.deliveryId) context.webhookWake.notify();
     return reply.code(201).send(made);
   });

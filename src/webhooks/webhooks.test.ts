@@ -75,6 +75,7 @@ for (const { engine, skip } of engines) {
           ...(type.startsWith('payment') ? { payment: PAYMENT } : {}),
           occurredAt: 1_700_000_000_123,
           explorerTxUrl: service.config.explorerTxUrl,
+          network: 'base',
         }),
       );
     const delivery = (eventId: string) =>
@@ -410,7 +411,9 @@ for (const { engine, skip } of engines) {
       const other = engine === 'postgres' ? openDatabase(service.config) : undefined;
       const { eventId } = await (other?.db ?? service.context.db)
         .transaction()
-        .execute((trx) => enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, payment: PAYMENT, occurredAt: Date.now(), explorerTxUrl: '{hash}' }));
+        .execute((trx) =>
+          enqueueWebhookEvent(trx, { type: 'payment.succeeded', session, payment: PAYMENT, occurredAt: Date.now(), explorerTxUrl: '{hash}', network: 'base' }),
+        );
       if (!other) service.context.webhookWake.notify();
       assert.equal((await settled(eventId)).status, 'SUCCEEDED');
       await other?.close();

@@ -1,6 +1,6 @@
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import { getAddress } from 'viem';
-import { NETWORK_V1, NETWORK_V2 } from '../common/network.ts';
+import type { Rails } from '../chain/rails.ts';
 import { explorerUrl, type PaymentRow } from '../payments/payments.ts';
 import { challenge, type Offer } from './challenge.ts';
 import type { X402ErrorCode } from './protocol.ts';
@@ -21,7 +21,7 @@ export type Answer = {
 export const RETRY_AFTER_S = '5';
 
 /** The 200 of spec E3 for a settled payment, the same every time it is asked for. */
-export function paidAnswer(payment: PaymentRow, explorerTxUrl: string): Answer {
+export function paidAnswer(payment: PaymentRow, rails: Pick<Rails, 'explorerTxUrl' | 'network'>): Answer {
   const txHash = payment.tx_hash ?? '';
   const settle = (network: string) =>
     encodePaymentResponseHeader({ success: true, transaction: txHash, network: network as `${string}:${string}`, payer: getAddress(payment.payer) });
@@ -31,10 +31,10 @@ export function paidAnswer(payment: PaymentRow, explorerTxUrl: string): Answer {
       status: 'SUCCESS',
       paymentSessionId: payment.session_id,
       payTo: getAddress(payment.pay_to),
-      receipt: explorerUrl(explorerTxUrl, txHash),
+      receipt: explorerUrl(rails.explorerTxUrl, txHash),
       paymentId: payment.public_order_id,
     },
-    headers: { 'x-payment-response': settle(NETWORK_V1), 'payment-response': settle(NETWORK_V2) },
+    headers: { 'x-payment-response': settle(rails.network.v1), 'payment-response': settle(rails.network.v2) },
   };
 }
 

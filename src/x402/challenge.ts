@@ -1,9 +1,11 @@
 import type { PaymentRequired } from '@x402/core/types';
 import { v2Requirements } from '../chain/authorization.ts';
-import { MAX_TIMEOUT_SECONDS, NETWORK_V1, SCHEME, USDC_DOMAIN, X402_VERSION } from '../common/network.ts';
+import { MAX_TIMEOUT_SECONDS, type Network, SCHEME, USDC_DOMAIN, X402_VERSION } from '../common/network.ts';
 import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 
 export type Offer = {
+  /** The chain the payment is asked on: the session's mode's. */
+  network: Network;
   resourceUrl: string;
   description: string;
   payTo: string;
@@ -15,7 +17,7 @@ export type Offer = {
 export function acceptsEntry(offer: Offer) {
   return {
     scheme: SCHEME,
-    network: NETWORK_V1,
+    network: offer.network.v1,
     asset: offer.asset,
     payTo: offer.payTo,
     maxAmountRequired: offer.usdcAmount.toString(),

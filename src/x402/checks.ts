@@ -1,6 +1,6 @@
 import type { SessionRow } from '../sessions/sessions.ts';
 import type { Offer } from './challenge.ts';
-import { isOurNetwork, isOurScheme, type Proof } from './payload.ts';
+import { isOfferedNetwork, isOurScheme, type Proof } from './payload.ts';
 import { MAX_VALIDITY_S, MIN_VALIDITY_LEFT_S, type X402ErrorCode } from './protocol.ts';
 import type { Quote } from './quotes.ts';
 
@@ -12,7 +12,7 @@ type Checked = { proof: Proof; quote: Quote | undefined; offer: Offer; session: 
  */
 const LOCAL_CHECKS: ReadonlyArray<[X402ErrorCode, (c: Checked) => boolean]> = [
   ['unsupported_scheme', ({ proof }) => isOurScheme(proof.scheme)],
-  ['wrong_network', ({ proof }) => isOurNetwork(proof.network)],
+  ['wrong_network', ({ proof, offer }) => isOfferedNetwork(proof.network, offer.network)],
   // 65 bytes or more (a smart wallet's may be longer): a shorter one cannot be an ECDSA signature.
   ['invalid_signature', ({ proof }) => /^0x(?:[0-9a-fA-F]{2}){65,}$/.test(proof.signature)],
   ['wrong_pay_to', ({ proof, offer }) => proof.to === offer.payTo.toLowerCase()],

@@ -11,7 +11,7 @@ import { decodeProof, type Proof } from './payload.ts';
 import { chosenAmount, payeeOf, quoteOffer } from './pricing.ts';
 import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 import { findQuoteForValue, findSessionToQuote, type Quote } from './quotes.ts';
-import { flowFor, type PayerFlow, type PayFlow, payableAssets } from './services.ts';
+import { flowFor, type PayerFlow, type PayFlow, quotableAssets } from './services.ts';
 import { claimTerms, facilitatorRefusal, facilitatorRequest, settleClaimed, verifyWithFacilitator, waitForOutcome } from './settlement.ts';
 import { type ProofSigner, proofSigner } from './signer.ts';
 
@@ -72,7 +72,7 @@ export async function answerPayRequest(payer: PayerFlow, request: PayRequest): P
  */
 async function limitProof(flow: PayFlow, request: PayRequest, session: SessionRow, offer: Offer, proof: Proof): Promise<ProofSigner> {
   await flow.services.limitClientProofs(request.ip);
-  const signer = await proofSigner(proof, offer.asset);
+  const signer = await proofSigner(proof, offer.asset, offer.network.chainId);
   if (signer === 'payer') await flow.services.limitSignedProofs(session.id, { payer: proof.from });
   if (signer === 'wallet') await flow.services.limitSignedProofs(session.id, { client: request.ip });
   return signer;
@@ -87,9 +87,9 @@ function reusableUntil(session: SessionRow, quote: Quote): number {
   return session.expires_at === null ? lastReuse : Math.min(lastReuse, session.expires_at);
 }
 
-/** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown, of a mode not paid here, or expired. */
+/** The session, its merchant and a reusable quote in one read, on every request; 404 when unknown, of a mode not served, or expired. */
 async function findPayableSession(payer: PayerFlow, sessionId: string, now: number) {
-  const found = await findSessionToQuote(payer.context.db, sessionId, { assets: payableAssets(payer.services), now });
+  const found = await findSessionToQuote(payer.context.db, sessionId, { assets: quotableAssets(payer.context.config.modes, payer.services), now });
   if (!found || isExpired(found.session, now)) throw new TillError('not_found', { what: `Payment session ${sessionId}` });
   return found;
 }
@@ -98,7 +98,7 @@ async function findPayableSession(payer: PayerFlow, sessionId: string, now: numb
 async function settledAnswer(flow: PayFlow, session: SessionRow): Promise<Answer | undefined> {
   if (session.order_type !== 'TRANSIENT' || session.status !== 'SUCCESS') return undefined;
   const payment = await firstSuccessfulPayment(flow.context.db, session.id);
-  return payment && paidAnswer(payment, flow.rails.explorerTxUrl);
+  return payment && paidAnswer(payment, flow.rails);
 }
 
 /** A proof was sent and is refused: counted in till_x402_proofs_refused_total by reason. */
@@ -131,7 +131,7 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   if (attempt.signer === 'stranger') return refuseAttempt(attempt, 'invalid_signature');
   await flow.services.limitVerifications(attempt.session.id);
 
-  const request = facilitatorRequest(proof, quote!, { url: offer.resourceUrl, description: offer.description });
+  const request = facilitatorRequest(proof, quote!, offer);
   const verification = await verifyWithFacilitator(flow.context, attempt.request.log, flow.rails.facilitator, request, { sessionId: attempt.session.id });
   if (!verification.isValid) return answerInvalid(attempt, verification.invalidReason);
   // The facilitator found the signature its payer's, a smart wallet's included.
@@ -141,6 +141,7 @@ async function payWithProof(attempt: Attempt): Promise<Answer> {
   const claim = await claimPayment(flow.context, claimTerms(proof, quote!, attempt.session), {
     now,
     explorerTxUrl: flow.rails.explorerTxUrl,
+    network: flow.rails.network.v1,
     followUpAt: now + flow.context.config.reconcileGraceMs,
   });
   if (claim.kind !== 'claimed') return answerLostClaim(signed, claim);
@@ -171,7 +172,7 @@ async function answerDuplicate(attempt: Attempt, first: PaymentRow): Promise<Ans
   const { flow, proof, offer, session } = attempt;
   if (first.session_id !== session.id || first.signature !== proof.signature) return refuseAttempt(attempt, 'nonce_used');
   const payment = await waitForOutcome(flow.context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS);
-  if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.rails.explorerTxUrl);
+  if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.rails);
   if (payment?.status === 'FAILED') return challengeAnswer(facilitatorErrorCode(payment.failure_reason ?? undefined), offer);
   return inProgressAnswer();
 }
@@ -185,11 +186,11 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
       return answerDuplicate(attempt, claim.first);
     case 'session_busy': {
       const payment = session.order_type === 'TRANSIENT' ? await settled() : undefined;
-      return payment ? paidAnswer(payment, flow.rails.explorerTxUrl) : inProgressAnswer();
+      return payment ? paidAnswer(payment, flow.rails) : inProgressAnswer();
     }
     case 'session_closed': {
       const payment = claim.session?.status === 'SUCCESS' ? await settled() : undefined;
-      if (payment) return paidAnswer(payment, flow.rails.explorerTxUrl);
+      if (payment) return paidAnswer(payment, flow.rails);
       if (!claim.session || isExpired(claim.session, flow.context.now())) throw new TillError('not_found', { what: `Payment session ${session.id}` });
       return refuseAttempt(attempt, 'session_changed');
     }
@@ -205,7 +206,7 @@ async function settle(attempt: Attempt, claimed: PaymentRow, request: ReturnType
   const outcome = await settleClaimed(flow.context, flow.rails, claimed, request);
   if (outcome.kind === 'settled') {
     flow.services.metrics.paymentsSettled.inc();
-    return paidAnswer(outcome.payment, flow.rails.explorerTxUrl);
+    return paidAnswer(outcome.payment, flow.rails);
   }
   if (outcome.kind === 'refused') {
     // Nothing was submitted and the chain agrees: the buyer may pay again, or is told why not.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NETWORK_V1, NETWORK_V2, SCHEME } from '../common/network.ts';
+import { type Network, SCHEME } from '../common/network.ts';
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
 const uint = z.union([z.string().regex(/^\d{1,78}$/), z.number().int().nonnegative()]).transform((v) => BigInt(v));
@@ -88,5 +88,6 @@ export function decodeProof(headers: { xPayment: string | undefined; paymentSign
   };
 }
 
-export const isOurNetwork = (network: string) => network === NETWORK_V1 || network === NETWORK_V2;
+/** Whether a proof names the offer's network, in x402 v1's or v2's spelling. */
+export const isOfferedNetwork = (network: string, offered: Network) => network === offered.v1 || network === offered.v2;
 export const isOurScheme = (scheme: string) => scheme === SCHEME;

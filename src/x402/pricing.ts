@@ -90,6 +90,7 @@ export async function quoteOffer(
   }
   if (quote.usdc_amount < FACILITATOR_MIN_AMOUNT) return { answer: belowFacilitatorMinimum() };
   const offer: Offer = {
+    network: rails.network,
     resourceUrl: sessionResourceUrl(context.config.baseUrl, session.id),
     description: offerDescription(`${session.merchant_name}: ${session.concept ?? `payment session ${session.id}`}`),
     payTo,

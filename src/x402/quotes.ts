@@ -92,7 +92,7 @@ const sessionToQuote = prepareQuery((db: Db, params: { sessionId: string; sandbo
       'q.expires_at as quote_expires_at',
     ])
     .where('s.id', '=', params.sessionId)
-    // Only a mode with a token is paid here: a session of another mode is not found, as an unknown one.
+    // Only a served mode (one named with a token) is found: a session of another mode is not, as an unknown one.
     .where((eb) =>
       eb.or([
         eb.and([eb('s.mode', '=', 'sandbox'), eb(eb.val(params.sandboxAsset), '!=', '')]),

@@ -1,5 +1,6 @@
 import type { Counter } from 'prom-client';
 import { type Rails, type RailsByMode, railsList } from '../chain/rails.ts';
+import { TillError } from '../common/errors.ts';
 import type { Mode } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
 import { consume, type Limit } from '../limits/limits.ts';
@@ -59,13 +60,18 @@ export type PayerFlow = { context: AppContext; services: X402Services };
 /** What the pay flow runs with once the session is found: the rails of the session's mode too. */
 export type PayFlow = PayerFlow & { rails: Rails };
 
-/** Each payable mode's token, as findSessionToQuote takes them. */
-export const payableAssets = (services: Pick<X402Services, 'rails'>): Partial<Record<Mode, string>> =>
-  Object.fromEntries(railsList(services.rails).map((rails) => [rails.mode, rails.usdcAddress]));
+/**
+ * Each served mode's token, as findSessionToQuote takes them: a mode without rails (no facilitator
+ * or token configured) is found too, with a token no quote names, so its sessions are said to be
+ * unpayable for now rather than unknown.
+ */
+export const quotableAssets = (modes: readonly Mode[], services: Pick<X402Services, 'rails'> | undefined): Partial<Record<Mode, string>> =>
+  Object.fromEntries(modes.map((mode) => [mode, services?.rails[mode]?.usdcAddress ?? NO_TOKEN]));
+const NO_TOKEN = '-';
 
-/** The flow for a session found by findSessionToQuote, on the rails of its mode (found only when that mode has some). */
+/** The flow for a session found by findSessionToQuote, on the rails of its mode; 503 while that mode has none. */
 export function flowFor(payer: PayerFlow, mode: Mode): PayFlow {
   const rails = payer.services.rails[mode];
-  if (!rails) throw new Error(`no rails for ${mode} mode`);
+  if (!rails) throw new TillError('facilitator_unavailable');
   return { ...payer, rails };
 }

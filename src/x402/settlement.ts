@@ -15,12 +15,17 @@ import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
 import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordFailure, recordSettleAttempt, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
+import type { Offer } from './challenge.ts';
 import type { Proof } from './payload.ts';
 import type { Quote } from './quotes.ts';
 
 /** The facilitator is handed the proof's authorization with the terms of our stored quote it was checked against, in v2. */
-export function facilitatorRequest(proof: Proof, quote: Quote, resource: { url: string; description: string }) {
-  return authorizationRequest({ ...proof, asset: quote.asset, to: quote.pay_to, value: quote.usdc_amount }, resource);
+export function facilitatorRequest(proof: Proof, quote: Quote, offer: Pick<Offer, 'resourceUrl' | 'description' | 'network'>) {
+  return authorizationRequest(
+    { ...proof, asset: quote.asset, to: quote.pay_to, value: quote.usdc_amount },
+    { url: offer.resourceUrl, description: offer.description },
+    offer.network,
+  );
 }
 
 /** What a claim records of a proof checked against the quote it pays. */
@@ -83,7 +88,7 @@ export type SettleResult =
  */
 export async function settleClaimed(
   context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'faultHook' | 'log' | 'metrics'>,
-  services: Pick<Rails, 'facilitator' | 'chain' | 'explorerTxUrl'>,
+  services: Pick<Rails, 'facilitator' | 'chain' | 'explorerTxUrl' | 'network'>,
   claimed: PaymentRow,
   request: ReturnType<typeof facilitatorRequest>,
 ): Promise<SettleResult> {
@@ -107,6 +112,7 @@ export async function settleClaimed(
     settleResponse: JSON.stringify(outcome.response),
     now: context.now(),
     explorerTxUrl: services.explorerTxUrl,
+    network: services.network.v1,
   });
   if (recorded) return { kind: 'settled', payment: recorded };
   // Not recorded here: the reconciler got there first; the payment's own row says how it ended.
@@ -129,7 +135,7 @@ export async function settleClaimed(
  */
 async function endRefusedClaim(
   context: Pick<AppContext, 'db' | 'webhookWake' | 'now' | 'config' | 'log'>,
-  { chain, explorerTxUrl }: Pick<Rails, 'chain' | 'explorerTxUrl'>,
+  { chain, explorerTxUrl, network }: Pick<Rails, 'chain' | 'explorerTxUrl' | 'network'>,
   claimed: PaymentRow,
   reason: string,
 ): Promise<boolean> {
@@ -145,6 +151,7 @@ async function endRefusedClaim(
   const failed = await recordFailure(context, claimed, reason, {
     now,
     explorerTxUrl,
+    network: network.v1,
     recheckAt: nextFailedCheck(now, context.config.reconcileIntervalMs, now),
   });
   return failed !== undefined;

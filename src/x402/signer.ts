@@ -1,5 +1,5 @@
 import { getAddress, recoverTypedDataAddress } from 'viem';
-import { CHAIN_ID, TRANSFER_WITH_AUTHORIZATION, USDC_DOMAIN } from '../common/network.ts';
+import { TRANSFER_WITH_AUTHORIZATION, USDC_DOMAIN } from '../common/network.ts';
 import type { Proof } from './payload.ts';
 
 /**
@@ -14,12 +14,12 @@ export type ProofSigner = 'payer' | 'stranger' | 'wallet';
 /** An ECDSA signature is r, s and v: 65 bytes. */
 const ECDSA_HEX_LENGTH = 2 + 65 * 2;
 
-/** Recovers the proof's signer locally (no RPC, no facilitator), for the token at `asset`. */
-export async function proofSigner(proof: Proof, asset: string): Promise<ProofSigner> {
+/** Recovers the proof's signer locally (no RPC, no facilitator), for the token at `asset` on the offer's chain. */
+export async function proofSigner(proof: Proof, asset: string, chainId: number): Promise<ProofSigner> {
   if (proof.signature.length > ECDSA_HEX_LENGTH) return 'wallet';
   try {
     const recovered = await recoverTypedDataAddress({
-      domain: { ...USDC_DOMAIN, chainId: CHAIN_ID, verifyingContract: getAddress(asset) },
+      domain: { ...USDC_DOMAIN, chainId, verifyingContract: getAddress(asset) },
       types: TRANSFER_WITH_AUTHORIZATION,
       primaryType: 'TransferWithAuthorization',
       message: { from: proof.from, to: proof.to, value: proof.value, validAfter: proof.validAfter, validBefore: proof.validBefore, nonce: proof.nonce },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { explorerTxUrlOf } from '../../config.ts';
+import { explorerTxUrlOf, networkOf } from '../../config.ts';
 import { findReceipt, normalizePublicOrderId, Receipt } from '../../payments/receipts.ts';
 import { defineTool, ToolRefusal } from '../tool.ts';
 
@@ -14,6 +14,7 @@ export const getReceipt = defineTool({
     const receipt = await findReceipt(context.db, publicOrderId, {
       modes: [access.grant.mode],
       explorerTxUrl: (mode) => explorerTxUrlOf(context.config, mode),
+      network: (mode) => networkOf(context.config, mode),
       merchantId: access.grant.merchantId,
     });
     if (!receipt) throw new ToolRefusal('not_found', `No order ${normalizePublicOrderId(publicOrderId)} on this account.`);

@@ -10,6 +10,7 @@ import type { Address } from 'viem';
 import type { Facilitator } from '../../chain/facilitator.ts';
 import { createChainReader } from '../../chain/reader.ts';
 import { startReconciler } from '../../chain/reconciler.ts';
+import { BASE } from '../../common/network.ts';
 import { assertAccessible, browserSkip, launchChromium } from '../../testing/browser.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../../testing/harness.ts';
 import { X402_ERRORS } from '../../x402/protocol.ts';
@@ -90,6 +91,8 @@ for (const { engine, skip } of engines) {
       const facilitator: Facilitator = { verify: unused, settle: unused, supported: unused };
       const reconciler = startReconciler(shop.service.context, {
         mode: 'sandbox',
+        network: BASE,
+        walletRpcUrl: shop.sandbox.rpcUrl,
         usdcAddress: shop.sandbox.usdcAddress,
         explorerTxUrl: shop.service.config.explorerTxUrl,
         chain: createChainReader(shop.sandbox.rpcUrl),

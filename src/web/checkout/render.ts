@@ -1,5 +1,4 @@
 import QRCode from 'qrcode';
-import { CHAIN_ID, walletRpcUrl } from '../../common/network.ts';
 import type { Brand } from '../../merchants/brand.ts';
 import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
@@ -73,7 +72,7 @@ async function qrCode(url: string): Promise<Html> {
 }
 
 function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: View, now: number, qr: Html): Html {
-  const { session, quote, payTo, asset } = state;
+  const { session, quote, payTo, asset, rails } = state;
   const exponent = currencyExponent(session.currency) ?? 2;
   const editable = session.editable === 1;
   const amountText = formatMoney(quote.amount_minor, session.currency);
@@ -97,8 +96,8 @@ function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: V
     asset,
     'pay-to': payTo,
     usdc: quote.usdc_amount.toString(),
-    'chain-id': String(CHAIN_ID),
-    'rpc-url': walletRpcUrl(view.sandbox ? 'sandbox' : 'live', view.baseUrl),
+    'chain-id': String(rails.network.chainId),
+    'rpc-url': rails.walletRpcUrl,
     editable: editable ? 'true' : 'false',
     currency: session.currency,
     exponent: String(exponent),
@@ -109,7 +108,7 @@ ${heading(session)}<h1 id="title">Pay <span id="amount-text">${amountText}</span
 ${amountForm}
 <dl class="summary">
 <div><dt>You pay</dt><dd><strong><span id="usdc-text">${usdc}</span> USDC</strong></dd></div>
-<div><dt>Network</dt><dd>Base (chain id ${CHAIN_ID})</dd></div>
+<div><dt>Network</dt><dd>${rails.network.name} (chain id ${rails.network.chainId})</dd></div>
 <div><dt>Paid to</dt><dd><code title="${payTo}">${shortAddress(payTo)}</code></dd></div>
 ${countdown}
 </dl>

@@ -13,7 +13,6 @@ import {
   type Checked,
   checkAuthorizationRequest,
   clientRedirectUrl,
-  consentMode,
   denyAuthorization,
   fetchLimited,
   limitClientFetches,
@@ -21,6 +20,7 @@ import {
 } from '../../oauth/consent.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import type { Html } from '../kit/html.ts';
+import { viewedMode } from '../kit/mode.ts';
 import { HTML_RESPONSE, pageCsp, sendPage } from '../kit/page.ts';
 import { authorizationErrorPage, consentPage } from './page.ts';
 
@@ -95,7 +95,7 @@ export const registerConsentPages =
         const signedIn = await currentUser(context, request);
         if (!signedIn) return redirectToSignIn(reply, `/oauth/consent/${pending.id}`);
         if (!(await claimAuthorizationRequest(context.db, pending, signedIn.user.id))) return refusal(reply, 403, NOT_YOURS);
-        return sendConsent(reply, 200, context, pending, signedIn, consentMode(context, request));
+        return sendConsent(reply, 200, context, pending, signedIn, viewedMode(context, request));
       },
     );
 
@@ -124,7 +124,7 @@ export const registerConsentPages =
         const fields = formFields(request);
         // The mode the screen showed, not whatever the dashboard shows now: the merchant agreed to that one.
         if (fields.mode !== undefined && fields.mode !== 'test' && fields.mode !== 'live') return refusal(reply, 403, FORM_REFUSED);
-        const mode = fields.mode === undefined ? consentMode(context, request) : modeOfKey(fields.mode);
+        const mode = fields.mode === undefined ? viewedMode(context, request) : modeOfKey(fields.mode);
         const answered: Answered =
           fields.decision === 'allow'
             ? await allowAuthorization(context, pending, signedIn.user, formValues(request, 'scope'), mode)

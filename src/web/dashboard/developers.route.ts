@@ -125,7 +125,9 @@ ${form}${list}${pager}`;
 async function developersPage(context: AppContext, signedIn: DashboardUser, query: Record<string, unknown>) {
   const merchantId = signedIn.user.merchantId;
   const grants = await listGrants(context.db, merchantId, signedIn.modes.mode);
-  const parsed = parseAuditQuery(query);
+  const asked = parseAuditQuery(query);
+  // The calls of the mode the dashboard shows, as its agents are.
+  const parsed = { ...asked, filter: { ...asked.filter, mode: signedIn.modes.mode } };
   const problem = parsed.problems.map((p) => `${p.text}.`).join(' ');
   return {
     status: problem ? 400 : 200,

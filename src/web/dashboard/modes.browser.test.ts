@@ -1,7 +1,7 @@
 // Test and live side by side in Debian's Chromium: the dashboard's "Test mode" switch and its banner
 // (switching changes what orders, payment links and API keys show), and the hosted page of a test
-// session (says so, offers the sandbox wallet) beside a live session's (never). The service serves
-// both modes whatever its sandbox settings say (the harness's `modes`). axe-core on every page;
+// session (says so, offers the sandbox wallet) beside a live session's (never). The service has live
+// settings and test mode beside them, as a deployment that went live. axe-core on every page;
 // phone and desktop screenshots under artifacts/modes/.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -10,7 +10,7 @@ import { createUser } from '../../accounts/users.ts';
 import { createApiKey } from '../../merchants/api-keys.ts';
 import { startSandbox } from '../../sandbox/index.ts';
 import { assertAccessible, browserSkip, launchChromium, screenshots } from '../../testing/browser.ts';
-import { freePort, sandboxSettings } from '../../testing/environment.ts';
+import { freePort } from '../../testing/environment.ts';
 import { startTestService, type TestService } from '../../testing/harness.ts';
 import { newAccount } from '../../testing/payer.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment } from '../../testing/shop.ts';
@@ -32,13 +32,24 @@ describe('test and live side by side in Chromium: the switch, the banner, the ho
     const port = await freePort();
     sandbox = await startSandbox({ blockIntervalMs: 0 });
     [service, browser] = await Promise.all([
-      startTestService('sqlite', { ...sandboxSettings(sandbox), TILL_BASE_URL: `http://127.0.0.1:${port}` }, { modes: ['sandbox', 'live'] }),
+      // Live settings (a facilitator, no TILL_SANDBOX) with test mode beside them: both modes pay, each
+      // on its own rails. Live's stand in for Base on the same local chain; the pages tell them apart by mode.
+      startTestService('sqlite', {
+        TILL_FACILITATOR_URL: sandbox.facilitatorUrl,
+        TILL_BASE_RPC_URL: sandbox.rpcUrl,
+        TILL_USDC_ADDRESS: sandbox.usdcAddress,
+        TILL_MODES: 'test,live',
+        TILL_SANDBOX_URL: sandbox.url,
+        TILL_TEST_USDC_ADDRESS: sandbox.usdcAddress,
+        TILL_BASE_URL: `http://127.0.0.1:${port}`,
+      }),
       launchChromium(),
     ]);
     baseUrl = await service.app.listen({ port, host: '127.0.0.1' });
     const { merchantId, apiKey } = await service.merchant({ name: 'Two Modes Shop', walletAddress: newAccount().address });
-    testKey = apiKey;
-    liveKey = (await createApiKey(service.context.db, merchantId, 'live')).apiKey;
+    // The harness's key is of the deployment's main mode: live here.
+    liveKey = apiKey;
+    testKey = (await createApiKey(service.context.db, merchantId, 'test')).apiKey;
     await createUser(service.context.db, { merchantId, email: EMAIL, password: PASSWORD });
     // A paid test order, and an open session of each mode.
     const paidSession = await createSession(baseUrl, testKey, { amount: 4.5, currency: 'USD', orderId: 'test-paid-order', concept: 'Test latte' });
@@ -147,7 +158,9 @@ describe('test and live side by side in Chromium: the switch, the banner, the ho
       await screenshots(page, 'modes', 'checkout-test');
 
       await page.goto(`${baseUrl}/checkout/pay?uid=${liveSession}`);
-      await page.getByRole('heading', { level: 1 }).waitFor();
+      // Payable, in live: the amount to pay, and only the wallets of the buyer's own browser.
+      await page.getByRole('heading', { level: 1, name: 'Pay 7.00 USD' }).waitFor();
+      await page.getByText('No browser wallet was found.').waitFor();
       const html = await page.content();
       assert.doesNotMatch(html, /Test payment|no real money|sandbox-banner/);
       assert.doesNotMatch(html, /checkout-sandbox-wallet/, 'no sandbox wallet script');

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Mode } from '../../common/modes.ts';
-import { walletRpcUrl } from '../../common/network.ts';
+import { explorerTxUrlOf, walletRpcUrlOf } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
 import { explorerUrl } from '../../payments/payments.ts';
 import { cursorText, type MerchantOrder, type OrderFilter, type OrdersCursor, parseCursor, searchOrders } from '../../payments/receipts.ts';
@@ -127,7 +127,7 @@ async function ordersPage(
   const list = slice.orders.length
     ? html`<table class="cards orders"><caption class="note">Newest first${parsed.after ? ', older page' : ''}</caption><thead><tr><th scope="col">Paid</th><th scope="col">Order</th><th scope="col">For</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Session</th><th scope="col">Transaction</th></tr></thead><tbody>
 ${joinHtml(
-  slice.orders.map((order) => orderRow(order, context.config.explorerTxUrl)),
+  slice.orders.map((order) => orderRow(order, explorerTxUrlOf(context.config, signedIn.modes.mode))),
   html`\n`,
 )}
 </tbody></table>`
@@ -149,7 +149,7 @@ ${joinHtml(
       signedIn,
       section: 'orders',
       ...(problem ? { problem } : {}),
-      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery, walletRpcUrl(signedIn.modes.mode, context.config.baseUrl))}${refusedAttemptsSection(attempts)}`,
+      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery, walletRpcUrlOf(context.config, signedIn.modes.mode))}${refusedAttemptsSection(attempts)}`,
     }),
   };
 }
@@ -193,7 +193,7 @@ async function* csvLines(context: AppContext, mode: Mode, merchantId: string, fi
         order.token,
         order.network,
         order.transactionHash,
-        explorerUrl(context.config.explorerTxUrl, order.transactionHash),
+        explorerUrl(explorerTxUrlOf(context.config, mode), order.transactionHash),
         `${base}/checkout/v2/orders/receipt/${order.publicOrderId}`,
         order.refundedTokenAmount,
         order.concept ?? '',

@@ -45,7 +45,7 @@ for (const { engine, skip } of engines) {
         .select(['id', 'session_id'])
         .where('public_order_id', '=', paid[0]!.paymentId)
         .executeTakeFirstOrThrow();
-      await recordReversal(env.service.context, first, { now: Date.now(), explorerTxUrl: env.service.config.explorerTxUrl });
+      await recordReversal(env.service.context, first, { now: Date.now(), explorerTxUrl: env.service.config.explorerTxUrl, network: 'base' });
       const email = `orders-${engine}-${Date.now()}@shop.example`;
       await createUser(env.service.context.db, { merchantId: env.merchantId, email, password: 'correct horse battery staple' });
       browser = new Browser(env.service);

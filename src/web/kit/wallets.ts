@@ -30,6 +30,12 @@ export function discoverWallets(changed: (wallets: Wallet[]) => void, fallbackMs
   }, fallbackMs);
 }
 
+/** The chains a page may ask a wallet for: Base (live, and the sandbox that imitates it) and Base Sepolia (test mode there). */
+const CHAINS: Record<number, { name: string; explorer: string }> = {
+  8453: { name: 'Base', explorer: 'https://basescan.org' },
+  84532: { name: 'Base Sepolia', explorer: 'https://sepolia.basescan.org' },
+};
+
 /**
  * Asks the wallet to be on the chain typed data is signed for (wallets sign only for the chain they
  * are on), adding it first when the wallet does not know it (error 4902), with the RPC URL given.
@@ -37,7 +43,8 @@ export function discoverWallets(changed: (wallets: Wallet[]) => void, fallbackMs
 export async function switchToChain(provider: Eip1193, chainHex: string, rpcUrl: string, say: (line: string) => void): Promise<void> {
   const current = await provider.request({ method: 'eth_chainId' });
   if (typeof current === 'string' && BigInt(current) === BigInt(chainHex)) return;
-  say('Asking your wallet to switch to the Base network…');
+  const chain = CHAINS[Number(BigInt(chainHex))] ?? CHAINS[8453]!;
+  say(`Asking your wallet to switch to the ${chain.name} network…`);
   try {
     await provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId: chainHex }] });
   } catch (error) {
@@ -47,10 +54,10 @@ export async function switchToChain(provider: Eip1193, chainHex: string, rpcUrl:
       params: [
         {
           chainId: chainHex,
-          chainName: 'Base',
+          chainName: chain.name,
           nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
           rpcUrls: [rpcUrl],
-          blockExplorerUrls: ['https://basescan.org'],
+          blockExplorerUrls: [chain.explorer],
         },
       ],
     });

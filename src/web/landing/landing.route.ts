@@ -57,9 +57,17 @@ export function registerLanding(app: FastifyInstance, context: AppContext): void
     const sandbox = config.mode === 'sandbox' && config.sandboxUrl ? await sandboxStatus(config.sandboxUrl) : undefined;
     reply.header('vary', 'Accept').header('cache-control', 'no-store');
     if (prefersHtml(request.headers.accept)) {
-      return reply
-        .type('text/html; charset=utf-8')
-        .send(String(renderLanding({ mode: config.mode, version: packageJson.version, baseUrl: config.baseUrl, sandbox, usdcAddress: config.usdcAddress })));
+      return reply.type('text/html; charset=utf-8').send(
+        String(
+          renderLanding({
+            mode: config.mode,
+            version: packageJson.version,
+            baseUrl: config.baseUrl,
+            sandbox,
+            usdcAddress: config.chains.sandbox?.usdcAddress,
+          }),
+        ),
+      );
     }
     return {
       service: 'till',
@@ -67,7 +75,14 @@ export function registerLanding(app: FastifyInstance, context: AppContext): void
       mode: config.mode,
       links: { apiReference: '/docs', openapi: '/openapi.json', health: '/healthz', readiness: '/readyz' },
       ...(config.mode === 'sandbox'
-        ? { sandbox: { ...(sandbox ?? { answering: false }), faucet: '/sandbox/faucet', rpc: '/sandbox/rpc', usdcAddress: config.usdcAddress ?? null } }
+        ? {
+            sandbox: {
+              ...(sandbox ?? { answering: false }),
+              faucet: '/sandbox/faucet',
+              rpc: '/sandbox/rpc',
+              usdcAddress: config.chains.sandbox?.usdcAddress ?? null,
+            },
+          }
         : {}),
     };
   });

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { explorerTxUrlOf } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, registerFormParser } from '../../http/forms.ts';
 import { addRoute } from '../../http/routes.ts';
@@ -246,7 +247,7 @@ export function registerMailPages(app: FastifyInstance, context: AppContext): vo
         const email = (fields.email ?? '').trim().slice(0, 254);
         const problem = mailAddressProblem(email);
         if (problem) return sendPage(reply, 400, receiptRequestPage({ order, email, problem: `The email ${problem}.` }));
-        const outcome = await requestReceipt(context.db, order, email, { now: context.now(), explorerTxUrl: context.config.explorerTxUrl });
+        const outcome = await requestReceipt(context.db, order, email, { now: context.now(), explorerTxUrl: (mode) => explorerTxUrlOf(context.config, mode) });
         if (outcome === 'not_found') return sendPage(reply, 404, noOrder);
         if (outcome === 'too_many')
           return sendPage(
