@@ -20,6 +20,8 @@ import { describeOnEngine, engines } from '../src/testing/harness.ts';
 import { type HttpsFront, type LiveRehearsal, liveServiceEnv, startLiveRehearsal } from '../src/testing/live-rehearsal.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { createSession } from '../src/testing/shop.ts';
+import { waitFor } from '../src/testing/wait.ts';
+import { startReceiver } from '../src/webhooks/fixtures/receiver.ts';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 const freshDir = temporaryDirectories('till-test-and-live-');
@@ -37,6 +39,8 @@ for (const { engine, skip } of engines) {
     let merchantId: string;
     let env: NodeJS.ProcessEnv;
     let sandboxEra: { apiKey: string; sessionId: string };
+    let receivers: Record<'test' | 'live', Awaited<ReturnType<typeof startReceiver>>>;
+    let liveHooksFront: HttpsFront;
     const paid: Record<'test' | 'live', { sessionId: string; paymentId: string; receipt: string }> = {} as never;
     const wallet = getAddress(newAccount().address);
 
@@ -88,6 +92,8 @@ for (const { engine, skip } of engines) {
       ({ env, front } = await liveServiceEnv(rehearsal, storage.settings));
       env.TILL_MODES = 'test,live';
       env.TILL_SANDBOX_URL = testChain.url;
+      // The merchant's receivers run on this machine (live ones behind https): the SSRF guard lets loopback through for this test only.
+      env.TILL_WEBHOOK_ALLOW_LOOPBACK_TARGETS = 'true';
       const created = await runNodeScript(CLI, ['merchant', 'create', '--name', 'Two-mode shop', '--wallet', wallet, '--json'], { env });
       assert.equal(created.code, 0, created.stderr);
       const made = JSON.parse(created.stdout) as { merchantId: string; apiKey: string };
@@ -98,10 +104,21 @@ for (const { engine, skip } of engines) {
       keys.test = (JSON.parse(testKey.stdout) as { apiKey: string }).apiKey;
       const testWallet = await runNodeScript(CLI, ['merchant', 'set-wallet', merchantId, wallet, '--mode', 'test', '--json'], { env });
       assert.equal(testWallet.code, 0, testWallet.stderr);
+      // A webhook endpoint per mode: the test one on plain http, the live one https.
+      receivers = { test: await startReceiver(), live: await startReceiver() };
+      liveHooksFront = await rehearsal.httpsFrontFor(receivers.live.url.replace(/\/hooks$/, ''));
+      for (const [mode, url] of [
+        ['test', receivers.test.url],
+        ['live', `${liveHooksFront.url}/hooks`],
+      ] as const) {
+        const hook = await runNodeScript(CLI, ['merchant', 'set-webhook', merchantId, '--url', url, '--mode', mode, '--json'], { env });
+        assert.equal(hook.code, 0, hook.stderr);
+      }
       till = await serveTill(CLI, env);
     });
     after(async () => {
       await till?.stop();
+      await Promise.all([receivers?.test.close(), receivers?.live.close()]);
       await testChain?.stop();
       await rehearsal?.stop();
       await drop?.();
@@ -218,6 +235,16 @@ for (const { engine, skip } of engines) {
         assert.equal((await api(keys[mine], `/api/checkout/v2/payment_session/${sessionId}`)).status, 200, `made in ${mine} mode`);
         assert.equal((await api(keys[other], `/api/checkout/v2/payment_session/${sessionId}`)).status, 404);
       }
+    });
+
+    test("each mode's webhooks go to its own endpoint only: the test receiver hears of the test payment, the live one of the live payment", async () => {
+      const sessionsHeard = (mode: 'test' | 'live') =>
+        new Set(receivers[mode].received.map((hook) => (JSON.parse(hook.body) as { paymentSessionId: string }).paymentSessionId));
+      await waitFor(() => sessionsHeard('test').has(paid.test.sessionId) && sessionsHeard('live').has(paid.live.sessionId), 'both payments delivered');
+      assert.ok(!sessionsHeard('test').has(paid.live.sessionId), 'the test endpoint never hears of a live payment');
+      assert.ok(!sessionsHeard('live').has(paid.test.sessionId), 'the live endpoint never hears of a test payment');
+      const chainOf = (mode: 'test' | 'live') => new Set(receivers[mode].received.map((hook) => (JSON.parse(hook.body) as { chain: string }).chain));
+      assert.deepEqual([...chainOf('live')], ['base']);
     });
 
     test('receipts are public in both modes, each linking to its own chain’s explorer', async () => {
