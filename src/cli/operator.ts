@@ -1,6 +1,7 @@
 import { TillError } from '../common/errors.ts';
 import { keyModeOf } from '../common/modes.ts';
 import { migrateToLatest } from '../db/migrate.ts';
+import { queueWalletChanged } from '../mail/notices.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
 import { changeWallet } from '../merchants/events.ts';
 import { checkPayoutAddress, createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains } from '../merchants/merchants.ts';
@@ -91,7 +92,14 @@ export async function merchantCommand(args: string[]): Promise<void> {
     const address = wallet(typed, 'the address')!;
     await withDatabase(async ({ db }, config) => {
       const mode = modeOption(givenMode, config);
-      if (!(await changeWallet(db, { merchantId, userId: null, mode, walletAddress: address }))) throw new UsageError(`no merchant ${merchantId}`);
+      const merchant = await findMerchant(db, merchantId);
+      if (!merchant) throw new UsageError(`no merchant ${merchantId}`);
+      const now = Date.now();
+      // The change and the mail that tells the merchant's users of it commit together, as on the dashboard.
+      await db.transaction().execute(async (trx) => {
+        await changeWallet(trx, { merchantId, userId: null, mode, walletAddress: address }, now);
+        await queueWalletChanged(trx, merchantId, { wallet: address, previous: merchant.wallets[mode] }, mode, now);
+      });
     });
     printResult(json, { merchantId, walletAddress: address }, `Payout wallet of ${merchantId} set to ${address}.`);
     return;
