@@ -120,6 +120,24 @@ export async function listMails(db: Db, filter: MailFilter): Promise<OutboxMail[
   return rows.map(toOutboxMail);
 }
 
+/** A merchant's mails of `mode` that did not go: FAILED for good, or PENDING again after a refusal (with the next attempt), newest first. */
+export async function listUndeliveredMails(
+  db: Db,
+  filter: { merchantId: string; mode: Mode; limit: number },
+): Promise<(OutboxMail & { nextAttemptAt: number | null })[]> {
+  const rows = await db
+    .selectFrom('mail_outbox')
+    .selectAll()
+    .where('merchant_id', '=', filter.merchantId)
+    .where('mode', '=', filter.mode)
+    .where((eb) => eb.or([eb('status', '=', 'FAILED'), eb.and([eb('status', '=', 'PENDING'), eb('last_error', 'is not', null)])]))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(filter.limit)
+    .execute();
+  return rows.map((row) => ({ ...toOutboxMail(row), nextAttemptAt: row.status === 'PENDING' ? Number(row.next_attempt_at) : null }));
+}
+
 export async function findMail(db: Db, id: string): Promise<OutboxMail | undefined> {
   const row = await db.selectFrom('mail_outbox').selectAll().where('id', '=', id).executeTakeFirst();
   return row && toOutboxMail(row);

@@ -4,6 +4,7 @@ import type { Mode } from '../../common/modes.ts';
 import { refusalOf } from '../../common/ssrf.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
+import { findPreferences, savePreferences } from '../../mail/preferences.ts';
 import { formatMoney } from '../../money/iso4217.ts';
 import { listSessionsCreatedVia, parseSessionsCursor, type SessionsCursor, sessionsCursorText } from '../../sessions/sessions.ts';
 import { webhookTargetAllowance } from '../../webhooks/deliver.ts';
@@ -23,6 +24,7 @@ import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { statusText } from './links.route.ts';
+import { noticeSection, readNoticeForm, undeliveredSection } from './mail-notices.ts';
 import { addDashboardRoute } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 import { csrfInput, cursorPager, moment } from './views.ts';
@@ -41,11 +43,14 @@ type PageState = {
   revealed?: { webhookKey: string; signingSecret: string };
   /** The page of the API orders list: after this session (`?after=`), the newest otherwise. */
   apiAfter?: SessionsCursor;
+  /** The email notices' field refused. */
+  noticeInvalid?: 'notices' | 'summary';
 };
 
 const NOTICES: Record<string, string> = {
   sent: 'Test event queued: it appears in the delivery log below once sent.',
   redelivered: 'Event queued again: the new delivery appears in the log below.',
+  mail: 'Email notices saved.',
 };
 
 function endpointSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): Html {
@@ -152,7 +157,9 @@ ${
     section: 'notifications',
     ...(state.notice ? { notice: state.notice } : {}),
     ...(state.problem ? { problem: state.problem } : {}),
-    body: html`${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, signedIn.modes.mode, merchantId, state.apiAfter)}\n${log}`,
+    body: html`${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, signedIn.modes.mode, merchantId, state.apiAfter)}\n${log}
+${noticeSection(`${PATH}/mail`, signedIn.user.email, await findPreferences(context.db, signedIn.user.id), csrf, state.noticeInvalid)}
+${await undeliveredSection(context, signedIn.modes.mode, merchantId)}`,
   });
 }
 
@@ -160,7 +167,7 @@ async function answerPage(context: AppContext, reply: FastifyReply, signedIn: Da
   return sendPage(reply, status, await renderPage(context, signedIn, state));
 }
 
-/** Notifications: the webhook URL and events, the key and signing secret, a test event, the delivery log with redelivery. */
+/** Notifications: the webhook URL and events, the key and signing secret, a test event, the delivery log with redelivery; the user's email notices and the mails not delivered. */
 export function registerNotifications(app: FastifyInstance, context: AppContext): void {
   const post = (
     url: string,
@@ -179,7 +186,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
       method: 'GET',
       url: PATH,
       summary:
-        'The signed-in merchant’s webhook endpoint, its key and secret (on request), the orders received through the API (paged), and the delivery log with each attempt',
+        'The signed-in merchant’s webhook endpoint, its key and secret (on request), the orders received through the API (paged), the delivery log with each attempt, the signed-in user’s email notices, and the mails that did not go',
       responses: { 400: { description: 'The API orders page (`after`) cannot be read' } },
     },
     async (signedIn, request, reply) => {
@@ -274,6 +281,25 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
           context.now(),
         ),
       }));
+    },
+  );
+
+  post(
+    `${PATH}/mail`,
+    'Saves which email notices the signed-in user receives, and their summary (form post)',
+    { 400: HTML_RESPONSE },
+    async (signedIn, fields, reply, request) => {
+      const preferences = readNoticeForm(formValues(request, 'notices'), fields.summary);
+      if ('invalid' in preferences)
+        return answerPage(context, reply, signedIn, 400, {
+          noticeInvalid: preferences.invalid,
+          problem:
+            preferences.invalid === 'notices'
+              ? 'Email notices: choose among the notices listed. Nothing was saved.'
+              : 'Summary: choose no summary, daily or weekly. Nothing was saved.',
+        });
+      await savePreferences(context.db, signedIn.user.id, preferences, context.now());
+      return reply.redirect(`${PATH}?mail=1#email-notices`, 303);
     },
   );
 
