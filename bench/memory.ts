@@ -5,8 +5,11 @@
 // no request is in flight, the child's VmRSS, RssAnon and RssFile (/proc/PID/status) are read, with
 // the V8 heap in use from its /metrics. Target: RSS at the end at most 10 % above RSS at the end of
 // the warm-up (no growth).
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Address } from 'viem';
+import { SERVE_HEAP_FLAGS } from '../bin/serve-flags.mjs';
 import { spawnSandbox } from '../src/sandbox/spawn.ts';
 import { freePort, sandboxSettings } from '../src/testing/environment.ts';
 import { newAccount } from '../src/testing/payer.ts';
@@ -34,6 +37,45 @@ const PARTS = 10;
 const ROWS = 10_000;
 const TARGET = 0.1;
 const PAUSE_MS = 1_000;
+/** Heap snapshots are taken after these many requests, and their objects compared by constructor. */
+const SNAPSHOT_AT = [200_000, 1_000_000];
+
+/** A heap snapshot's live objects: count and self size by constructor name (or node type). */
+type HeapCensus = Map<string, { count: number; bytes: number }>;
+
+/** Asks the child for a heap snapshot (SIGUSR2, --heapsnapshot-signal), waits for its file, and counts its objects. */
+async function heapCensus(pid: number, dir: string): Promise<HeapCensus> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGUSR2');
+  let file: string | undefined;
+  for (let size = -1; ; ) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    file ??= readdirSync(dir).find((name) => !before.has(name) && name.endsWith('.heapsnapshot'));
+    if (!file) continue;
+    const text = readFileSync(join(dir, file), 'utf8');
+    if (text.length === size && text.endsWith('}')) break;
+    size = text.length;
+  }
+  const snapshot = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
+  };
+  rmSync(join(dir, file));
+  const fields = snapshot.snapshot.meta.node_fields;
+  const [typeAt, nameAt, sizeAt] = [fields.indexOf('type'), fields.indexOf('name'), fields.indexOf('self_size')];
+  const types = snapshot.snapshot.meta.node_types[0];
+  const census: HeapCensus = new Map();
+  for (let i = 0; i < snapshot.nodes.length; i += fields.length) {
+    const type = types[snapshot.nodes[i + typeAt]!]!;
+    const key = type === 'object' || type === 'closure' ? `${snapshot.strings[snapshot.nodes[i + nameAt]!]} (${type})` : `(${type})`;
+    const entry = census.get(key) ?? { count: 0, bytes: 0 };
+    entry.count++;
+    entry.bytes += snapshot.nodes[i + sizeAt]!;
+    census.set(key, entry);
+  }
+  return census;
+}
 
 type Resident = { rss: number; anon: number; file: number };
 /** VmRSS and its parts that can move apart: anonymous memory (heaps, SQLite's page cache) and file-backed pages (code, mmap). */
@@ -79,7 +121,14 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
     });
     const { merchantId, apiKey } = await createMerchantWithCli(env, newAccount().address as Address);
     await fillSessionsAndOrders('sqlite', storage.settings.TILL_DATABASE_URL, merchantId, ROWS);
-    const server = await startServer(['src/cli/main.ts', 'serve'], env, `${base}/healthz`);
+    // Started as the launcher starts it (bin/till.mjs, `npm start`): with V8's heap bounds.
+    const snapshots = mkdtempSync(join(tmpdir(), 'till-bench-heap-'));
+    const server = await startServer(
+      [...SERVE_HEAP_FLAGS, '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`, 'src/cli/main.ts', 'serve'],
+      env,
+      `${base}/healthz`,
+    );
+    const censuses: { requests: number; census: HeapCensus }[] = [];
     try {
       const every = Array.from({ length: ROWS }, (_, i) => i);
       const kinds: MixedKind[] = [
@@ -107,6 +156,7 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
         await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
         const sample = { requests: done, ...residentBytes(server.process.pid!), ...(await heapOf(base)), requestsPerSecond, failures: result.failures };
         samples.push(sample);
+        if (SNAPSHOT_AT.includes(done)) censuses.push({ requests: done, census: await heapCensus(server.process.pid!, snapshots) });
         log(
           `  after ${String(done).padStart(8)} requests${done === warmUp ? ' (warm-up)' : '          '}  RSS ${mb(sample.rss).padStart(6)} MB  anon ${mb(sample.anon).padStart(6)} MB  file ${mb(sample.file).padStart(6)} MB  heap used ${mb(sample.heap).padStart(6)} MB  young ${mb(sample.young).padStart(6)} MB  ${fmt(requestsPerSecond).padStart(5)} req/s${result.failures ? `  ${result.failures} FAILED` : ''}`,
         );
@@ -118,6 +168,23 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
       const growth = (key: keyof Resident | 'heap' | 'young') => `${last[key] >= first[key] ? '+' : ''}${mb(last[key] - first[key])} MB`;
       const failures = samples.reduce((sum, s) => sum + s.failures, 0);
       const verdict = ratio <= 1 + TARGET ? `within the ${TARGET * 100} % target` : `OUTSIDE the ${TARGET * 100} % target`;
+      const retention: string[] = [];
+      if (censuses.length === 2) {
+        const [early, late] = censuses as [(typeof censuses)[0], (typeof censuses)[0]];
+        const total = (census: HeapCensus) => [...census.values()].reduce((sum, e) => sum + e.bytes, 0);
+        const grown = [...late.census]
+          .map(([name, e]) => ({ name, count: e.count - (early.census.get(name)?.count ?? 0), bytes: e.bytes - (early.census.get(name)?.bytes ?? 0) }))
+          .sort((a, b) => b.bytes - a.bytes)
+          .slice(0, 8);
+        retention.push(
+          '',
+          `Heap snapshots (live objects only: a snapshot collects first) after ${early.requests.toLocaleString('en')} and ${late.requests.toLocaleString('en')} requests: ${mb(total(early.census))} MB and ${mb(total(late.census))} MB. What grew most between them, by constructor:`,
+          '',
+          '| Objects | Count change | Size change MB |',
+          '|---|---:|---:|',
+          ...grown.map((g) => `| \`${g.name}\` | ${g.count >= 0 ? '+' : ''}${g.count.toLocaleString('en')} | ${g.bytes >= 0 ? '+' : ''}${mb(g.bytes)} |`),
+        );
+      }
       const markdown = [
         `Measured ${new Date().toISOString().slice(0, 10)} on a shared 2-core machine: \`till serve\` on SQLite with ${ROWS.toLocaleString('en')} sessions and orders filled beforehand, ${total.toLocaleString('en')} requests from ${options.connections} connections, taking in turn E1, the session read, the x402 challenge, the E4 receipt and \`/healthz\` (reads over all ${ROWS.toLocaleString('en')} rows); the first ${warmUp.toLocaleString('en')} are the warm-up. RSS is the child's VmRSS, with its anonymous (RssAnon) and file-backed (RssFile) parts from \`/proc/PID/status\`, read ${PAUSE_MS / 1000} s after each batch; the V8 heap in use and the size of V8's young generation (new space) are from its \`/metrics\`.${failures ? ` ${failures} answers were not the expected status.` : ''}`,
         '',
@@ -128,7 +195,10 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
             `| ${s.requests.toLocaleString('en')}${s === first ? ' (end of warm-up)' : ''} | ${mb(s.rss)} | ${mb(s.anon)} | ${mb(s.file)} | ${mb(s.heap)} | ${mb(s.young)} | ${fmt(s.requestsPerSecond)} |`,
         ),
         '',
+        `The service runs with the launcher's heap bounds: \`${SERVE_HEAP_FLAGS.join(' ')}\`.`,
+        '',
         `RSS after ${total.toLocaleString('en')} requests / at the end of the warm-up (${warmUp.toLocaleString('en')}): **${fmt(ratio, 3)}** (${mb(last.rss)} MB / ${mb(first.rss)} MB; peak ${mb(peak)} MB; target ≤ ${fmt(1 + TARGET, 2)}). Over the same span: RssAnon ${growth('anon')}, RssFile ${growth('file')}, V8 heap used ${growth('heap')}, V8 young generation ${growth('young')}.`,
+        ...retention,
       ].join('\n');
       return {
         name: 'memory',
@@ -139,6 +209,7 @@ export async function run(options: BenchOptions, log: (line: string) => void = (
       throw failureWithOutput(error, server);
     } finally {
       await server.stop();
+      rmSync(snapshots, { recursive: true, force: true });
     }
   } finally {
     await storage.drop();
