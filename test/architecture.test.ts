@@ -185,6 +185,8 @@ function sqlTemplates(text: string): string[] {
 const RAW_ALSO_WRITES: Record<string, string[]> = {
   // docs/decisions.md "E1 limited per API key, in E1's own statement on PostgreSQL": the count is a CTE of E1's statement.
   rate_limit_windows: ['src/sessions/create-session-postgres.ts'],
+  // docs/decisions.md "The buyer's address at creation": E1's statement on PostgreSQL writes it as one more CTE.
+  mail_receipt_addresses: ['src/sessions/create-session-postgres.ts'],
 };
 
 test("every raw sql`…` write (INSERT INTO, UPDATE, DELETE FROM) is in its table's own module too", () => {
@@ -255,7 +257,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   oauth: ['accounts', ...HTTP_AND_BELOW],
   auth: ['merchants', 'oauth', ...HTTP_AND_BELOW],
   webhooks: ['merchants', 'auth', 'mail', ...HTTP_AND_BELOW],
-  sessions: ['webhooks', 'auth', 'merchants', ...HTTP_AND_BELOW],
+  sessions: ['webhooks', 'mail', 'auth', 'merchants', ...HTTP_AND_BELOW],
   payments: ['sessions', 'webhooks', 'mail', ...HTTP_AND_BELOW],
   chain: ['payments', 'sessions', ...HTTP_AND_BELOW],
   x402: ['chain', 'payments', 'sessions', ...HTTP_AND_BELOW],

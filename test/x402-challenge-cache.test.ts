@@ -194,7 +194,7 @@ for (const { engine, skip } of engines) {
       await cached(service.baseUrl, other);
       assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.description, 'Before: Tea');
       const wallet = newAccount().address;
-      assert.ok(await setMerchantWallet(db(), ownId, 'sandbox', wallet));
+      assert.ok(await setMerchantWallet(db(), ownId, 'live', wallet));
       assert.equal((await ask(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet.toLowerCase());
       await cached(service.baseUrl, sessionId);
       assert.ok(await setBusinessDetails(db(), ownId, { name: 'After', supportEmail: '', websiteUrl: '' }));
@@ -331,7 +331,7 @@ for (const { engine, skip } of engines) {
         for (let trial = 0; trial < 5; trial++) {
           await cached(service.baseUrl, sessionId);
           const wallet = newAccount().address.toLowerCase();
-          assert.ok(await setMerchantWallet(db(), merchantId, 'sandbox', wallet));
+          assert.ok(await setMerchantWallet(db(), merchantId, 'live', wallet));
           // Filled again at once, most likely before the write's NOTIFY is back.
           assert.equal((await cached(service.baseUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase(), wallet);
           await cached(service.baseUrl, sentinel);
@@ -364,7 +364,7 @@ for (const { engine, skip } of engines) {
         for (let trial = 0; trial < STALENESS_TRIALS; trial++) {
           await cached(otherUrl, sessionId);
           const wallet = newAccount().address.toLowerCase();
-          assert.ok(await setMerchantWallet(db(), merchantId, 'sandbox', wallet));
+          assert.ok(await setMerchantWallet(db(), merchantId, 'live', wallet));
           const changed = performance.now();
           while ((await ask(otherUrl, sessionId)).body.accepts[0]!.payTo.toLowerCase() !== wallet) {
             if (performance.now() - changed > NEVER_ANSWERED_MS) assert.fail('the other instance never answered the change');
@@ -387,6 +387,9 @@ for (const { engine, skip } of engines) {
       const run = await runNodeScript('src/cli/main.ts', ['merchant', 'set-wallet', merchantId, wallet], {
         env: {
           ...process.env,
+          // The service's own settings: the CLI acts in its main mode, live, as the sessions here are.
+          ...LIVE_STAND_INS,
+          ...X402_ENV,
           TILL_DATABASE_URL: service.config.databaseUrl,
           TILL_DATA_DIR: service.config.dataDir,
           TILL_SECRET_KEY: service.config.secretKey.toString('hex'),
