@@ -2,12 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../testing/harness.ts';
 import { sessionRequest } from '../testing/shop.ts';
-import { mailsTo, startSmtpServer, type TestSmtpServer } from '../testing/smtp.ts';
+import { mailsTo, startSmtpMailWorker, startSmtpServer, type TestSmtpServer } from '../testing/smtp.ts';
 import { waitFor } from '../testing/wait.ts';
-import { renderMail } from '../web/mail/templates.ts';
 import { listMails } from './outbox.ts';
-import { createMailTransport } from './transport.ts';
-import { type MailWorker, startMailWorker } from './worker.ts';
+import type { MailWorker } from './worker.ts';
 
 // The merchant's server gives the buyer's address when it creates the session (E1's buyerEmail), or
 // changes it (E2): the buyer gets the receipt once the session is paid, in the payment's transaction.
@@ -20,12 +18,7 @@ for (const { engine, skip } of engines) {
     before(async () => {
       smtp = await startSmtpServer();
       shop = await startPayingShop(engine, { TILL_SMTP_URL: smtp.url, TILL_MAIL_FROM: 'payments@shop.example' }, { name: 'Tea & Co' });
-      const context = shop.service.context;
-      worker = startMailWorker(context, {
-        render: (mail) => renderMail({ db: context.db, baseUrl: context.config.baseUrl, secretKey: context.config.secretKey }, mail),
-        transport: createMailTransport(context.config.mail, 1_000),
-        pollIntervalMs: 20,
-      });
+      worker = startSmtpMailWorker(shop.service.context);
     });
     after(async () => {
       await worker?.stop();

@@ -2,6 +2,10 @@
 // with a real MIME parser (`mailparser`): a mail provider stand-in as RFC 5321 describes one.
 import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { AppContext } from '../context.ts';
+import { createMailTransport } from '../mail/transport.ts';
+import { type MailWorker, startMailWorker } from '../mail/worker.ts';
+import { renderMail } from '../web/mail/templates.ts';
 
 export type ReceivedMail = { envelopeTo: string[]; raw: string; parsed: ParsedMail };
 
@@ -81,3 +85,12 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
 
 /** The mails received for `address`. */
 export const mailsTo = (server: TestSmtpServer, address: string) => server.received.filter((mail) => mail.envelopeTo.includes(address));
+
+/** The service's mail worker, sending over its TILL_SMTP_URL (each SMTP step bounded to 1 s) and looking for mail every 20 ms. */
+export function startSmtpMailWorker(context: AppContext): MailWorker {
+  return startMailWorker(context, {
+    render: (mail) => renderMail({ db: context.db, baseUrl: context.config.baseUrl, secretKey: context.config.secretKey }, mail),
+    transport: createMailTransport(context.config.mail, 1_000),
+    pollIntervalMs: 20,
+  });
+}

@@ -1,4 +1,5 @@
 import QRCode from 'qrcode';
+import { MAX_ADDRESS } from '../../mail/address.ts';
 import type { Brand } from '../../merchants/brand.ts';
 import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
@@ -102,6 +103,8 @@ function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: V
     currency: session.currency,
     exponent: String(exponent),
   };
+  // Shown by the page's script (without it the page cannot pay, and "Email me the receipt" is the way once paid).
+  const receiptEmail = html`<div id="receipt-email-field" class="receipt-email" hidden><label for="receipt-email">Email for your receipt (optional)</label><input id="receipt-email" name="email" type="email" autocomplete="email" spellcheck="false" maxlength="${MAX_ADDRESS}" aria-describedby="receipt-email-help"><p id="receipt-email-help" class="help">We email you the receipt once you have paid. Leave it empty for none.</p></div>`;
   const attributes = Object.entries(data).map(([name, value]) => html` data-${name}="${value}"`);
   const body = html`<div class="layout"${attributes} id="pay-data"><section class="details" aria-labelledby="title">
 ${heading(session)}<h1 id="title">Pay <span id="amount-text">${amountText}</span></h1>
@@ -112,6 +115,7 @@ ${amountForm}
 <div><dt>Paid to</dt><dd><code title="${payTo}">${shortAddress(payTo)}</code></dd></div>
 ${countdown}
 </dl>
+${receiptEmail}
 <section class="pay" aria-labelledby="pay-title">
 <h2 id="pay-title">Pay with a wallet</h2>
 <noscript><p class="notice">Paying from this page needs JavaScript. An x402 client can pay <code>${`${view.baseUrl}/x402/session/${session.id}`}</code>.</p></noscript>

@@ -1,14 +1,20 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { invalidField, TillError } from '../../common/errors.ts';
 import { explorerTxUrlOf } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
+import { ErrorResponse } from '../../http/errors.ts';
 import { formFields, registerFormParser } from '../../http/forms.ts';
 import { addRoute } from '../../http/routes.ts';
-import { mailAddressProblem } from '../../mail/address.ts';
+import { validate } from '../../http/validation.ts';
+import { MAX_ADDRESS, mailAddressProblem } from '../../mail/address.ts';
 import type { NoticeTopic, OutboxMail } from '../../mail/kinds.ts';
 import { RECEIPT_ADDRESSES_PER_PAYMENT, requestReceipt } from '../../mail/notices.ts';
 import { findMail, listMails } from '../../mail/outbox.ts';
 import { unsubscribe } from '../../mail/preferences.ts';
+import { RECEIPT_MAIL_JSON_PATH, RECEIPT_MAIL_PATH } from '../../mail/receipt-request.ts';
 import { readUnsubscribe, UNSUBSCRIBE_PATH } from '../../mail/unsubscribe.ts';
+import { postedFromOurPages } from '../kit/forms.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
 import { type MailRenderContext, renderMail } from './templates.ts';
@@ -75,7 +81,26 @@ function unsubscribePage(view: { topic: NoticeTopic; done: boolean; action: stri
   );
 }
 
-export const RECEIPT_MAIL_PATH = '/mail/receipt';
+/** A public order id (TX- and 32 hex digits), or undefined. */
+const orderOf = (value: unknown) => (typeof value === 'string' && /^TX-[0-9A-F]{32}$/.test(value) ? value : undefined);
+
+const tooManyAddresses = `This receipt was already sent to ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses, the most one payment takes.`;
+
+type ReceiptRequest = { sent: string } | { problem: string } | 'not_found' | 'too_many';
+
+/** A buyer's request to have a settled payment's receipt emailed: the address checked, then queued once (the form and the hosted page's script alike). */
+async function requestReceiptMail(context: AppContext, order: string, given: string): Promise<ReceiptRequest> {
+  const email = given.trim().slice(0, MAX_ADDRESS + 1);
+  const problem = mailAddressProblem(email);
+  if (problem) return { problem };
+  const outcome = await requestReceipt(context.db, order, email, { now: context.now(), explorerTxUrl: (mode) => explorerTxUrlOf(context.config, mode) });
+  return outcome === 'queued' ? { sent: email.toLowerCase() } : outcome;
+}
+
+const ReceiptMailBody = z.strictObject({
+  order: z.string().meta({ description: 'The public order id of the settled payment (TX-…)' }),
+  email: z.string().meta({ description: "The buyer's address" }),
+});
 
 function receiptRequestPage(view: { order: string; email?: string; problem?: string; sent?: string }): Html {
   if (view.sent)
@@ -209,8 +234,7 @@ export function registerMailPages(app: FastifyInstance, context: AppContext): vo
       },
     );
 
-    // The hosted page's optional email field, once paid: the public order id is the buyer's proof.
-    const orderOf = (value: unknown) => (typeof value === 'string' && /^TX-[0-9A-F]{32}$/.test(value) ? value : undefined);
+    // The hosted page's "Email me the receipt", once paid: the public order id is the buyer's proof.
     const noOrder = page('Email the receipt · Till', html`<main><h1>No such payment</h1><p>A receipt can be emailed once the payment has settled.</p></main>`);
     addRoute(
       scope,
@@ -237,30 +261,74 @@ export function registerMailPages(app: FastifyInstance, context: AppContext): vo
         description: `Form fields \`order\` (the public order id, TX-…) and \`email\`. At most ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses per payment.`,
         tag: MAIL_TAG,
         security: 'none',
-        responses: { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 404: HTML_RESPONSE, 429: HTML_RESPONSE },
+        responses: { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 403: HTML_RESPONSE, 404: HTML_RESPONSE, 429: HTML_RESPONSE },
       },
-      {},
+      {
+        // No cookie and no token to check: the browser's Origin and Sec-Fetch-Site say the post came from our page.
+        onRequest: async (request, reply) => {
+          if (postedFromOurPages(context, request)) return;
+          reply.header('connection', 'close');
+          return sendPage(
+            reply,
+            403,
+            page('Email the receipt · Till', html`<main><h1>Send the receipt from its own page</h1><p>This form is taken only from Till's pages.</p></main>`),
+          );
+        },
+      },
       async (request, reply) => {
         const fields = formFields(request);
         const order = orderOf(fields.order);
         if (!order) return sendPage(reply, 404, noOrder);
-        const email = (fields.email ?? '').trim().slice(0, 254);
-        const problem = mailAddressProblem(email);
-        if (problem) return sendPage(reply, 400, receiptRequestPage({ order, email, problem: `The email ${problem}.` }));
-        const outcome = await requestReceipt(context.db, order, email, { now: context.now(), explorerTxUrl: (mode) => explorerTxUrlOf(context.config, mode) });
+        const email = fields.email ?? '';
+        const outcome = await requestReceiptMail(context, order, email);
         if (outcome === 'not_found') return sendPage(reply, 404, noOrder);
-        if (outcome === 'too_many')
-          return sendPage(
-            reply,
-            429,
-            receiptRequestPage({
-              order,
-              email,
-              problem: `This receipt was already sent to ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses, the most one payment takes.`,
-            }),
-          );
-        return sendPage(reply, 200, receiptRequestPage({ order, sent: email.toLowerCase() }));
+        if (outcome === 'too_many') return sendPage(reply, 429, receiptRequestPage({ order, email, problem: tooManyAddresses }));
+        if ('problem' in outcome) return sendPage(reply, 400, receiptRequestPage({ order, email, problem: `The email ${outcome.problem}.` }));
+        return sendPage(reply, 200, receiptRequestPage({ order, sent: outcome.sent }));
       },
     );
   });
+
+  // The hosted page's own email field, sent by its script once the payment is made. JSON only (a
+  // cross-site page cannot send it without a CORS preflight, which is never granted) and refused
+  // unless the browser says it came from our pages.
+  addRoute(
+    app,
+    {
+      method: 'POST',
+      url: RECEIPT_MAIL_JSON_PATH,
+      summary: "Emails a settled payment's receipt, and its refunds' receipts, to the address the buyer typed on the hosted page",
+      description: `Called by the hosted page's script (same origin only). Answers \`{ email }\`, the address the receipt goes to. At most ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses per payment; an address given before is taken again and mailed once.`,
+      tag: MAIL_TAG,
+      security: 'none',
+      body: ReceiptMailBody,
+      responses: {
+        200: { description: 'Queued: `{ email }`', schema: z.object({ email: z.string() }) },
+        400: {
+          description:
+            '`email` is not an address, or the payment has had its most addresses (`field`: email); `order` is not an order id; or the request came from another site',
+          schema: ErrorResponse,
+        },
+        404: { description: 'No settled payment has this order id', schema: ErrorResponse },
+      },
+    },
+    {
+      onRequest: async (request) => {
+        if (!postedFromOurPages(context, request))
+          throw new TillError('invalid_request', {
+            problem: "This request is taken only from Till's own hosted page (its Origin or Sec-Fetch-Site names another site)",
+          });
+      },
+    },
+    async (request) => {
+      const body = validate(ReceiptMailBody, request.body);
+      const order = orderOf(body.order);
+      if (!order) throw invalidField('order', 'is not a public order id (TX- and 32 hex digits)');
+      const outcome = await requestReceiptMail(context, order, body.email);
+      if (outcome === 'not_found') throw new TillError('not_found', { what: 'A settled payment with this order id' });
+      if (outcome === 'too_many') throw invalidField('email', `is refused: ${tooManyAddresses.charAt(0).toLowerCase()}${tooManyAddresses.slice(1)}`);
+      if ('problem' in outcome) throw invalidField('email', outcome.problem);
+      return { email: outcome.sent };
+    },
+  );
 }

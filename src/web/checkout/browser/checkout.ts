@@ -1,7 +1,10 @@
 // The hosted payment page's script: finds the buyer's wallets (EIP-6963, else window.ethereum),
 // connects, switches to Base, checks the USDC balance, has the wallet sign an EIP-3009
 // TransferWithAuthorization and sends it as X-PAYMENT to the session's x402 endpoint (same origin).
+// Once paid, it asks for the receipt mail at the address the buyer typed, if any.
 import { TRANSFER_WITH_AUTHORIZATION } from '../../../common/network.ts';
+import { mailAddressProblem } from '../../../mail/address.ts';
+import { RECEIPT_MAIL_JSON_PATH, RECEIPT_MAIL_PATH } from '../../../mail/receipt-request.ts';
 import { formatMinor, MAX_AMOUNT_MAJOR_UNITS } from '../../../money/decimal.ts';
 import { formatUsdc } from '../../../money/usdc.ts';
 import { discoverWallets, type Eip1193, switchToChain, type Wallet } from '../../kit/wallets.ts';
@@ -41,6 +44,9 @@ function start(root: HTMLElement): void {
   const amountText = $('amount-text')!;
   const countdown = $('countdown');
   const cancel = $('cancel');
+  const emailField = $('receipt-email-field');
+  const emailInput = $<HTMLInputElement>('receipt-email');
+  const emailHelp = $('receipt-email-help');
   const chainHex = `0x${Number(data.chainId).toString(16)}`;
   const exponent = Number(data.exponent);
   const editable = data.editable === 'true' && amountInput !== null && amountForm !== null;
@@ -88,6 +94,33 @@ function start(root: HTMLElement): void {
     return !problem && amount !== undefined && quoted !== undefined && amount.minor === quoted.amount.minor;
   };
   const payable = () => !busy && !confirming && !finished && !expired && amountReady();
+
+  // The optional receipt address: checked as the server checks it, told beside the field. A payment
+  // with an address that is not one waits until the buyer corrects it or clears it.
+  const defaultEmailHelp = emailHelp?.textContent ?? '';
+  const readEmail = (): { email?: string; problem?: string } => {
+    const email = emailInput?.value.trim() ?? '';
+    if (!email) return {};
+    const problem = emailInput?.validity.typeMismatch ? mailAddressProblem('') : mailAddressProblem(email);
+    return problem ? { problem: `This ${problem}.` } : { email };
+  };
+  const showEmail = (): boolean => {
+    const { problem } = readEmail();
+    emailInput?.setAttribute('aria-invalid', problem ? 'true' : 'false');
+    if (emailHelp) {
+      emailHelp.textContent = problem ?? defaultEmailHelp;
+      emailHelp.classList.toggle('error', Boolean(problem));
+    }
+    return !problem;
+  };
+  if (emailField && emailInput) {
+    emailField.hidden = false;
+    emailInput.addEventListener('change', showEmail);
+    // Once told, the message goes as soon as the address is right (or gone), not at the next blur.
+    emailInput.addEventListener('input', () => {
+      if (emailInput.getAttribute('aria-invalid') === 'true') showEmail();
+    });
+  }
 
   // Wallets: every provider that announces itself, and window.ethereum when none does.
   const renderWallets = () => {
@@ -234,8 +267,9 @@ function start(root: HTMLElement): void {
     });
   }
 
-  /** The amount can't change while it is being paid. */
-  function lockAmount(locked: boolean): void {
+  /** The amount and the receipt address can't change while they are being paid. */
+  function lockFields(locked: boolean): void {
+    if (emailInput) emailInput.readOnly = locked;
     if (!amountInput || !amountForm) return;
     amountInput.readOnly = locked;
     amountForm.querySelectorAll('button').forEach((button) => {
@@ -245,11 +279,15 @@ function start(root: HTMLElement): void {
 
   async function pay(wallet: Wallet): Promise<void> {
     if (!payable()) return;
+    if (!showEmail()) {
+      emailInput?.focus();
+      return;
+    }
     // The amount on screen, fixed for this payment: the proof is for its quote and goes with its ?amount=.
     const amount = quoted?.amount;
     const url = payUrlFor(amount);
     busy = true;
-    lockAmount(true);
+    lockFields(true);
     outcome.hidden = true;
     renderWallets();
     const { provider } = wallet;
@@ -315,7 +353,7 @@ function start(root: HTMLElement): void {
       else fail(`Your wallet reported a problem: ${(error as Error).message ?? String(error)}. Nothing was charged.`, false);
     } finally {
       busy = false;
-      if (!finished && !confirming) lockAmount(false);
+      if (!finished && !confirming) lockFields(false);
       renderWallets();
     }
   }
@@ -405,7 +443,7 @@ function start(root: HTMLElement): void {
     confirming = false;
     renderWallets();
     cancel?.remove();
-    lockAmount(true);
+    lockFields(true);
     // Nothing is left to pay: no time left to count, no page to open on a phone.
     countdown?.parentElement?.parentElement?.setAttribute('hidden', '');
     document.querySelector('aside.qr')?.setAttribute('hidden', '');
@@ -417,8 +455,13 @@ function start(root: HTMLElement): void {
     text.textContent = 'Paid. Thank you! Your receipt is ready.';
     const actions = document.createElement('p');
     actions.className = 'actions';
-    actions.append(link(receipt, 'View the receipt', 'button'), link(`/mail/receipt?order=${encodeURIComponent(paid.paymentId)}`, 'Email me the receipt'));
+    actions.append(link(receipt, 'View the receipt', 'button'));
+    const mailLink = link(`${RECEIPT_MAIL_PATH}?order=${encodeURIComponent(paid.paymentId)}`, 'Email me the receipt');
     outcome.replaceChildren(text, actions);
+    const { email } = readEmail();
+    emailField?.setAttribute('hidden', '');
+    if (email) void mailReceipt(paid.paymentId, email, actions, mailLink);
+    else actions.append(mailLink);
     const success = storedUrl(data.successUrl);
     if (success) {
       success.searchParams.set('paymentSessionId', paid.paymentSessionId);
@@ -434,6 +477,40 @@ function start(root: HTMLElement): void {
     }
     outcome.hidden = false;
     outcome.focus();
+  }
+
+  /**
+   * Asks for the receipt mail at the address typed before paying, and says where it goes or why it
+   * doesn't; "Email me the receipt" stays the way to try another address then. `keepalive` lets the
+   * request end even when the page goes back to the merchant meanwhile.
+   */
+  async function mailReceipt(order: string, email: string, actions: HTMLElement, mailLink: HTMLAnchorElement): Promise<void> {
+    const note = document.createElement('p');
+    note.id = 'receipt-mail';
+    note.setAttribute('role', 'status');
+    note.textContent = `Sending your receipt to ${email}…`;
+    actions.before(note);
+    let refusal = `We couldn't send your receipt to ${email}. Nothing else changes: your payment is complete.`;
+    try {
+      const response = await fetch(RECEIPT_MAIL_JSON_PATH, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ order, email }),
+        credentials: 'same-origin',
+        keepalive: true,
+      });
+      const body = (await response.json().catch(() => ({}))) as { email?: string; error?: { message?: string } };
+      if (response.ok && body.email) {
+        note.textContent = `Receipt sent to ${body.email}.`;
+        return;
+      }
+      if (body.error?.message) refusal = `Your receipt was not sent: ${body.error.message}`;
+    } catch {
+      // No answer: the refusal above, and the form to try again.
+    }
+    note.textContent = refusal;
+    note.classList.add('error');
+    actions.append(mailLink);
   }
 
   function fail(sentence: string, definitive: boolean): void {
