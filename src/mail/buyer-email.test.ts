@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../testing/harness.ts';
+import { Browser } from '../testing/page-browser.ts';
 import { sessionRequest } from '../testing/shop.ts';
 import { mailsTo, startSmtpMailWorker, startSmtpServer, type TestSmtpServer } from '../testing/smtp.ts';
 import { waitFor } from '../testing/wait.ts';
@@ -90,12 +91,7 @@ for (const { engine, skip } of engines) {
       assert.equal((await receiptsOf(keyed)).length, 1, 'the retried creation stored the address once');
 
       // The buyer asks again from the hosted page with the same address: still one receipt.
-      const again = await shop.service.app.inject({
-        method: 'POST',
-        url: '/mail/receipt',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ order: plainOrder, email: 'plain.buyer@example.org' }).toString(),
-      });
+      const again = await new Browser(shop.service).askForReceipt(plainOrder, 'plain.buyer@example.org');
       assert.equal(again.statusCode, 200, again.body);
       assert.equal((await receiptsOf(plain)).length, 1);
       assert.equal(mailsTo(smtp, 'plain.buyer@example.org').length, 1);

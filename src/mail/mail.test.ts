@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { createUser } from '../accounts/users.ts';
 import { runNodeScript } from '../testing/child-process.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../testing/harness.ts';
-import { signedInMerchant } from '../testing/page-browser.ts';
+import { Browser, signedInMerchant } from '../testing/page-browser.ts';
 import { mailsTo, type ReceivedMail, startSmtpServer, type TestSmtpServer } from '../testing/smtp.ts';
 import { waitFor } from '../testing/wait.ts';
 import { renderMail } from '../web/mail/templates.ts';
@@ -85,20 +85,10 @@ for (const { engine, skip } of engines) {
     });
 
     test('the buyer asks for the receipt on the hosted page: a bad address is refused by name, a good one gets the receipt with a working link', async () => {
-      const refused = await shop.service.app.inject({
-        method: 'POST',
-        url: '/mail/receipt',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ order: publicOrderId, email: 'buyer@example.org\r\nBcc: thief@evil.example' }).toString(),
-      });
+      const refused = await new Browser(shop.service).askForReceipt(publicOrderId, 'buyer@example.org\r\nBcc: thief@evil.example');
       assert.equal(refused.statusCode, 400);
       assert.match(refused.body, /The email is not an email address/);
-      const asked = await shop.service.app.inject({
-        method: 'POST',
-        url: '/mail/receipt',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ order: publicOrderId, email: buyer }).toString(),
-      });
+      const asked = await new Browser(shop.service).askForReceipt(publicOrderId, buyer);
       assert.equal(asked.statusCode, 200);
       assert.match(asked.body, /Your receipt is on its way/);
       const [receipt] = await waitFor(() => (mailsTo(smtp, buyer).length ? mailsTo(smtp, buyer) : undefined), 'the receipt');
@@ -113,12 +103,7 @@ for (const { engine, skip } of engines) {
       assert.equal(opened.statusCode, 200);
       assert.match(opened.body, /Receipt/);
       // Asked again: the same cause and recipient, so no second mail.
-      await shop.service.app.inject({
-        method: 'POST',
-        url: '/mail/receipt',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ order: publicOrderId, email: buyer }).toString(),
-      });
+      await new Browser(shop.service).askForReceipt(publicOrderId, buyer);
       const rows = await listMails(shop.service.context.db, { limit: 100 });
       assert.equal(rows.filter((row) => row.recipient === buyer).length, 1);
     });
@@ -129,12 +114,7 @@ for (const { engine, skip } of engines) {
       smtp.verdict = (index) => verdicts[index - base] ?? 'accept';
       const target = 'second@example.org';
       const seen: string[] = [];
-      const asked = await shop.service.app.inject({
-        method: 'POST',
-        url: '/mail/receipt',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: new URLSearchParams({ order: publicOrderId, email: target }).toString(),
-      });
+      const asked = await new Browser(shop.service).askForReceipt(publicOrderId, target);
       assert.equal(asked.statusCode, 200);
       await waitFor(async () => {
         const [row] = (await listMails(shop.service.context.db, { limit: 100 })).filter((mail) => mail.recipient === target);

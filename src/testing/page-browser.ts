@@ -41,6 +41,11 @@ export class Browser {
   async signIn(email: string, password: string, extra: Record<string, string> = {}) {
     return this.request('POST', '/sign-in', { csrf: await this.csrf(), email, password, ...extra });
   }
+  /** The buyer's "Email me the receipt" form as a browser sends it: its page first, for the form's token. */
+  async askForReceipt(order: string, email: string) {
+    const csrf = await this.csrf(`/mail/receipt?order=${encodeURIComponent(order)}`);
+    return this.request('POST', '/mail/receipt', { csrf, order, email });
+  }
 }
 
 /** A page's hidden CSRF field, or '' when it has none. */

@@ -27,11 +27,15 @@ function registeredRoutes(service: TestService): { url: string; methods: string[
   return routes;
 }
 
-/** Form posts that are not pages' forms: the APIs (JSON, the OAuth token endpoint's form, MCP) and the sandbox. */
-const NOT_WEB = /^\/(?:api\/|oauth\/(?:token|revoke)$|mcp$|sandbox\/|x402\/|checkout\/v2\/x402\/)/;
+/**
+ * Form posts that are not pages' forms: the APIs (JSON, the OAuth token endpoint's form, MCP), the
+ * sandbox, and the one-click unsubscribe of RFC 8058, which a mail client posts with no cookie and no
+ * token: the HMAC in its link is its authority (src/mail/unsubscribe.ts).
+ */
+const NOT_WEB = /^\/(?:api\/|oauth\/(?:token|revoke)$|mcp$|sandbox\/|x402\/|checkout\/v2\/x402\/|mail\/unsubscribe$|mail\/receipt\/?\.json$)/;
 
-/** The one web form post whose guard is its own form token, before any session: sign-in. */
-const SIGNED_OUT_FORMS = ['/sign-in'];
+/** Web form posts whose guard is their own form token, before any session: sign-in, password reset, and the buyer's receipt form. */
+const SIGNED_OUT_FORMS = ['/sign-in', '/sign-in/forgot', '/sign-in/reset', '/mail/receipt'];
 
 const BOUNDARY = 'hostile-boundary';
 const PART = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"\r\n\r\nx\r\n`;

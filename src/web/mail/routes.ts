@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { formCsrfToken } from '../../accounts/web-session.ts';
 import { invalidField, TillError } from '../../common/errors.ts';
 import { explorerTxUrlOf } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
@@ -14,7 +15,7 @@ import { findMail, listMails } from '../../mail/outbox.ts';
 import { unsubscribe } from '../../mail/preferences.ts';
 import { RECEIPT_MAIL_JSON_PATH, RECEIPT_MAIL_PATH } from '../../mail/receipt-request.ts';
 import { readUnsubscribe, UNSUBSCRIBE_PATH } from '../../mail/unsubscribe.ts';
-import { postedFromOurPages } from '../kit/forms.ts';
+import { addFormRoute, postedFromOurPages } from '../kit/forms.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
 import { type MailRenderContext, renderMail } from './templates.ts';
@@ -102,7 +103,7 @@ const ReceiptMailBody = z.strictObject({
   email: z.string().meta({ description: "The buyer's address" }),
 });
 
-function receiptRequestPage(view: { order: string; email?: string; problem?: string; sent?: string }): Html {
+function receiptRequestPage(view: { order: string; csrf: string; email?: string; problem?: string; sent?: string }): Html {
   if (view.sent)
     return page(
       'Receipt sent · Till',
@@ -111,7 +112,7 @@ function receiptRequestPage(view: { order: string; email?: string; problem?: str
   return page(
     'Email the receipt · Till',
     html`<main><h1>Email me the receipt</h1><p>Payment <code>${view.order}</code>. The address is used for this payment's receipt and its refunds only.</p>
-${view.problem ? html`<p role="alert" class="problem">${view.problem}</p>` : ''}<form method="post" action="${RECEIPT_MAIL_PATH}"><input type="hidden" name="order" value="${view.order}">
+${view.problem ? html`<p role="alert" class="problem">${view.problem}</p>` : ''}<form method="post" action="${RECEIPT_MAIL_PATH}"><input type="hidden" name="csrf" value="${view.csrf}"><input type="hidden" name="order" value="${view.order}">
 <p><label for="email">Email</label><br><input id="email" name="email" type="email" autocomplete="email" required maxlength="254" value="${view.email ?? ''}"${view.problem ? html` aria-invalid="true"` : ''}></p>
 <p><button type="submit">Send the receipt</button></p></form><p><a href="/checkout/v2/orders/receipt/${view.order}">View the receipt</a></p></main>`,
   );
@@ -249,42 +250,39 @@ export function registerMailPages(app: FastifyInstance, context: AppContext): vo
       {},
       async (request, reply) => {
         const order = orderOf((request.query as Record<string, unknown>).order);
-        return order ? sendPage(reply, 200, receiptRequestPage({ order })) : sendPage(reply, 404, noOrder);
+        return order ? sendPage(reply, 200, receiptRequestPage({ order, csrf: formCsrfToken(context, request, reply) })) : sendPage(reply, 404, noOrder);
       },
     );
-    addRoute(
+    // A form of a page anyone may open: guarded as the sign-in form is, by a token tied to a cookie of
+    // the browser that loaded the page, and by the browser's Origin and Sec-Fetch-Site.
+    const refused = page(
+      'Email the receipt · Till',
+      html`<main><h1>Send the receipt from its own page</h1><p>This form is taken only from Till's pages: open the link again and send it from there.</p></main>`,
+    );
+    addFormRoute(
       scope,
+      context,
       {
         method: 'POST',
         url: RECEIPT_MAIL_PATH,
         summary: "Emails a settled payment's receipt, and its refunds' receipts, to the buyer's address",
-        description: `Form fields \`order\` (the public order id, TX-…) and \`email\`. At most ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses per payment.`,
+        description: `Form fields \`csrf\` (from the form's page), \`order\` (the public order id, TX-…) and \`email\`. At most ${RECEIPT_ADDRESSES_PER_PAYMENT} addresses per payment.`,
         tag: MAIL_TAG,
         security: 'none',
         responses: { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 403: HTML_RESPONSE, 404: HTML_RESPONSE, 429: HTML_RESPONSE },
       },
-      {
-        // No cookie and no token to check: the browser's Origin and Sec-Fetch-Site say the post came from our page.
-        onRequest: async (request, reply) => {
-          if (postedFromOurPages(context, request)) return;
-          reply.header('connection', 'close');
-          return sendPage(
-            reply,
-            403,
-            page('Email the receipt · Till', html`<main><h1>Send the receipt from its own page</h1><p>This form is taken only from Till's pages.</p></main>`),
-          );
-        },
-      },
+      { kind: 'signed-out', refuse: (_request, reply) => sendPage(reply, 403, refused) },
       async (request, reply) => {
         const fields = formFields(request);
         const order = orderOf(fields.order);
         if (!order) return sendPage(reply, 404, noOrder);
         const email = fields.email ?? '';
+        const csrf = formCsrfToken(context, request, reply);
         const outcome = await requestReceiptMail(context, order, email);
         if (outcome === 'not_found') return sendPage(reply, 404, noOrder);
-        if (outcome === 'too_many') return sendPage(reply, 429, receiptRequestPage({ order, email, problem: tooManyAddresses }));
-        if ('problem' in outcome) return sendPage(reply, 400, receiptRequestPage({ order, email, problem: `The email ${outcome.problem}.` }));
-        return sendPage(reply, 200, receiptRequestPage({ order, sent: outcome.sent }));
+        if (outcome === 'too_many') return sendPage(reply, 429, receiptRequestPage({ order, csrf, email, problem: tooManyAddresses }));
+        if ('problem' in outcome) return sendPage(reply, 400, receiptRequestPage({ order, csrf, email, problem: `The email ${outcome.problem}.` }));
+        return sendPage(reply, 200, receiptRequestPage({ order, csrf, sent: outcome.sent }));
       },
     );
   });
