@@ -59,14 +59,14 @@ export const ERROR_CATALOGUE = {
   ),
   unauthorized: entry(
     401,
-    'The API key is missing, unknown, revoked or for the other mode; or the bearer token is expired, revoked, not for the payment API, or of a mode the deployment does not serve',
+    'The API key is missing, unknown, revoked or of a mode the deployment does not serve (`TILL_MODES`); or the bearer token is expired, revoked, not for the payment API, or of a mode the deployment does not serve',
     (p: { presented: boolean; bearer?: boolean; because?: string }) =>
       p.because
         ? `The bearer token is refused: ${p.because}`
         : p.bearer
           ? 'The bearer token is not valid: it is expired, its client was revoked, or it is not for the payment API (audience {base_url}/checkout)'
           : p.presented
-            ? 'The API key is not valid: it is unknown, revoked, or not for this mode (sk_test_ keys work only in the sandbox, sk_live_ keys only with a real facilitator)'
+            ? 'The API key is not valid: it is unknown, revoked, or of a mode this deployment does not serve (sk_test_ keys need test mode, sk_live_ keys live mode: TILL_MODES)'
             : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
   ),
   test_mode_only: entry(
