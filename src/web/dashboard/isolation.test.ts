@@ -270,6 +270,14 @@ for (const { engine, skip } of engines) {
         'POST /dashboard/notifications/test': async () => {
           await tryAs('POST', '/dashboard/notifications/test', { merchantId: shop.merchantId });
         },
+        // A user's own notice choices: B's, whatever merchant id B names.
+        'POST /dashboard/notifications/mail': async () => {
+          await tryAs('POST', '/dashboard/notifications/mail', [
+            ['notices', 'payments'],
+            ['summary', 'weekly'],
+            ['merchantId', shop.merchantId],
+          ]);
+        },
         'POST /dashboard/notifications/events/{eventId}/redeliver': () => notFound('POST', `/dashboard/notifications/events/${a.eventId}/redeliver`, {}),
         'GET /dashboard/developers': async () => {
           await tryAs('GET', '/dashboard/developers');

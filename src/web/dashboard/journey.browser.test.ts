@@ -115,7 +115,7 @@ describe('a merchant’s journey through the dashboard in Chromium', { skip: bro
       await t.test('points webhooks at its server', async () => {
         await nav('Notifications').click();
         await page.getByLabel('URL').fill(`${site.origin}/till-hooks`);
-        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('button', { name: 'Save', exact: true }).click();
         await page.getByRole('status').getByText('Webhook settings saved').waitFor();
       });
 

@@ -134,7 +134,7 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
       await page.goto(`${baseUrl}/dashboard/notifications`);
       await page.getByLabel('URL').fill(receiverUrl);
       await page.getByLabel('payment.failed').check();
-      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
       await page.getByRole('status').getByText('Webhook settings saved').waitFor();
       await page.getByRole('button', { name: 'Send a test event' }).click();
       await page.waitForURL(`${baseUrl}/dashboard/notifications?sent=1`);
