@@ -40,11 +40,15 @@ for (const { engine, skip } of engines) {
         const merchant = await first.merchant();
         const sessionId = await createSession(first, merchant.apiKey, { amount: 1, currency: 'USD' });
         // The second instance reads the key (its first use writes the key's last use, which forgets
-        // it), reads it again, and then answers from what it remembers.
-        for (let i = 0; i < 2; i++) assert.equal((await readSession(secondUrl, merchant.apiKey, sessionId)).status, 200);
-        const readsBefore = keyReads;
-        assert.equal((await readSession(secondUrl, merchant.apiKey, sessionId)).status, 200);
-        assert.equal(keyReads, readsBefore, 'the second request took the remembered key');
+        // it), reads it again, and then answers from what it remembers: asked until a request reads
+        // no key (any commit of a watched table, this test's or another's, makes it read once more).
+        let remembered = false;
+        for (let i = 0; i < 10 && !remembered; i++) {
+          const readsBefore = keyReads;
+          assert.equal((await readSession(secondUrl, merchant.apiKey, sessionId)).status, 200);
+          remembered = keyReads === readsBefore;
+        }
+        assert.ok(remembered, `trial ${trial}: the second instance answers from the key it remembers`);
 
         assert.equal(await revokeApiKey(first.context.db, merchant.keyId), true);
         const refused = await readSession(secondUrl, merchant.apiKey, sessionId);
