@@ -174,18 +174,9 @@ export async function queueWalletChanged(
 /** Addresses one payment's receipt may be sent to from the hosted page: enough for a buyer, too few to relay spam. */
 export const RECEIPT_ADDRESSES_PER_PAYMENT = 3;
 
-/**
- * A buyer's request, from the hosted page, for the receipt of a settled payment (named by its
- * unguessable public order id): the address is kept for the payment's refund receipts too, and the
- * receipt queued, in one transaction.
- */
-export async function requestReceipt(
-  db: Db,
-  publicOrderId: string,
-  email: string,
-  change: { now: number; explorerTxUrl: (mode: Mode) => string },
-): Promise<'queued' | 'not_found' | 'too_many'> {
-  const row = await db
+/** Payments with what their mails say of the session: the one read of the receipt request and the periodic looks. */
+export const paymentsWithSessions = (db: Db) =>
+  db
     .selectFrom('payments as p')
     .innerJoin('payment_sessions as s', 's.id', 'p.session_id')
     .select([
@@ -202,10 +193,20 @@ export async function requestReceipt(
       'p.updated_at',
       's.order_id',
       's.concept',
-    ])
-    .where('p.public_order_id', '=', publicOrderId)
-    .where('p.status', '=', 'SUCCESS')
-    .executeTakeFirst();
+    ]);
+
+/**
+ * A buyer's request, from the hosted page, for the receipt of a settled payment (named by its
+ * unguessable public order id): the address is kept for the payment's refund receipts too, and the
+ * receipt queued, in one transaction.
+ */
+export async function requestReceipt(
+  db: Db,
+  publicOrderId: string,
+  email: string,
+  change: { now: number; explorerTxUrl: (mode: Mode) => string },
+): Promise<'queued' | 'not_found' | 'too_many'> {
+  const row = await paymentsWithSessions(db).where('p.public_order_id', '=', publicOrderId).where('p.status', '=', 'SUCCESS').executeTakeFirst();
   if (!row) return 'not_found';
   return db.transaction().execute(async (trx) => {
     const given = await trx.selectFrom('mail_receipt_addresses').select('email').where('payment_id', '=', row.id).execute();

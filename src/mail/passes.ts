@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../context.ts';
 import { formatMoney } from '../money/iso4217.ts';
-import { accountMailMode, queuePendingNotice } from './notices.ts';
+import { accountMailMode, paymentsWithSessions, queuePendingNotice } from './notices.ts';
 import { queueMail } from './outbox.ts';
 import { noticeRecipients, summaryRecipients } from './preferences.ts';
 import type { MailPass } from './worker.ts';
@@ -17,24 +17,7 @@ type PassContext = Pick<AppContext, 'db' | 'config'>;
 
 /** PENDING payments past the bound, each reported once (the outbox takes one mail per cause and recipient). */
 async function reportLongPending(context: PassContext, now: number): Promise<void> {
-  const rows = await context.db
-    .selectFrom('payments as p')
-    .innerJoin('payment_sessions as s', 's.id', 'p.session_id')
-    .select([
-      'p.id',
-      'p.merchant_id',
-      'p.session_id',
-      'p.public_order_id',
-      'p.amount_minor',
-      'p.currency',
-      'p.value',
-      'p.payer',
-      'p.tx_hash',
-      'p.mode',
-      'p.updated_at',
-      's.order_id',
-      's.concept',
-    ])
+  const rows = await paymentsWithSessions(context.db)
     .where('p.status', '=', 'PENDING')
     .where('p.created_at', '<', now - PENDING_BOUND_MS)
     .where(({ not, exists, selectFrom }) =>
