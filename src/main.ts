@@ -5,6 +5,7 @@ import { purgeForgottenFailures } from './accounts/throttle.ts';
 import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createRails, railsList } from './chain/rails.ts';
 import { startReconciler } from './chain/reconciler.ts';
+import { registerRefundRoutes } from './chain/refunds.route.ts';
 import { createWakeSignal } from './common/wake-signal.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
@@ -101,6 +102,7 @@ export async function createService(config: Config, options: CreateServiceOption
   const app = await buildApp(context, [
     registerSessionRoutes,
     registerX402Routes(x402),
+    registerRefundRoutes(rails),
     registerReceiptRoutes(receiptPage),
     registerWebhookRoutes,
     registerSandboxProxy,
@@ -110,7 +112,7 @@ export async function createService(config: Config, options: CreateServiceOption
     registerTokenRoute,
     registerCodingAgentsRoutes,
     registerDiscoveryRoutes,
-    registerMcpRoutes,
+    registerMcpRoutes(rails),
     registerMailPages,
     registerWebPages(clientMetadata, rails),
   ]);

@@ -259,9 +259,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   webhooks: ['merchants', 'auth', 'mail', ...HTTP_AND_BELOW],
   sessions: ['webhooks', 'mail', 'auth', 'merchants', ...HTTP_AND_BELOW],
   payments: ['sessions', 'webhooks', 'mail', ...HTTP_AND_BELOW],
-  chain: ['payments', 'sessions', ...HTTP_AND_BELOW],
+  chain: ['payments', 'sessions', 'auth', ...HTTP_AND_BELOW],
   x402: ['chain', 'payments', 'sessions', ...HTTP_AND_BELOW],
-  mcp: ['merchants', 'oauth', 'sessions', 'payments', ...HTTP_AND_BELOW],
+  mcp: ['merchants', 'oauth', 'sessions', 'payments', 'chain', ...HTTP_AND_BELOW],
   web: [...CAPABILITIES, ...HTTP_AND_BELOW],
   sandbox: ['http', 'common', 'context'],
 };

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { authenticateApiKey } from '../merchants/api-keys.ts';
 import { activeClient } from '../oauth/clients.ts';
 import { otherMode, unservedMode } from '../oauth/credential-modes.ts';
+import type { PaymentApiScope } from '../oauth/scopes.ts';
 import { verifyCheckoutToken } from '../oauth/tokens.ts';
 
 export const API_KEY_HEADER = 'x-sc-apikey';
@@ -13,7 +14,19 @@ export const API_KEY_HEADER = 'x-sc-apikey';
  * `mode`: the credential's mode, which decides what the request reads and writes; `keyHash`: the
  * SHA-256 of the API key it authenticated with (none for a bearer token).
  */
-export type AuthenticatedMerchant = { merchantId: string; walletConfigured: boolean; mode: Mode; keyHash?: string };
+export type AuthenticatedMerchant = {
+  merchantId: string;
+  walletConfigured: boolean;
+  mode: Mode;
+  keyHash?: string;
+  /** The scopes a client-credentials token was narrowed to; none for an API key or a token asked without `scope`: every scope. */
+  scopes?: readonly string[];
+};
+
+/** Refuses (403 insufficient_scope) a credential narrowed to scopes without `scope`; an API key has every scope. */
+export function requireApiScope(merchant: AuthenticatedMerchant, scope: PaymentApiScope): void {
+  if (merchant.scopes !== undefined && !merchant.scopes.includes(scope)) throw new TillError('insufficient_scope', { scope });
+}
 
 /**
  * The merchant behind the request: its X-SC-ApiKey, or a client-credentials bearer token for the
@@ -50,5 +63,5 @@ async function requireBearer(context: AppContext, token: string): Promise<Authen
   if (!client || client.merchantId !== claims.merchantId) throw new TillError('unauthorized', { presented: true, bearer: true });
   const because = otherMode(claims.mode, client.mode) ?? unservedMode(context.config, client.mode);
   if (because) throw new TillError('unauthorized', { presented: true, bearer: true, because });
-  return { merchantId: client.merchantId, walletConfigured: client.walletConfigured, mode: client.mode };
+  return { merchantId: client.merchantId, walletConfigured: client.walletConfigured, mode: client.mode, ...(claims.scopes ? { scopes: claims.scopes } : {}) };
 }

@@ -11,6 +11,8 @@ import type { PaymentRow } from '../payments/payments.ts';
 import {
   createRefund,
   findDueRefunds,
+  type LimitBreach,
+  type RefundMaker,
   type RefundOutcome,
   type RefundRow,
   recordRefundCheck,
@@ -175,6 +177,7 @@ export async function makeRefund(
   scope: RefundScope,
   publicOrderId: string,
   request: RefundRequest,
+  maker: RefundMaker,
 ): Promise<RefundRow> {
   const payment = await refundablePayment(context, scope, publicOrderId);
   const validBefore = /^\d{1,15}$/.test(request.validBefore ?? '') ? BigInt(request.validBefore!) : undefined;
@@ -213,12 +216,26 @@ export async function makeRefund(
       signature,
       nextCheckAt: context.now() + CHECK_EVERY_MS,
     },
+    maker,
     context.now(),
   );
+  if (created.kind === 'limit') throw new RefundLimitRefusal(created.breach, value);
   if (created.kind === 'over')
     throw new TillError('invalid_field', { field: 'amount', problem: `is more than is left to refund (${formatUsdc(created.remaining)} USDC)` });
   if (created.kind === 'nonce_used') throw new TillError('invalid_field', { field: 'nonce', problem: 'was used by another refund: prepare the refund again' });
   return submitRefund(context, services, created.refund, payment);
+}
+
+/** A coding agent's refund over a limit its merchant set on its grant (or with none set): nothing was recorded or moved. */
+export class RefundLimitRefusal extends Error {
+  readonly breach: LimitBreach;
+  /** The refund's value, USDC base units. */
+  readonly value: bigint;
+  constructor(breach: LimitBreach, value: bigint) {
+    super(`refund refused by the agent's refund limit (${breach.limit})`);
+    this.breach = breach;
+    this.value = value;
+  }
 }
 
 /** The refund is signed by the payout wallet that received the payment, for exactly these terms: else 400 naming `signature`. */

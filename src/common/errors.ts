@@ -74,6 +74,12 @@ export const ERROR_CATALOGUE = {
     'The request makes test data, so it takes a test-mode credential (an sk_test_ key); a live one is refused',
     () => 'This request works only with a test-mode credential (an sk_test_ key), never a live one',
   ),
+  insufficient_scope: entry(
+    403,
+    'The client-credentials token was issued for scopes (`scope` at the token endpoint) that do not include the one this request needs; the message names it',
+    (p: { scope: string }) =>
+      `This request needs the scope ${p.scope}, which this token was not issued for; ask the token endpoint for it (or for no scope: every scope)`,
+  ),
   not_found: entry(404, 'The object does not exist, belongs to another merchant, or the route is unknown', (p: { what: string }) => `${p.what} was not found`),
   method_not_allowed: entry(
     405,

@@ -206,7 +206,13 @@ export interface RefundsTable {
   next_check_at: number | null;
   created_at: number;
   updated_at: number;
+  /** How it was made: from the dashboard, the payment API or a coding agent's MCP tool. */
+  origin: Generated<RefundOrigin>;
+  /** The coding agent's grant that made it (origin `mcp`); its refunds count against the grant's limits. */
+  grant_id: Generated<string | null>;
 }
+
+export type RefundOrigin = 'dashboard' | 'api' | 'mcp';
 
 export interface IdempotencyKeysTable {
   merchant_id: string;
@@ -386,6 +392,10 @@ export interface OAuthGrantsTable {
   revoked_at: number | null;
   /** `merchant`, `client` (RFC 7009), `code_reused` or `refresh_token_reused`. */
   revoked_reason: string | null;
+  /** The most one refund by this agent may give back, USDC base units; null: the agent may not refund. */
+  refund_limit_per_refund: Generated<bigint | null>;
+  /** The most this agent's refunds may give back in any 24 hours, USDC base units; null: the agent may not refund. */
+  refund_limit_per_day: Generated<bigint | null>;
 }
 
 /** An authorization request waiting for the merchant's consent; `scopes` are the requested ones. */

@@ -1,6 +1,7 @@
 import { type AuthInfo, createMcpHandler } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { RailsByMode } from '../chain/rails.ts';
 import { TillError } from '../common/errors.ts';
 import type { Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
@@ -112,22 +113,25 @@ async function readResponse(response: Response): Promise<{ status: number; heade
  */
 const mcpCacheControl = (contentType: unknown) => (String(contentType ?? '').startsWith('text/event-stream') ? 'no-store, no-transform' : 'no-store');
 
-export function registerMcpRoutes(app: FastifyInstance, context: AppContext): void {
-  app.register(async (scope) => {
-    scope.addHook('onRequest', async (_request, reply) => {
-      reply.headers(CORS_HEADERS);
+/** The MCP endpoint; `rails` are the modes' facilitators and chains, which the refund tools go through. */
+export const registerMcpRoutes =
+  (rails: RailsByMode) =>
+  (app: FastifyInstance, context: AppContext): void => {
+    app.register(async (scope) => {
+      scope.addHook('onRequest', async (_request, reply) => {
+        reply.headers(CORS_HEADERS);
+      });
+      scope.addHook('onSend', async (_request, reply, payload) => {
+        reply.header('cache-control', mcpCacheControl(reply.getHeader('content-type')));
+        return payload;
+      });
+      registerMcpEndpoint(scope, context, rails);
     });
-    scope.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('cache-control', mcpCacheControl(reply.getHeader('content-type')));
-      return payload;
-    });
-    registerMcpEndpoint(scope, context);
-  });
-}
+  };
 
-function registerMcpEndpoint(app: FastifyInstance, context: AppContext): void {
+function registerMcpEndpoint(app: FastifyInstance, context: AppContext, rails: RailsByMode): void {
   // One handler for the app; it makes a fresh server per request from the caller's access.
-  const handler = createMcpHandler((request) => buildMcpServer(context, request.authInfo?.extra?.[STATE_KEY] as McpRequestState), {
+  const handler = createMcpHandler((request) => buildMcpServer(context, request.authInfo?.extra?.[STATE_KEY] as McpRequestState, rails), {
     legacy: 'stateless',
     onerror: (error) => context.log.warn({ err: error }, 'MCP request refused'),
   });

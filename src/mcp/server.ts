@@ -1,5 +1,6 @@
 import { McpServer, type ScopeChallengeHandler, type StandardSchemaWithJSON } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
+import type { RailsByMode } from '../chain/rails.ts';
 import type { AppContext } from '../context.ts';
 import { orderedScopes } from '../oauth/grants.ts';
 import type { Scope } from '../oauth/scopes.ts';
@@ -81,7 +82,7 @@ function requireScope(context: AppContext, state: McpRequestState, scope: Scope,
 const describe = (tool: McpTool) => `${tool.description} Needs the scope ${tool.scope}.`;
 
 const INSTRUCTIONS =
-  'Till payments for this merchant account: read settings and paid orders, create payment links and API keys, as the scopes you were granted allow.';
+  'Till payments for this merchant account: read settings, paid orders and payment sessions, create payment links and API keys, and refund payments within the limits the merchant set, as the scopes you were granted allow.';
 
 /**
  * A fresh server for one request, bound to the caller's access (the endpoint is stateless). A
@@ -89,7 +90,7 @@ const INSTRUCTIONS =
  * looks up (a name that is no tool gets none, and the SDK's "not found"); any other request gets
  * every tool and the quickstart.
  */
-export function buildMcpServer(context: AppContext, state: McpRequestState): McpServer {
+export function buildMcpServer(context: AppContext, state: McpRequestState, rails: RailsByMode): McpServer {
   const server = new McpServer(SERVER_INFO, {
     capabilities: { tools: {}, resources: {} },
     instructions: INSTRUCTIONS,
@@ -106,7 +107,7 @@ export function buildMcpServer(context: AppContext, state: McpRequestState): Mcp
         outputSchema: schemas.output,
         scopeChallenge: requireScope(context, state, tool.scope, tool.name),
       },
-      (args: unknown) => runTool(context, state, tool, args),
+      (args: unknown) => runTool(context, state, tool, args, rails),
     );
   }
   if (calling !== undefined) return server;

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { RailsByMode } from '../chain/rails.ts';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/index.ts';
@@ -26,6 +27,8 @@ export type ToolCall = {
    * sees it as soon as what it did is seen; the call is then not audited again.
    */
   recordSuccess(db: Db): Promise<void>;
+  /** Each mode's facilitator and chain, which a refund goes through. */
+  rails: RailsByMode;
 };
 
 export const defineTool = <I extends z.ZodObject, O extends z.ZodObject>(tool: McpTool<I, O>): McpTool => tool as unknown as McpTool;
@@ -86,9 +89,10 @@ const NOT_RECORDED = 'The call could not be recorded, so it is not answered. Try
  * validated (a refusal names the field), the tool run, and the call audited once with its outcome
  * before its result is answered.
  */
-export async function runTool(context: AppContext, state: McpRequestState, tool: McpTool, args: unknown): Promise<ToolResult> {
+export async function runTool(context: AppContext, state: McpRequestState, tool: McpTool, args: unknown, rails: RailsByMode): Promise<ToolResult> {
   let recorded = false;
   const call: ToolCall = {
+    rails,
     async recordSuccess(db) {
       await recordToolCall(db, { ...callerOf(state.access), tool: tool.name, arguments: args, outcome: 'ok', reason: null }, context.now());
       recorded = true;

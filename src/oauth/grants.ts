@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { Mode } from '../common/modes.ts';
 import type { Db, Tx } from '../db/index.ts';
@@ -16,6 +17,8 @@ export type Grant = {
   mode: Mode;
   createdAt: number;
   lastUsedAt: number | null;
+  /** The limits the merchant set on the agent's refunds (USDC base units); null: not set, so it may not refund. */
+  refundLimits: { perRefund: bigint | null; perDay: bigint | null };
 };
 
 export type RevocationReason = 'merchant' | 'client' | 'code_reused' | 'refresh_token_reused';
@@ -30,8 +33,20 @@ export function orderedScopes(scopes: Iterable<string>): Scope[] {
 }
 
 /** The columns a Grant is read from (`toGrant`). */
-export const GRANT_COLUMNS = ['id', 'merchant_id', 'user_id', 'client_id', 'client_name', 'scopes', 'mode', 'created_at', 'last_used_at'] as const;
-export type GrantRow = Pick<OAuthGrantsTable, (typeof GRANT_COLUMNS)[number]>;
+export const GRANT_COLUMNS = [
+  'id',
+  'merchant_id',
+  'user_id',
+  'client_id',
+  'client_name',
+  'scopes',
+  'mode',
+  'created_at',
+  'last_used_at',
+  'refund_limit_per_refund',
+  'refund_limit_per_day',
+] as const;
+export type GrantRow = Pick<Selectable<OAuthGrantsTable>, (typeof GRANT_COLUMNS)[number]>;
 
 export const toGrant = (row: GrantRow): Grant => ({
   id: row.id,
@@ -43,6 +58,7 @@ export const toGrant = (row: GrantRow): Grant => ({
   mode: row.mode,
   createdAt: row.created_at,
   lastUsedAt: row.last_used_at,
+  refundLimits: { perRefund: row.refund_limit_per_refund, perDay: row.refund_limit_per_day },
 });
 
 /** The merchant's active grant to a client in one mode, if there is one. */
@@ -83,7 +99,14 @@ export async function addConsent(
       .execute();
     return { ...existing, scopes, clientName: consent.clientName, userId: consent.userId };
   }
-  const grant: Grant = { id: newId('grant_'), ...consent, scopes: orderedScopes(consent.scopes), createdAt: now, lastUsedAt: null };
+  const grant: Grant = {
+    id: newId('grant_'),
+    ...consent,
+    scopes: orderedScopes(consent.scopes),
+    createdAt: now,
+    lastUsedAt: null,
+    refundLimits: { perRefund: null, perDay: null },
+  };
   await trx
     .insertInto('oauth_grants')
     .values({
@@ -170,4 +193,26 @@ export async function touchGrant(db: Db, grant: Grant, now: number): Promise<voi
 /** Writes a grant's last use, on `db` or in a transaction (the MCP audit's group commit). */
 export async function writeLastUse(db: Db | Tx, grantId: string, at: number): Promise<void> {
   await db.updateTable('oauth_grants').set({ last_used_at: at }).where('id', '=', grantId).execute();
+}
+
+/**
+ * Sets the limits of an active grant's refunds (USDC base units; null clears them, and the agent may
+ * then not refund). Only the merchant's own grant; false when there is none. Set by the merchant in
+ * the dashboard only: no tool writes them.
+ */
+export async function setRefundLimits(
+  db: Db,
+  grantId: string,
+  merchantId: string,
+  limits: { perRefund: bigint; perDay: bigint } | null,
+  now: number,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('oauth_grants')
+    .set({ refund_limit_per_refund: limits?.perRefund ?? null, refund_limit_per_day: limits?.perDay ?? null, updated_at: now })
+    .where('id', '=', grantId)
+    .where('merchant_id', '=', merchantId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }

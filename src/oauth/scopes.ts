@@ -9,9 +9,22 @@ export const SCOPES = [
   { scope: 'sessions:write', elevated: true, line: 'Create payment links on your account, including links paying their own destination address' },
   { scope: 'keys:read', elevated: true, line: 'List your API keys, masked to their last four characters' },
   { scope: 'keys:write', elevated: true, line: 'Create new API keys' },
+  { scope: 'refunds:read', elevated: true, line: 'Read your refunds' },
+  {
+    scope: 'refunds:write',
+    elevated: true,
+    line: 'Refund your payments from your payout wallet, once your wallet has signed each refund, and only within the limits you set for this agent under Developers (none until you set them)',
+  },
 ] as const;
 
 export type Scope = (typeof SCOPES)[number]['scope'];
 
 /** What the protected resource metadata advertises (spec E6 shows exactly these). */
 export const DEFAULT_SCOPES: Scope[] = SCOPES.filter((s) => !s.elevated).map((s) => s.scope);
+
+/**
+ * The scopes a client-credentials token of the payment API may be narrowed to (`scope` at the token
+ * endpoint). A token asked without `scope`, like an API key, may do everything the payment API does.
+ */
+export const PAYMENT_API_SCOPES = ['refunds:read', 'refunds:write'] as const;
+export type PaymentApiScope = (typeof PAYMENT_API_SCOPES)[number];

@@ -18,7 +18,10 @@ export const OAUTH_ERRORS = {
     meaning:
       'The code or refresh token is unknown, expired, already used (which revokes the grant), for another client or redirect URI, or its PKCE verifier is wrong; or its authorization is of a mode this deployment does not serve, or of a development client (http on this machine) that is live or no longer accepted',
   },
-  invalid_scope: { status: 400, meaning: 'A refresh asked for a scope the grant does not have' },
+  invalid_scope: {
+    status: 400,
+    meaning: 'A refresh asked for a scope the grant does not have, or a client-credentials request a scope the payment API does not have',
+  },
   unsupported_grant_type: { status: 400, meaning: 'The grant_type is not client_credentials, authorization_code or refresh_token' },
   invalid_target: { status: 400, meaning: 'The audience (or resource) is not the one this client may have: `{base_url}/checkout` or `{mcp_url}/mcp`' },
 } as const;

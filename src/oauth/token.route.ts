@@ -9,6 +9,7 @@ import { unservedMode } from './credential-modes.ts';
 import { grantOfRefreshToken } from './grant-secrets.ts';
 import { revokeGrant } from './grants.ts';
 import { grantOfAccessToken } from './mcp-access.ts';
+import { PAYMENT_API_SCOPES } from './scopes.ts';
 import { signingKeys } from './signing-keys.ts';
 import { authorizationCodeGrant, type GrantAnswer, OAUTH_ERRORS, type OAuthErrorCode, refreshTokenGrant } from './token-grants.ts';
 import { checkoutAudience, issueCheckoutToken } from './tokens.ts';
@@ -75,7 +76,7 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
         url: '/oauth/token',
         summary: 'Token endpoint: client credentials for the payment API; authorization code and refresh token for coding agents',
         description:
-          '`grant_type=client_credentials` takes `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body, or HTTP Basic; the token is valid 24 h. `grant_type=authorization_code` takes `code`, `redirect_uri`, `code_verifier` (PKCE) and `client_id` (the metadata document URL; no secret); `grant_type=refresh_token` takes `refresh_token` and `client_id`, and answers a new refresh token each time (a used one presented again revokes the authorization). Coding agents get a 15-minute token for `{mcp_url}/mcp` with a `refresh_token` and `scope`. Tokens are ES256 JWTs (`typ` `at+jwt`), verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.',
+          '`grant_type=client_credentials` takes `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body, or HTTP Basic, and an optional `scope` narrowing the token to `refunds:read` and/or `refunds:write` (without it the token may do everything the payment API does, as an API key may); the token is valid 24 h. `grant_type=authorization_code` takes `code`, `redirect_uri`, `code_verifier` (PKCE) and `client_id` (the metadata document URL; no secret); `grant_type=refresh_token` takes `refresh_token` and `client_id`, and answers a new refresh token each time (a used one presented again revokes the authorization). Coding agents get a 15-minute token for `{mcp_url}/mcp` with a `refresh_token` and `scope`. Tokens are ES256 JWTs (`typ` `at+jwt`), verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.',
         tag: 'OAuth',
         security: 'none',
         responses: {
@@ -116,8 +117,14 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
         if (!client) return refuse(reply, 'invalid_client', 'the client is unknown or revoked, or the secret is wrong');
         const unserved = unservedMode(context.config, client.mode, 'this client was made');
         if (unserved) return refuse(reply, 'invalid_client', unserved);
-        const { accessToken, expiresIn } = await issueCheckoutToken(context.db, context.config, client, context.now());
-        return answer(reply, { tokens: { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn } });
+        const scopes = fields.scope === undefined ? undefined : [...new Set(fields.scope.split(' ').filter(Boolean))];
+        const unknownScope = scopes?.find((scope) => !(PAYMENT_API_SCOPES as readonly string[]).includes(scope));
+        if (scopes?.length === 0 || unknownScope !== undefined)
+          return refuse(reply, 'invalid_scope', `scope must be one or more of ${PAYMENT_API_SCOPES.join(', ')}, space-separated (or left out: every scope)`);
+        const { accessToken, expiresIn } = await issueCheckoutToken(context.db, context.config, client, context.now(), scopes);
+        return answer(reply, {
+          tokens: { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, ...(scopes ? { scope: scopes.join(' ') } : {}) },
+        });
       },
     );
 

@@ -117,6 +117,8 @@ export async function issueCheckoutToken(
   config: TokenConfig,
   client: { clientId: string; merchantId: string; mode: Mode },
   now: number,
+  /** The scopes the token is narrowed to; none: every scope of the payment API. */
+  scopes?: readonly string[],
 ): Promise<{ accessToken: string; expiresIn: number }> {
   const accessToken = await signAccessToken(
     db,
@@ -125,7 +127,12 @@ export async function issueCheckoutToken(
       subject: client.clientId,
       audience: checkoutAudience(config),
       lifetimeSeconds: CHECKOUT_TOKEN_SECONDS,
-      claims: { client_id: client.clientId, merchant_id: client.merchantId, mode: keyModeOf(client.mode) },
+      claims: {
+        client_id: client.clientId,
+        merchant_id: client.merchantId,
+        mode: keyModeOf(client.mode),
+        ...(scopes === undefined ? {} : { scope: scopes.join(' ') }),
+      },
     },
     now,
   );
@@ -141,11 +148,13 @@ export async function verifyCheckoutToken(
   config: TokenConfig,
   token: string,
   now: number,
-): Promise<{ clientId: string; merchantId: string; mode: Mode | undefined } | undefined> {
+): Promise<{ clientId: string; merchantId: string; mode: Mode | undefined; scopes: string[] | undefined } | undefined> {
   const payload = await verifyAccessToken(db, config, token, checkoutAudience(config), ['client_id', 'merchant_id'], now);
   const mode = payload && modeClaim(payload);
   if (!payload || payload.sub !== payload.client_id || mode === 'malformed') return undefined;
-  return { clientId: payload.client_id as string, merchantId: payload.merchant_id as string, mode };
+  if (payload.scope !== undefined && typeof payload.scope !== 'string') return undefined;
+  const scopes = payload.scope === undefined ? undefined : payload.scope.split(' ').filter(Boolean);
+  return { clientId: payload.client_id as string, merchantId: payload.merchant_id as string, mode, scopes };
 }
 
 /** What an MCP token says; `mode` is undefined on a token issued before modes were recorded. */

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import { newId } from '../common/ids.ts';
 import type { Db, Tx } from '../db/index.ts';
-import type { Mode, RefundsTable } from '../db/schema.ts';
+import type { Mode, RefundOrigin, RefundStatus, RefundsTable } from '../db/schema.ts';
 import { queueRefundMails } from '../mail/notices.ts';
 import { formatUsdc } from '../money/usdc.ts';
 import { findSession } from '../sessions/sessions.ts';
@@ -18,7 +18,42 @@ export type RefundRow = Selectable<RefundsTable>;
 /** The authorization a refund is made of, as the payout wallet signed it. */
 export type RefundTerms = { value: bigint; reason: string | null; nonce: string; validBefore: bigint; signature: string; nextCheckAt: number };
 
-export type CreateRefundResult = { kind: 'created'; refund: RefundRow } | { kind: 'over'; remaining: bigint } | { kind: 'nonce_used' };
+/** Who made a refund: the dashboard, the payment API, or a coding agent's grant (whose limits it counts against). */
+export type RefundMaker = { origin: 'dashboard' | 'api' } | { origin: 'mcp'; grantId: string };
+
+/** The limits a merchant set on a coding agent's refunds, USDC base units; null: not set, so none is allowed. */
+export type RefundLimits = { perRefund: bigint | null; perDay: bigint | null };
+
+/** Refunds a grant's limits count over: the last 24 hours, rolling. */
+export const REFUND_LIMIT_WINDOW_MS = 86_400_000;
+
+/** Which limit a refund of `value` by a grant would go over, with what its refunds of the window already hold; none: within them. */
+export type LimitBreach = { limit: 'unset' | 'per_refund' | 'per_day'; limits: RefundLimits; spent: bigint };
+
+export function limitBreach(limits: RefundLimits, spent: bigint, value: bigint): LimitBreach | undefined {
+  if (limits.perRefund === null || limits.perDay === null) return { limit: 'unset', limits, spent };
+  if (value > limits.perRefund) return { limit: 'per_refund', limits, spent };
+  if (spent + value > limits.perDay) return { limit: 'per_day', limits, spent };
+  return undefined;
+}
+
+/** USDC base units a grant's refunds since `since` give back or may: PENDING and SUCCEEDED. */
+export async function grantRefundedSince(db: Db | Tx, grantId: string, since: number): Promise<bigint> {
+  const row = await db
+    .selectFrom('refunds')
+    .select((eb) => eb.fn.sum<string | number | bigint | null>('value').as('total'))
+    .where('grant_id', '=', grantId)
+    .where('created_at', '>', since)
+    .where('status', 'in', ['PENDING', 'SUCCEEDED'])
+    .executeTakeFirst();
+  return BigInt(row?.total ?? 0);
+}
+
+export type CreateRefundResult =
+  | { kind: 'created'; refund: RefundRow }
+  | { kind: 'over'; remaining: bigint }
+  | { kind: 'nonce_used' }
+  | { kind: 'limit'; breach: LimitBreach };
 
 /** USDC base units of a payment's refunds that hold money or may: PENDING and SUCCEEDED. */
 export async function refundedValue(db: Db | Tx, paymentId: string): Promise<bigint> {
@@ -36,7 +71,14 @@ export async function refundedValue(db: Db | Tx, paymentId: string): Promise<big
  * that holds the payment's row (`FOR UPDATE` on PostgreSQL; on SQLite every write transaction
  * begins IMMEDIATE, one writer at a time), so two refunds at once never add up to more than paid.
  */
-export async function createRefund(db: Db, engine: 'sqlite' | 'postgres', payment: PaymentRow, terms: RefundTerms, now: number): Promise<CreateRefundResult> {
+export async function createRefund(
+  db: Db,
+  engine: 'sqlite' | 'postgres',
+  payment: PaymentRow,
+  terms: RefundTerms,
+  maker: RefundMaker,
+  now: number,
+): Promise<CreateRefundResult> {
   const refund: RefundRow = {
     id: newId('rf_'),
     mode: payment.mode,
@@ -61,8 +103,23 @@ export async function createRefund(db: Db, engine: 'sqlite' | 'postgres', paymen
     next_check_at: terms.nextCheckAt,
     created_at: now,
     updated_at: now,
+    origin: maker.origin,
+    grant_id: maker.origin === 'mcp' ? maker.grantId : null,
   };
   return db.transaction().execute(async (trx) => {
+    if (maker.origin === 'mcp') {
+      // The grant's row is held, its limits read and its window summed in this transaction: an
+      // agent's refunds at once take turns, and a limit lowered meanwhile is the one applied.
+      const grant = trx
+        .selectFrom('oauth_grants')
+        .select(['refund_limit_per_refund', 'refund_limit_per_day'])
+        .where('id', '=', maker.grantId)
+        .where('revoked_at', 'is', null);
+      const row = await (engine === 'postgres' ? grant.forUpdate() : grant).executeTakeFirst();
+      const limits = { perRefund: row?.refund_limit_per_refund ?? null, perDay: row?.refund_limit_per_day ?? null };
+      const breach = limitBreach(limits, await grantRefundedSince(trx, maker.grantId, now - REFUND_LIMIT_WINDOW_MS), terms.value);
+      if (breach) return { kind: 'limit', breach };
+    }
     const locked = trx.selectFrom('payments').select('id').where('id', '=', payment.id).where('status', '=', 'SUCCESS');
     if (!(await (engine === 'postgres' ? locked.forUpdate() : locked).executeTakeFirst())) return { kind: 'over', remaining: 0n };
     const remaining = payment.value - (await refundedValue(trx, payment.id));
@@ -145,4 +202,56 @@ export async function findDueRefunds(db: Db, mode: Mode, now: number, limit: num
     .orderBy('next_check_at')
     .limit(limit)
     .execute();
+}
+
+/** A refund as the payment API and the MCP tools show it, with the order id (`TX-…`) of the payment it refunds. */
+export type RefundWithOrder = RefundRow & { public_order_id: string | null };
+
+/** The scope refunds are read in: a merchant's, of one mode. */
+export type RefundReadScope = { merchantId: string; mode: Mode };
+
+/** One of the merchant's refunds of this mode; another merchant's or mode's is not found. */
+export async function findRefund(db: Db, scope: RefundReadScope, refundId: string): Promise<RefundWithOrder | undefined> {
+  return db
+    .selectFrom('refunds as r')
+    .innerJoin('payments as p', 'p.id', 'r.payment_id')
+    .selectAll('r')
+    .select('p.public_order_id')
+    .where('r.id', '=', refundId)
+    .where('r.merchant_id', '=', scope.merchantId)
+    .where('r.mode', '=', scope.mode)
+    .executeTakeFirst();
+}
+
+export type RefundFilter = { publicOrderId?: string; sessionId?: string; status?: RefundStatus[]; origin?: RefundOrigin };
+export type RefundsCursor = { createdAt: number; id: string };
+
+/** The merchant's refunds of this mode, newest first, filtered, one page after `after` (keyset paging; `next` absent on the last page). */
+export async function pageOfRefunds(
+  db: Db,
+  scope: RefundReadScope,
+  filter: RefundFilter,
+  paging: { after?: RefundsCursor; size: number },
+): Promise<{ refunds: RefundWithOrder[]; next: RefundsCursor | undefined }> {
+  const rows = await db
+    .selectFrom('refunds as r')
+    .innerJoin('payments as p', 'p.id', 'r.payment_id')
+    .selectAll('r')
+    .select('p.public_order_id')
+    .where('r.merchant_id', '=', scope.merchantId)
+    .where('r.mode', '=', scope.mode)
+    .$if(filter.publicOrderId !== undefined, (qb) => qb.where('p.public_order_id', '=', filter.publicOrderId!))
+    .$if(filter.sessionId !== undefined, (qb) => qb.where('r.session_id', '=', filter.sessionId!))
+    .$if(filter.status !== undefined, (qb) => qb.where('r.status', 'in', filter.status!))
+    .$if(filter.origin !== undefined, (qb) => qb.where('r.origin', '=', filter.origin!))
+    .$if(paging.after !== undefined, (qb) =>
+      qb.where((eb) => eb(eb.refTuple('r.created_at', 'r.id'), '<', eb.tuple(paging.after!.createdAt, paging.after!.id))),
+    )
+    .orderBy('r.created_at', 'desc')
+    .orderBy('r.id', 'desc')
+    .limit(paging.size + 1)
+    .execute();
+  const refunds = rows.slice(0, paging.size);
+  const last = refunds.at(-1);
+  return { refunds, next: rows.length > paging.size && last ? { createdAt: last.created_at, id: last.id } : undefined };
 }

@@ -1,7 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { formFields } from '../../http/forms.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
-import { type Grant, grantClientNames, listGrants, revokeGrant } from '../../oauth/grants.ts';
+import { parseDecimalAmount } from '../../money/decimal.ts';
+import { formatUsdc, USDC_DECIMALS } from '../../money/usdc.ts';
+import { type Grant, grantClientNames, listGrants, revokeGrant, setRefundLimits } from '../../oauth/grants.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
@@ -12,10 +15,19 @@ export const DEVELOPERS_PATH = '/dashboard/developers';
 const AUDIT_PAGE_SIZE = 50;
 const OUTCOME_LABELS: Record<AuditOutcome, string> = { ok: 'Done', refused: 'Refused', failed: 'Failed' };
 
+/** An agent's refund limits in words. */
+function refundLimitsText(grant: Grant): string {
+  const { perRefund, perDay } = grant.refundLimits;
+  if (perRefund === null || perDay === null) return 'No limits set: may not refund';
+  if (perRefund === 0n || perDay === 0n) return 'Limit 0: may not refund';
+  return `Up to ${formatUsdc(perRefund)} USDC a refund, ${formatUsdc(perDay)} USDC in 24 hours`;
+}
+
 function grantRow(grant: Grant, csrfToken: string): Html {
   return html`<tr>
 <td data-label="Agent"><strong>${grant.clientName}</strong><br><code>${grant.clientId}</code></td>
 <td data-label="May"><ul class="scope-list">${grant.scopes.map((scope) => html`<li><code>${scope}</code></li>`)}</ul></td>
+<td data-label="Refunds">${refundLimitsText(grant)}</td>
 <td data-label="Authorized">${moment(grant.createdAt)}</td>
 <td data-label="Last used">${moment(grant.lastUsedAt)}</td>
 <td><form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${grant.clientName}">Revoke</button></form></td>
@@ -27,7 +39,7 @@ function agentsSection(grants: Grant[], csrfToken: string): Html {
 ${
   grants.length
     ? html`<p>These agents may use your Till account, each with the scopes listed. Revoking one ends its access at once: its next call is refused, and it must ask you again to get it back.</p>
-<table class="cards grants"><thead><tr><th scope="col">Agent</th><th scope="col">May</th><th scope="col">Authorized</th><th scope="col">Last used</th><th scope="col">Access</th></tr></thead>
+<table class="cards grants"><thead><tr><th scope="col">Agent</th><th scope="col">May</th><th scope="col">Refunds</th><th scope="col">Authorized</th><th scope="col">Last used</th><th scope="col">Access</th></tr></thead>
 <tbody>
 ${joinHtml(
   grants.map((grant) => grantRow(grant, csrfToken)),
@@ -36,6 +48,47 @@ ${joinHtml(
 </tbody></table>`
     : html`<p>No coding agent may use your account. An agent asks for access by sending you to a consent screen.</p>`
 }`;
+}
+
+/** The refund limits form as posted and what was wrong with it, to show it again. */
+type LimitsState = { grantId: string; perRefund: string; perDay: string; invalid: 'perRefund' | 'perDay' };
+
+/** The limits a merchant sets on each agent's refunds; no tool call can change them. */
+function refundLimitsSection(grants: Grant[], csrfToken: string, posted: LimitsState | undefined): Html {
+  if (!grants.length) return html``;
+  const shown = (limit: bigint | null) => (limit === null ? '' : formatUsdc(limit));
+  const forms = grants.map((grant) => {
+    const mine = posted?.grantId === grant.id ? posted : undefined;
+    const aria = (field: LimitsState['invalid']) => (mine?.invalid === field ? html` aria-invalid="true"` : '');
+    const id = (field: string) => `limit-${grant.id}-${field}`;
+    return html`<form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/refund-limits" class="refund-limits">${csrfInput(csrfToken)}
+<fieldset><legend>${grant.clientName}</legend>
+<p><label for="${id('per-refund')}">Per refund (USDC)</label><input id="${id('per-refund')}" name="perRefund" inputmode="decimal" autocomplete="off" value="${mine?.perRefund ?? shown(grant.refundLimits.perRefund)}"${aria('perRefund')}></p>
+<p><label for="${id('per-day')}">Per 24 hours (USDC)</label><input id="${id('per-day')}" name="perDay" inputmode="decimal" autocomplete="off" value="${mine?.perDay ?? shown(grant.refundLimits.perDay)}"${aria('perDay')}></p>
+<p class="actions"><button type="submit">Save limits</button></p></fieldset></form>`;
+  });
+  return html`<h2 id="refund-limits">Refund limits</h2>
+<p>A coding agent with <code>refunds:write</code> may refund your payments only within the limits you set for it here: the most one refund gives back, and the most its refunds give back in any 24 hours (refunds that failed do not count). Each refund is still signed by your payout wallet. With no limits set, or a limit of 0, the agent may not refund at all. Leave both fields empty to remove the limits. No tool call can change them.</p>
+${joinHtml(forms, html`\n`)}`;
+}
+
+/** The limits a form post asks for (null: remove them), or the field it gets wrong and why. */
+function readLimits(
+  fields: Record<string, string | undefined>,
+): { limits: { perRefund: bigint; perDay: bigint } | null } | { invalid: LimitsState['invalid']; problem: string } {
+  const perRefund = (fields.perRefund ?? '').trim();
+  const perDay = (fields.perDay ?? '').trim();
+  if (perRefund === '' && perDay === '') return { limits: null };
+  const amount = (text: string, field: LimitsState['invalid'], label: string): { value: bigint } | { invalid: LimitsState['invalid']; problem: string } => {
+    if (text === '') return { invalid: field, problem: `${label} is required when the other limit is set (leave both empty to remove the limits)` };
+    const parsed = parseDecimalAmount(text, USDC_DECIMALS, { allowZero: true });
+    return parsed.ok ? { value: parsed.minor } : { invalid: field, problem: `${label} ${parsed.reason}: a USDC amount with at most 6 decimals, 0 or more` };
+  };
+  const one = amount(perRefund, 'perRefund', 'Per refund');
+  if ('invalid' in one) return one;
+  const day = amount(perDay, 'perDay', 'Per 24 hours');
+  if ('invalid' in day) return day;
+  return { limits: { perRefund: one.value, perDay: day.value } };
 }
 
 type AuditForm = { grant: string; tool: string; outcome: string };
@@ -122,21 +175,22 @@ ${rows}
 ${form}${list}${pager}`;
 }
 
-async function developersPage(context: AppContext, signedIn: DashboardUser, query: Record<string, unknown>) {
+async function developersPage(context: AppContext, signedIn: DashboardUser, query: Record<string, unknown>, posted?: LimitsState & { problem: string }) {
   const merchantId = signedIn.user.merchantId;
   const grants = await listGrants(context.db, merchantId, signedIn.modes.mode);
   const asked = parseAuditQuery(query);
   // The calls of the mode the dashboard shows, as its agents are.
   const parsed = { ...asked, filter: { ...asked.filter, mode: signedIn.modes.mode } };
-  const problem = parsed.problems.map((p) => `${p.text}.`).join(' ');
+  const problem = [...parsed.problems.map((p) => `${p.text}.`), ...(posted ? [`${posted.problem}.`] : [])].join(' ');
+  const notice = query.revoked === '1' ? 'Access revoked. The agent’s next call is refused.' : query.limits === '1' ? 'Refund limits saved.' : undefined;
   return {
     status: problem ? 400 : 200,
     page: dashboardPage({
       signedIn,
       section: 'developers',
-      ...(query.revoked === '1' ? { notice: 'Access revoked. The agent’s next call is refused.' } : {}),
+      ...(notice ? { notice } : {}),
       ...(problem ? { problem } : {}),
-      body: html`${agentsSection(grants, signedIn.csrfToken)}\n${await auditSection(context, merchantId, grants, parsed)}`,
+      body: html`${agentsSection(grants, signedIn.csrfToken)}\n${refundLimitsSection(grants, signedIn.csrfToken, posted)}\n${await auditSection(context, merchantId, grants, parsed)}`,
     }),
   };
 }
@@ -164,6 +218,31 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
     context,
     {
       method: 'POST',
+      url: `${DEVELOPERS_PATH}/agents/{grantId}/refund-limits`,
+      summary: 'Sets the limits of one coding agent’s refunds: per refund and per 24 hours, in USDC (form post with the session CSRF token)',
+      description:
+        'Both fields empty remove the limits (the agent may then not refund); 0 refuses every refund. Only a grant of the signed-in user’s merchant; no MCP tool can change them.',
+      responses: { 303: { description: 'Saved: back to the page, which says so' }, 400: HTML_RESPONSE, 403: HTML_RESPONSE, 404: HTML_RESPONSE },
+    },
+    async (signedIn, request, reply) => {
+      const { grantId } = request.params as { grantId: string };
+      const fields = formFields(request);
+      const read = readLimits(fields);
+      if ('invalid' in read) {
+        const posted = { grantId, perRefund: fields.perRefund ?? '', perDay: fields.perDay ?? '', invalid: read.invalid, problem: read.problem };
+        const { page } = await developersPage(context, signedIn, {}, posted);
+        return sendPage(reply, 400, page);
+      }
+      if (!(await setRefundLimits(context.db, grantId, signedIn.user.merchantId, read.limits, context.now()))) return noSuchAgent(reply, signedIn);
+      return reply.redirect(`${DEVELOPERS_PATH}?limits=1#refund-limits`, 303);
+    },
+  );
+
+  addDashboardRoute(
+    app,
+    context,
+    {
+      method: 'POST',
       url: `${DEVELOPERS_PATH}/agents/{grantId}/revoke`,
       summary: 'Revokes one of the signed-in merchant’s coding agents (form post with the session CSRF token)',
       description: 'Its refresh tokens stop working, and its access tokens are refused at their next call. Only a grant of the signed-in user’s merchant.',
@@ -171,18 +250,20 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
     },
     async (signedIn, request, reply) => {
       const { grantId } = request.params as { grantId: string };
-      if (!(await revokeGrant(context.db, grantId, 'merchant', context.now(), signedIn.user.merchantId)))
-        return sendPage(
-          reply,
-          404,
-          dashboardPage({
-            signedIn,
-            section: 'developers',
-            heading: 'No such coding agent',
-            body: html`<p>It was already revoked, or it is not one of your account’s.</p><p><a href="${DEVELOPERS_PATH}">Back to Developers</a></p>`,
-          }),
-        );
+      if (!(await revokeGrant(context.db, grantId, 'merchant', context.now(), signedIn.user.merchantId))) return noSuchAgent(reply, signedIn);
       return reply.redirect(`${DEVELOPERS_PATH}?revoked=1`, 303);
     },
   );
 }
+
+const noSuchAgent = (reply: FastifyReply, signedIn: DashboardUser) =>
+  sendPage(
+    reply,
+    404,
+    dashboardPage({
+      signedIn,
+      section: 'developers',
+      heading: 'No such coding agent',
+      body: html`<p>It was already revoked, or it is not one of your account’s.</p><p><a href="${DEVELOPERS_PATH}">Back to Developers</a></p>`,
+    }),
+  );

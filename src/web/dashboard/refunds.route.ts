@@ -59,13 +59,20 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, rails
       // Refunded on the rails of the order's mode, the mode the dashboard shows.
       const services = rails[signedIn.modes.mode];
       if (!services) throw new TillError('facilitator_unavailable');
-      const refund = await makeRefund(context, services, scopeOf(signedIn), orderId, {
-        amount: fields.amount,
-        validBefore: fields.validBefore,
-        nonce: fields.nonce,
-        signature: fields.signature,
-        reason: fields.reason,
-      });
+      const refund = await makeRefund(
+        context,
+        services,
+        scopeOf(signedIn),
+        orderId,
+        {
+          amount: fields.amount,
+          validBefore: fields.validBefore,
+          nonce: fields.nonce,
+          signature: fields.signature,
+          reason: fields.reason,
+        },
+        { origin: 'dashboard' },
+      );
       const query = new URLSearchParams({ q: orderId, refund: refund.id, refundStatus: refund.status });
       return reply.code(303).header('location', `${ORDERS_PATH}?${query}`).send();
     },
