@@ -110,7 +110,6 @@ export const registerRefundRoutes =
         const scope = await refundScope(context, request, 'refunds:write');
         const body = validate(CreateRefundBody, request.body);
         const services = rails[scope.mode];
-        if (!services) throw new TillError('facilitator_unavailable');
         const refund = await makeRefund(context, services, scope, body.paymentId, { ...body, reason: body.reason }, { origin: 'api' });
         return reply.code(201).send(await readRefund(context, scope, refund.id));
       },

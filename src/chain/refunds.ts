@@ -173,7 +173,8 @@ function refundAmount(amount: string | undefined, remaining: bigint): { value: b
  */
 export async function makeRefund(
   context: AppContext,
-  services: RefundServices,
+  /** The rails of the scope's mode; none (no facilitator for it): 503 once the refund is known good, nothing recorded. */
+  services: RefundServices | undefined,
   scope: RefundScope,
   publicOrderId: string,
   request: RefundRequest,
@@ -203,6 +204,7 @@ export async function makeRefund(
     nonce: request.nonce as Hex,
   };
   const signature = request.signature as Hex;
+  if (!services) throw new TillError('facilitator_unavailable');
   await checkSigner(payment, authorization, signature, services.network);
   const created = await createRefund(
     context.db,

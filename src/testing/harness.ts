@@ -100,7 +100,17 @@ export type PayingService = Awaited<ReturnType<typeof startPayingService>>;
 export async function startPayingService(
   engine: Engine,
   env: Record<string, string> = {},
-  options: { faultControls?: boolean; workers?: boolean; blockIntervalMs?: number; onQuery?: CreateServiceOptions['onQuery']; log?: Logger } = {},
+  options: {
+    faultControls?: boolean;
+    workers?: boolean;
+    blockIntervalMs?: number;
+    onQuery?: CreateServiceOptions['onQuery'];
+    log?: Logger;
+    /** The modes the service serves, whatever its settings say. */
+    modes?: Config['modes'];
+    /** Listen on this port of 127.0.0.1 (a free one otherwise), as when TILL_BASE_URL names it for tokens' audience. */
+    port?: number;
+  } = {},
 ) {
   const sandbox = await startSandbox({ faultControls: options.faultControls ?? false, blockIntervalMs: options.blockIntervalMs ?? 0 });
   const service = await startTestService(
@@ -110,9 +120,10 @@ export async function startPayingService(
       workers: options.workers ?? false,
       ...(options.onQuery ? { onQuery: options.onQuery } : {}),
       ...(options.log ? { log: options.log } : {}),
+      ...(options.modes ? { modes: options.modes } : {}),
     },
   );
-  const baseUrl = await service.app.listen({ port: 0, host: '127.0.0.1' });
+  const baseUrl = await service.app.listen({ port: options.port ?? 0, host: '127.0.0.1' });
   return {
     service,
     sandbox,
