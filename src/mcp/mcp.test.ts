@@ -93,6 +93,10 @@ for (const { engine, skip } of engines) {
         list_api_keys: 'keys:read',
         create_payment_session: 'sessions:write',
         create_api_key: 'keys:write',
+        list_payment_sessions: 'orders:read',
+        list_refunds: 'refunds:read',
+        prepare_refund: 'refunds:write',
+        submit_refund: 'refunds:write',
       };
       assert.deepEqual(tools.map((t) => t.name).sort(), Object.keys(scopes).sort());
       for (const tool of tools) {

@@ -36,7 +36,7 @@ test('authorization server metadata (RFC 8414): S256 only, Client ID Metadata Do
   assert.equal(body.client_id_metadata_document_supported, true);
   assert.equal('registration_endpoint' in body, false);
   assert.deepEqual(body.response_types_supported, ['code']);
-  assert.deepEqual(body.scopes_supported, ['settings:read', 'orders:read', 'sessions:write', 'keys:read', 'keys:write']);
+  assert.deepEqual(body.scopes_supported, ['settings:read', 'orders:read', 'sessions:write', 'keys:read', 'keys:write', 'refunds:read', 'refunds:write']);
 });
 
 test('the JWKS the metadata points at is served, public keys only', async () => {

@@ -313,8 +313,28 @@ function specs(f: Fixture): Record<string, Spec> {
     method: fc.oneof(oneOf('initialize', 'tools/list', 'tools/call', 'ping', 'notifications/initialized', 'resources/list'), text),
     params: fc.oneof(
       fc.record({
-        name: fc.oneof(oneOf('create_payment_session', 'list_orders', 'get_receipt', 'get_payment_settings', 'list_api_keys', 'create_api_key'), text),
-        arguments: fc.oneof(fc.dictionary(oneOf('amount', 'currency', 'orderId', 'publicOrderId', 'limit', 'cursor', 'payTo'), jsonValue), jsonValue),
+        name: fc.oneof(
+          oneOf(
+            'create_payment_session',
+            'list_orders',
+            'get_receipt',
+            'get_payment_settings',
+            'list_api_keys',
+            'create_api_key',
+            'list_payment_sessions',
+            'list_refunds',
+            'prepare_refund',
+            'submit_refund',
+          ),
+          text,
+        ),
+        arguments: fc.oneof(
+          fc.dictionary(
+            oneOf('amount', 'currency', 'orderId', 'publicOrderId', 'limit', 'cursor', 'payTo', 'paymentId', 'status', 'nonce', 'signature', 'validBefore'),
+            jsonValue,
+          ),
+          jsonValue,
+        ),
       }),
       jsonValue,
     ),
@@ -400,6 +420,37 @@ function specs(f: Fixture): Record<string, Spec> {
         orderId: oneOf('order-1', ''),
         createdFrom: oneOf('2020-01-01T00:00:00Z', 'yesterday'),
         createdTo: oneOf('2040-01-01T00:00:00Z', '2020-01-01T00:00:00Z'),
+        limit: oneOf('1', '100', '101', '0', '-1', '1.5'),
+        cursor: oneOf('AAAA', '%00', ''),
+      },
+    },
+    // Refunds over the API: never a real signature, so nothing is ever recorded or moved.
+    'POST /api/checkout/v2/payments/:paymentId/refunds/prepare': {
+      params: { paymentId: [f.publicOrderId, 'TX-1', '%00'] },
+      body: { json: [{ amount: '0.01' }, { amount: 'x' }, { amount: '-1' }, {}, { amount: '0.01', payTo: '0x1' }], limit: 16 * 1024 },
+    },
+    'POST /api/checkout/v2/refunds': {
+      body: {
+        json: [
+          {
+            paymentId: f.publicOrderId,
+            amount: '0.01',
+            validBefore: String(Math.floor(Date.now() / 1000) + 300),
+            nonce: `0x${'ab'.repeat(32)}`,
+            signature: `0x${'1b'.repeat(65)}`,
+          },
+          { paymentId: 'TX-1', amount: 'x', validBefore: '1', nonce: '0x12', signature: '0x' },
+          {},
+        ],
+        limit: 16 * 1024,
+      },
+    },
+    'GET /api/checkout/v2/refunds/:refundId': { params: { refundId: ['rf_AAAAAAAAAAAAAAAAAAAAAA', 'x', '%00'] } },
+    'GET /api/checkout/v2/refunds': {
+      query: {
+        paymentId: oneOf(f.publicOrderId, 'TX-1', ''),
+        paymentSessionId: oneOf(...sessionIds, ''),
+        status: oneOf('PENDING', 'SUCCEEDED,FAILED', 'DONE', ''),
         limit: oneOf('1', '100', '101', '0', '-1', '1.5'),
         cursor: oneOf('AAAA', '%00', ''),
       },
@@ -498,8 +549,12 @@ function specs(f: Fixture): Record<string, Spec> {
         reason: text,
       }),
     },
-    'GET /dashboard/developers': { query: { revoked: oneOf('1') } },
+    'GET /dashboard/developers': { query: { revoked: oneOf('1'), limits: oneOf('1') } },
     'POST /dashboard/developers/agents/:grantId/revoke': { params: { grantId: [f.revocable.agent.grantId] }, ...form({}) },
+    'POST /dashboard/developers/agents/:grantId/refund-limits': {
+      params: { grantId: [f.revocable.agent.grantId] },
+      ...form({ perRefund: oneOf('0', '0.5', '-1', 'x', ''), perDay: oneOf('0', '10', '1.1234567', '') }),
+    },
     'GET /dashboard/notifications': { query: { eventId: oneOf(...f.eventIds) } },
     'POST /dashboard/notifications/endpoint': form({
       url: oneOf('https://hooks.shop.example/till', 'http://10.0.0.1/x', 'not a url'),

@@ -114,9 +114,22 @@ describe('a coding agent authorized in Chromium', { skip: browserSkip }, () => {
       const box = (scope: string) => page.getByRole('checkbox', { name: new RegExp(`^${scope}\\b`) });
       const ticked = async () =>
         Object.fromEntries(
-          await Promise.all(['settings:read', 'orders:read', 'sessions:write', 'keys:read', 'keys:write'].map(async (s) => [s, await box(s).isChecked()])),
+          await Promise.all(
+            ['settings:read', 'orders:read', 'sessions:write', 'keys:read', 'keys:write', 'refunds:read', 'refunds:write'].map(async (s) => [
+              s,
+              await box(s).isChecked(),
+            ]),
+          ),
         );
-      assert.deepEqual(await ticked(), { 'settings:read': true, 'orders:read': true, 'sessions:write': false, 'keys:read': false, 'keys:write': false });
+      assert.deepEqual(await ticked(), {
+        'settings:read': true,
+        'orders:read': true,
+        'sessions:write': false,
+        'keys:read': false,
+        'keys:write': false,
+        'refunds:read': false,
+        'refunds:write': false,
+      });
       await assertAccessible(page);
       await screenshots(page, 'oauth', 'consent');
       await page.setViewportSize({ width: 1280, height: 900 });

@@ -287,6 +287,16 @@ for (const { engine, skip } of engines) {
           }
         },
         'POST /dashboard/developers/agents/{grantId}/revoke': () => notFound('POST', `/dashboard/developers/agents/${a.grantId}/revoke`, {}),
+        // B cannot set limits on A's agent: 404, and A's agent keeps none.
+        'POST /dashboard/developers/agents/{grantId}/refund-limits': async () => {
+          await notFound('POST', `/dashboard/developers/agents/${a.grantId}/refund-limits`, { perRefund: '100', perDay: '100' });
+          const limits = await shop.service.context.db
+            .selectFrom('oauth_grants')
+            .select(['refund_limit_per_refund', 'refund_limit_per_day'])
+            .where('id', '=', a.grantId)
+            .executeTakeFirstOrThrow();
+          assert.deepEqual(limits, { refund_limit_per_refund: null, refund_limit_per_day: null });
+        },
         // The switch only picks which of B's own data B sees.
         'POST /dashboard/mode': async () => {
           await tryAs('POST', '/dashboard/mode', { mode: 'live', section: 'orders', merchantId: shop.merchantId });
