@@ -54,7 +54,8 @@ export const prepareRefundTool = defineTool({
     "Answers the EIP-712 typed data of the EIP-3009 authorization that gives `amount` USDC of a settled payment (paymentId TX-…) back to its payer from the payout wallet that received it, valid 10 minutes. The payout wallet's owner signs it (eth_signTypedData_v4, or viem's signTypedData); submit_refund then makes the refund. Refused over the limits the merchant set for this authorization (per refund, per 24 hours), and when none are set.",
   scope: 'refunds:write',
   input: z.strictObject({ paymentId: PaymentIdField, amount: AmountField }),
-  output: PreparedRefund,
+  // The API's shapes without their OpenAPI ids: a tool's schemas are plain objects at the top.
+  output: z.object(PreparedRefund.shape),
   async run(context, access, { paymentId, amount }) {
     const payment = await refundablePayment(context, scopeOf(access), paymentId);
     await checkLimits(context, access, 'prepare_refund', refundValue(amount, await refundableValue(context, payment)));
@@ -69,8 +70,8 @@ export const submitRefundTool = defineTool({
   description:
     "Makes a refund from what prepare_refund answered (its `submit` fields) and the payout wallet's signature: checked as the dashboard checks it, submitted, and decided by the chain alone (PENDING until the transfer is seen). Refused, with nothing recorded or moved, over the limits the merchant set for this authorization (per refund, per 24 hours), or when none are set.",
   scope: 'refunds:write',
-  input: CreateRefundBody,
-  output: Refund,
+  input: z.strictObject(CreateRefundBody.shape),
+  output: z.object(Refund.shape),
   async run(context, access, args, call) {
     const services = call.rails[access.grant.mode];
     try {
@@ -98,6 +99,6 @@ export const listRefundsTool = defineTool({
     "Refunds of the authorization's mode, newest first, filtered by paymentId (TX-…), paymentSessionId and status (PENDING, SUCCEEDED, FAILED, comma-separated), a page at a time: pass nextCursor as cursor.",
   scope: 'refunds:read',
   input: RefundListQuery,
-  output: RefundList,
+  output: z.object(RefundList.shape),
   run: (context, access, query) => listRefunds(context.db, scopeOf(access), query),
 });

@@ -295,7 +295,7 @@ for (const { engine, skip } of engines) {
             .select(['refund_limit_per_refund', 'refund_limit_per_day'])
             .where('id', '=', a.grantId)
             .executeTakeFirstOrThrow();
-          assert.deepEqual(limits, { refund_limit_per_refund: null, refund_limit_per_day: null });
+          assert.deepEqual({ ...limits }, { refund_limit_per_refund: null, refund_limit_per_day: null });
         },
         // The switch only picks which of B's own data B sees.
         'POST /dashboard/mode': async () => {
