@@ -70,7 +70,7 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
           userId: user.id,
           clientId: 'https://agents.acme.example/till/client.json',
           clientName: AGENT,
-          scopes: ['orders:read', 'settings:read'],
+          scopes: ['orders:read', 'settings:read', 'refunds:write'],
           mode: 'sandbox',
         },
         Date.now(),
@@ -165,6 +165,15 @@ describe('the dashboard’s orders, notifications and developers pages in Chromi
       const row = page.getByRole('row', { name: new RegExp(AGENT) }).first();
       await row.waitFor();
       await page.getByText('scope_missing').waitFor();
+      // Its refund limits: none until set, then set by the merchant's form.
+      await row.getByText('No limits set: may not refund').waitFor();
+      await page.getByLabel('Per refund (USDC)').fill('5');
+      await page.getByLabel('Per 24 hours (USDC)').fill('20');
+      await page.getByRole('button', { name: 'Save limits' }).click();
+      await page.waitForURL(`${baseUrl}/dashboard/developers?limits=1#refund-limits`);
+      await page.getByRole('status').getByText('Refund limits saved.').waitFor();
+      await row.getByText('Up to 5.00 USDC a refund, 20.00 USDC in 24 hours').waitFor();
+      assert.equal(await page.getByLabel('Per 24 hours (USDC)').inputValue(), '20.00');
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'developers');
       await page.setViewportSize({ width: 1280, height: 900 });
