@@ -44,6 +44,50 @@ for (const { engine, skip } of engines) {
       assert.equal(old.headers.location, '/dashboard/developers');
     });
 
+    test('refund limits: a bad value is refused naming its field with nothing saved, both set are saved, both empty remove them', async () => {
+      const owner = await signedInMerchant(service);
+      const grant = await consent(owner, 'Refunding Agent', ['orders:read', 'refunds:write']);
+      const post = async (form: Record<string, string>) =>
+        owner.browser.request('POST', `/dashboard/developers/agents/${grant.id}/refund-limits`, {
+          csrf: await owner.browser.csrf('/dashboard/developers'),
+          ...form,
+        });
+      const saved = async () => (await activeGrant(service.context.db, grant.id))!.refundLimits;
+      assert.match((await owner.browser.request('GET', '/dashboard/developers')).body, /No limits set: may not refund/);
+
+      const refusals: [Record<string, string>, string, RegExp][] = [
+        [{ perRefund: 'ten', perDay: '10' }, 'perRefund', /Per refund must be a finite decimal number/],
+        [{ perRefund: '1', perDay: '-5' }, 'perDay', /Per 24 hours must not be negative/],
+        [{ perRefund: '1.1234567', perDay: '5' }, 'perRefund', /Per refund has more decimals than the currency allows/],
+        [{ perRefund: '1', perDay: '' }, 'perDay', /Per 24 hours is required when the other limit is set/],
+      ];
+      for (const [form, field, problem] of refusals) {
+        const answer = await post(form);
+        assert.equal(answer.statusCode, 400, JSON.stringify(form));
+        assert.match(answer.body, problem);
+        assert.match(answer.body, new RegExp(`name="${field}"[^>]*aria-invalid="true"`), `${field} is marked`);
+        assert.deepEqual(await saved(), { perRefund: null, perDay: null }, 'nothing saved');
+      }
+
+      assert.equal((await post({ perRefund: '2.5', perDay: '10' })).statusCode, 303);
+      assert.deepEqual(await saved(), { perRefund: 2_500_000n, perDay: 10_000_000n });
+      assert.match((await owner.browser.request('GET', '/dashboard/developers?limits=1')).body, /Up to 2\.50 USDC a refund, 10\.00 USDC in 24 hours/);
+      assert.equal((await post({ perRefund: '0', perDay: '0' })).statusCode, 303);
+      assert.deepEqual(await saved(), { perRefund: 0n, perDay: 0n });
+      assert.match((await owner.browser.request('GET', '/dashboard/developers')).body, /Limit 0: may not refund/);
+      assert.equal((await post({ perRefund: '', perDay: '' })).statusCode, 303);
+      assert.deepEqual(await saved(), { perRefund: null, perDay: null });
+      // Another merchant cannot set them.
+      const stranger = await signedInMerchant(service);
+      const foreign = await stranger.browser.request('POST', `/dashboard/developers/agents/${grant.id}/refund-limits`, {
+        csrf: await stranger.browser.csrf('/dashboard/developers'),
+        perRefund: '100',
+        perDay: '100',
+      });
+      assert.equal(foreign.statusCode, 404);
+      assert.deepEqual(await saved(), { perRefund: null, perDay: null });
+    });
+
     test('the list shows each grant: name, client id, scopes, dates, a revoke form', async () => {
       const owner = await signedInMerchant(service);
       const empty = await owner.browser.request('GET', '/dashboard/developers');
