@@ -4,6 +4,7 @@ import { createApiKey } from '../merchants/api-keys.ts';
 import { findMerchant } from '../merchants/merchants.ts';
 import { authorizedAgent, authorizedAgents, callMcpTool, mcpRequest } from '../testing/agent.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../testing/harness.ts';
+import { createSession } from '../testing/shop.ts';
 import { listToolCalls } from './audit.ts';
 import { KEYS_PER_ACCOUNT, KEYS_PER_DAY_PER_AUTHORIZATION } from './tools/create-api-key.ts';
 
@@ -31,6 +32,46 @@ for (const { engine, skip } of engines) {
       const result = await call(accessToken, 'get_payment_settings');
       assert.deepEqual(result.structuredContent.chains, [{ name: 'base', tokens: ['USDC'], payoutAddressConfigured: true }]);
       assert.ok(!JSON.stringify(result).toLowerCase().includes(WALLET.slice(2)), 'the wallet address is never shown');
+    });
+
+    test('list_payment_sessions finds an order by orderId, pages with the cursor, and refuses a bad filter by name', async () => {
+      const { merchantId, apiKey } = await service.merchant({ walletAddress: WALLET });
+      const { accessToken } = await authorizedAgent(service.context, merchantId, ['orders:read']);
+      const other = await agentOn(['orders:read']);
+      for (const orderId of ['agent-a', 'agent-b', 'agent-c']) {
+        clock += 1000;
+        await createSession(service, apiKey, { amount: 5, currency: 'USD', orderId });
+      }
+      const found = (await call(accessToken, 'list_payment_sessions', { orderId: 'agent-b' })).structuredContent;
+      assert.deepEqual(
+        found.sessions.map((s: { orderId: string }) => s.orderId),
+        ['agent-b'],
+      );
+      assert.equal(found.nextCursor, null);
+      const first = (await call(accessToken, 'list_payment_sessions', { limit: 2, status: 'OPEN' })).structuredContent;
+      assert.deepEqual(
+        first.sessions.map((s: { orderId: string }) => s.orderId),
+        ['agent-c', 'agent-b'],
+      );
+      const second = (await call(accessToken, 'list_payment_sessions', { limit: 2, status: 'OPEN', cursor: first.nextCursor })).structuredContent;
+      assert.deepEqual(
+        second.sessions.map((s: { orderId: string }) => s.orderId),
+        ['agent-a'],
+      );
+      assert.equal(second.nextCursor, null);
+      // Another merchant's agent sees none of them.
+      assert.deepEqual((await call(other.accessToken, 'list_payment_sessions', { orderId: 'agent-b' })).structuredContent.sessions, []);
+      const refusals: [Record<string, unknown>, RegExp][] = [
+        [{ cursor: 'AAAA' }, /cursor is not a cursor this list gave/],
+        [{ status: 'PAID' }, /status/],
+        [{ createdFrom: '2026-01-02T00:00:00Z', createdTo: '2026-01-01T00:00:00Z' }, /createdTo must be after createdFrom/],
+        [{ limit: 101 }, /limit/],
+      ];
+      for (const [args, message] of refusals) {
+        const result = await call(accessToken, 'list_payment_sessions', args);
+        assert.equal(result.isError, true, JSON.stringify(args));
+        assert.match(result.content[0].text, message);
+      }
     });
 
     test('create_payment_session refusals name what was refused, create nothing, and are audited once each', async () => {
