@@ -3,7 +3,8 @@
 // on the consent page (never pre-ticked), an agent finds the order with list_payment_sessions,
 // prepares a refund, signs it with the payout wallet's key (viem) and submits it; the chain shows
 // the transfer; the limits the merchant set in the dashboard refuse the next one, naming the limit;
-// no limits set (or a limit of 0) refuse every refund; and the dashboard's audit shows every call.
+// no limits set (or a limit of 0) refuse every refund; the dashboard's audit shows every call; and
+// (in process) two refunds submitted at once never pass the grant's limit per 24 hours.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { auth as authV2, Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -12,6 +13,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Address, Hex, LocalAccount } from 'viem';
 import { createUser } from '../accounts/users.ts';
+import { authorizedAgent as authorizedAgentInProcess, callMcpTool } from '../testing/agent.ts';
 import { AgentAuth } from '../testing/agent-auth.ts';
 import { transfersOnChain } from '../testing/buyer.ts';
 import { type DocumentServer, startDocumentServer } from '../testing/document-server.ts';
@@ -87,6 +89,8 @@ for (const { engine, skip } of engines) {
       assert.equal(response.status, 200);
       return { sessionId, payer };
     };
+    const merchantIdOf = async (sessionId: string) =>
+      (await env.service.context.db.selectFrom('payment_sessions').select('merchant_id').where('id', '=', sessionId).executeTakeFirstOrThrow()).merchant_id;
     const refundTransfers = (payer: Address) => transfersOnChain(env.sandbox.rpcUrl, env.sandbox.usdcAddress, { from: payout.address, to: payer });
 
     /**
@@ -204,6 +208,31 @@ for (const { engine, skip } of engines) {
       for (const reason of ['refund_limit_unset', 'refund_limit_per_refund', 'refund_limit_per_day', 'invalid_field', 'unknown_argument'])
         assert.match(prepares, new RegExp(`<span class="note">${reason}</span>`));
     }
+
+    test("an agent's refunds submitted at once never pass its limit per 24 hours: one is made, the other refused naming it", async () => {
+      const { sessionId, payer } = await paidOrder(`agent-order-race-${engine}`);
+      const agent = await authorizedAgentInProcess(env.service.context, await merchantIdOf(sessionId), ['refunds:write']);
+      assert.equal((await setLimits(agent.grantId, '0.5', '0.5')).statusCode, 303);
+      const paymentId = (
+        await env.service.context.db.selectFrom('payments').select('public_order_id').where('session_id', '=', sessionId).executeTakeFirstOrThrow()
+      ).public_order_id!;
+      // Two refunds of 0.3 each, both within the limits alone, prepared and signed before either is made.
+      const signed = [];
+      for (let i = 0; i < 2; i++) {
+        const prepared = (await callMcpTool(env.service.app, agent.accessToken, 'prepare_refund', { paymentId, amount: '0.3' })).body.result;
+        const { typedData, submit } = prepared.structuredContent as { typedData: TypedData; submit: Record<string, string> };
+        signed.push({ ...submit, signature: await signRefund(payout, typedData) });
+      }
+      const answers = await Promise.all(signed.map((args) => callMcpTool(env.service.app, agent.accessToken, 'submit_refund', args)));
+      const results = answers.map((answer) => answer.body.result as ToolAnswer);
+      assert.equal(results.filter((result) => result.isError !== true).length, 1, JSON.stringify(results));
+      assert.match(results.find((result) => result.isError)!.content[0]!.text, /over its refund limit per 24 hours, 0\.50 USDC/);
+      await waitFor(async () => (await refundTransfers(payer.address)).length === 1, 'the one refund on chain');
+      assert.deepEqual(
+        (await refundTransfers(payer.address)).map((t) => t.value),
+        [300_000n],
+      );
+    });
 
     test('SDK v2 (2026-07-28): consent to the refund scopes, find the order, prepare, sign and submit a partial refund, then the limits refuse', async () => {
       const { agentAuth, grantId } = await authorizedAgent('refund-v2', authV2);
