@@ -49,7 +49,18 @@ describe('the MCP Inspector CLI with a bearer token', () => {
     const listed = json(await withToken(accessToken, '--method', 'tools/list'));
     assert.deepEqual(
       listed.tools.map((tool: { name: string }) => tool.name),
-      ['get_payment_settings', 'list_orders', 'get_receipt', 'list_api_keys', 'create_payment_session', 'create_api_key'],
+      [
+        'get_payment_settings',
+        'list_orders',
+        'list_payment_sessions',
+        'get_receipt',
+        'list_api_keys',
+        'create_payment_session',
+        'create_api_key',
+        'list_refunds',
+        'prepare_refund',
+        'submit_refund',
+      ],
     );
 
     const called = json(await withToken(accessToken, '--method', 'tools/call', '--tool-name', 'get_payment_settings'));

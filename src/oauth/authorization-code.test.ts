@@ -188,7 +188,15 @@ for (const { engine, skip } of engines) {
       const boxes = Object.fromEntries(
         [...page.body.matchAll(/<input type="checkbox" name="scope" value="([^"]+)"[^>]*?( checked)?>/g)].map((box) => [box[1], Boolean(box[2])]),
       );
-      assert.deepEqual(boxes, { 'settings:read': true, 'orders:read': false, 'sessions:write': false, 'keys:read': false, 'keys:write': false });
+      assert.deepEqual(boxes, {
+        'settings:read': true,
+        'orders:read': false,
+        'sessions:write': false,
+        'keys:read': false,
+        'keys:write': false,
+        'refunds:read': false,
+        'refunds:write': false,
+      });
     });
 
     test('allowing sends a code; with its verifier it becomes an ES256 at+jwt for the MCP endpoint and a refresh token', async () => {
