@@ -88,7 +88,7 @@ for (const { engine, skip } of engines) {
 
       const listed = await mcpRequest(service.app, accessToken, 'tools/list');
       assert.equal(listed.status, 200);
-      assert.equal(listed.body.result.tools.length, 6);
+      assert.equal(listed.body.result.tools.length, 10);
 
       // The Inspector command it prints, run as printed (through the Inspector's own launcher rather than npx).
       const printed = /npx @modelcontextprotocol\/inspector (--cli \S+ --transport http --header "Authorization: Bearer \S+" --method tools\/list)/.exec(
@@ -102,7 +102,7 @@ for (const { engine, skip } of engines) {
         timeoutMs: 60_000,
       });
       assert.equal(inspected.code, 0, inspected.stderr);
-      assert.equal(JSON.parse(inspected.stdout).tools.length, 6);
+      assert.equal(JSON.parse(inspected.stdout).tools.length, 10);
     });
 
     test('--json prints the token and its details for scripts; the grant is the merchant’s, named after the command', async () => {

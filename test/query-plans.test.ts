@@ -135,7 +135,7 @@ for (const { engine, skip } of engines) {
       const app = service.app;
       const email = `plans-${engine}-${Date.now()}@shop.example`;
       await createUser(service.context.db, { merchantId, email, password: 'correct horse battery staple' });
-      const agent = await authorizedAgent(service.context, merchantId, ['settings:read', 'orders:read', 'keys:read']);
+      const agent = await authorizedAgent(service.context, merchantId, ['settings:read', 'orders:read', 'keys:read', 'refunds:read']);
       const browser = new Browser(service);
       const serve = async (what: string, answer: Promise<{ statusCode?: number; status?: number }>, expected: number) => {
         const response = await answer;
@@ -203,6 +203,9 @@ for (const { engine, skip } of engines) {
       await serve('event list, filtered, after a cursor', events(`type=payment.succeeded,session.expired&${range}&limit=5&cursor=${eventsCursor}`), 200);
       await serve('event list, oldest first', events(`order=oldest&createdFrom=2020-01-01T00:00:00Z`), 200);
       const eventId = (firstEvents.json().events as { id: string }[])[0]!.id;
+      const refunds = (query: string) => app.inject({ method: 'GET', url: `/api/checkout/v2/refunds?${query}`, headers: { 'x-sc-apikey': apiKey } });
+      await serve('refund list', refunds('limit=5'), 200);
+      await serve('refund list by payment', refunds(`paymentId=${paymentId}&status=SUCCEEDED,PENDING`), 200);
       await serve('event read', app.inject({ method: 'GET', url: `/api/checkout/v2/events/${eventId}`, headers: { 'x-sc-apikey': apiKey } }), 200);
       // A coding agent's tools.
       for (const [tool, args] of [
@@ -210,6 +213,8 @@ for (const { engine, skip } of engines) {
         ['get_receipt', { publicOrderId: paymentId }],
         ['list_api_keys', {}],
         ['get_payment_settings', {}],
+        ['list_payment_sessions', { orderId: 'plans-1' }],
+        ['list_refunds', { paymentId }],
       ] as const) {
         const answer = await callMcpTool(app, agent.accessToken, tool, args);
         assert.equal(answer.body?.result?.isError ?? false, false, `${tool}: ${JSON.stringify(answer.body)}`);
