@@ -21,7 +21,11 @@ import { type Browser, signedInMerchant } from '../src/testing/page-browser.ts';
 import { newAccount } from '../src/testing/payer.ts';
 import { createSession } from '../src/testing/shop.ts';
 
-type Manifest = { x402Version: number; items: (DiscoveryResource & { metadata: Record<string, unknown> })[]; pagination: { limit: number; cursor: string | null } };
+type Manifest = {
+  x402Version: number;
+  items: (DiscoveryResource & { metadata: Record<string, unknown> })[];
+  pagination: { limit: number; cursor: string | null };
+};
 
 /** What the package's own helpers build for a GET link: the declaration, enriched with the request's method as its server extension does. */
 function packageDeclaration(editable: boolean, suggested: string) {
@@ -65,7 +69,8 @@ for (const { engine, skip } of engines) {
       assert.equal(created.statusCode, 303, created.body);
       return /^\/dashboard\/links\/(ps_[\w-]+)\?done=created$/.exec(String(created.headers.location))![1]!;
     }
-    const manifest = async (query = '', headers: Record<string, string> = {}) => service.app.inject({ method: 'GET', url: `/.well-known/x402${query}`, headers });
+    const manifest = async (query = '', headers: Record<string, string> = {}) =>
+      service.app.inject({ method: 'GET', url: `/.well-known/x402${query}`, headers });
     /** Every item of every page, following the cursor. */
     async function allItems(limit = 100) {
       const items: Manifest['items'] = [];
@@ -105,7 +110,14 @@ for (const { engine, skip } of engines) {
       const donationItem = items.find((i) => i.resource === `http://till.test/x402/session/${donation}`)!;
       assert.ok(fixedItem && donationItem);
       assert.deepEqual(fixedItem.metadata, { name: 'Weather report', price: '12.50', currency: 'USD', buyerChoosesAmount: false, merchant: 'Test merchant' });
-      assert.deepEqual(donationItem.metadata, { name: 'Donation', price: '5.00', currency: 'USD', buyerChoosesAmount: true, minAmount: '1.00', merchant: 'Test merchant' });
+      assert.deepEqual(donationItem.metadata, {
+        name: 'Donation',
+        price: '5.00',
+        currency: 'USD',
+        buyerChoosesAmount: true,
+        minAmount: '1.00',
+        merchant: 'Test merchant',
+      });
       for (const item of items) {
         assert.equal(item.type, 'http');
         assert.equal(item.x402Version, 2);
@@ -159,7 +171,10 @@ for (const { engine, skip } of engines) {
       } while (cursor);
       assert.equal(new Set(pages).size, pages.length, 'no item twice');
       for (const id of ids) assert.ok(pages.includes(`http://till.test/x402/session/${id}`));
-      assert.deepEqual(pages, (await allItems(100)).map((i) => i.resource));
+      assert.deepEqual(
+        pages,
+        (await allItems(100)).map((i) => i.resource),
+      );
 
       const archive = await browser.request('POST', `/dashboard/links/${ids[0]}/archive`, { csrf: await browser.csrf(`/dashboard/links/${ids[0]}`) });
       assert.equal(archive.statusCode, 303);

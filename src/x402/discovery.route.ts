@@ -29,7 +29,13 @@ const MAX_LIMIT = 100;
 const MAX_AGE_S = 60;
 
 const Query = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).optional().meta({ description: `Items per page, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})` }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_LIMIT)
+    .optional()
+    .meta({ description: `Items per page, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})` }),
   cursor: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,100}$/)

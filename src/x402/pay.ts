@@ -1,7 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { TillError } from '../common/errors.ts';
 import { MAX_TIMEOUT_SECONDS } from '../common/network.ts';
-import { type ClaimResult, claimPayment, findPaymentByAuthorization, findPaymentByIdentifier, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
+import {
+  type ClaimResult,
+  claimPayment,
+  findPaymentByAuthorization,
+  findPaymentByIdentifier,
+  firstSuccessfulPayment,
+  type PaymentRow,
+} from '../payments/payments.ts';
 import { isExpired, type SessionRow } from '../sessions/sessions.ts';
 import { type Answer, challengeAnswer, inProgressAnswer, paidAnswer } from './answers.ts';
 import { recordRefusedProof } from './attempts.ts';

@@ -96,7 +96,9 @@ export async function quoteOffer(
     payTo,
     asset: rails.usdcAddress,
     usdcAmount: quote.usdc_amount,
-    ...(session.discoverable === 1 ? { discovery: { editable: session.editable === 1, suggestedAmount: formatMinor(session.amount_minor, currencyExponent(session.currency) ?? 2) } } : {}),
+    ...(session.discoverable === 1
+      ? { discovery: { editable: session.editable === 1, suggestedAmount: formatMinor(session.amount_minor, currencyExponent(session.currency) ?? 2) } }
+      : {}),
   };
   return { quote, offer };
 }

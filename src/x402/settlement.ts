@@ -12,7 +12,6 @@ import { authorizationOf, nextFailedCheck } from '../chain/follow-up.ts';
 import type { Rails } from '../chain/rails.ts';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
-import type { Db } from '../db/index.ts';
 import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordFailure, recordSettleAttempt, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import type { Offer } from './challenge.ts';
