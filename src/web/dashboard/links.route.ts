@@ -130,8 +130,8 @@ ${textInput('orderId', values, invalid, html`maxlength="255" autocomplete="off"`
 ${textInput('successUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes once paid.')}
 ${textInput('cancelUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes on cancel.')}
 ${textInput('failUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes when the payment fails.')}</details>
-<p class="choice"><input type="checkbox" id="discoverable" name="discoverable" aria-describedby="discoverable-hint"${values.discoverable === 'on' ? html` checked` : ''}> <label for="discoverable">${FIELDS.discoverable}</label>
-<span class="note" id="discoverable-hint">Agents can find it: its name, price and URL are listed at <code>/.well-known/x402</code> and its x402 challenges describe how to pay it. Off unless you tick it.</span></p>`;
+<p class="choice"><input type="checkbox" id="discoverable" name="discoverable" aria-describedby="discoverable-hint"${values.discoverable === 'on' ? html` checked` : ''}> <label for="discoverable">${FIELDS.discoverable}</label></p>
+<p class="note" id="discoverable-hint">Agents can find it: its name, price and URL are listed at <code>/.well-known/x402</code> and its x402 challenges describe how to pay it. Off unless you tick it.</p>`;
 }
 
 /** A session's state as the dashboard names it: Archived, Paid, Expired or Open. */
