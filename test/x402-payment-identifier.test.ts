@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
@@ -6,8 +7,10 @@ import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from '@x402/extensions/payment-identifier';
 import { wrapFetchWithPayment, x402Client, x402HTTPClient } from '@x402/fetch';
 import { createPublicClient, getAddress, http, parseAbiItem } from 'viem';
-import { findPaymentByIdentifier } from '../src/payments/payments.ts';
+import { claimPayment, findPaymentByIdentifier } from '../src/payments/payments.ts';
+import { findSession } from '../src/sessions/sessions.ts';
 import { describeOnEngine, engines, type PayingShop, startPayingShop } from '../src/testing/harness.ts';
+import { newAccount } from '../src/testing/payer.ts';
 import { startTcpProxy, type TcpProxy } from '../src/testing/tcp-proxy.ts';
 
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
@@ -137,6 +140,46 @@ for (const { engine, skip } of engines) {
       assert.equal(new Set(bodies.map((b) => b.paymentId)).size, 1, 'one payment');
       assert.equal((await transfersFrom(buyer.address)).length, 1);
       assert.equal(await env.sandbox.balanceOf(buyer.address), 970_000n);
+    });
+
+    test('two claims naming one identifier at the same instant: the unique index lets exactly one commit', async () => {
+      const sessionId = await env.createSession({ amount: 0.04, currency: 'USD', orderType: 'STATIC' });
+      await env.challenge(sessionId);
+      const { db } = env.service.context;
+      const session = (await findSession(db, sessionId))!;
+      const quote = await db.selectFrom('payment_quotes').selectAll().where('session_id', '=', sessionId).executeTakeFirstOrThrow();
+      const identifier = generatePaymentId('claim_');
+      const payer = newAccount().address.toLowerCase();
+      const now = Date.now();
+      const claim = () =>
+        claimPayment(
+          env.service.context,
+          {
+            session,
+            quotedVersion: quote.session_version,
+            quote_id: quote.id,
+            payer,
+            pay_to: quote.pay_to.toLowerCase(),
+            asset: quote.asset.toLowerCase(),
+            value: quote.usdc_amount,
+            nonce: `0x${randomBytes(32).toString('hex')}`,
+            valid_after: 0n,
+            valid_before: BigInt(Math.floor(now / 1000) + 300),
+            signature: `0x${randomBytes(65).toString('hex')}`,
+            amount_minor: quote.amount_minor,
+            currency: quote.currency,
+            rate: quote.rate,
+            payment_identifier: identifier,
+          },
+          { now, explorerTxUrl: env.service.config.explorerTxUrl, network: 'base', followUpAt: now },
+        );
+      const results = await Promise.all([claim(), claim(), claim()]);
+      const kinds = results.map((r) => r.kind).sort();
+      // A second PENDING payment of one payer on a session breaks its own index too; a loser is still told the identifier is taken.
+      assert.equal(kinds.filter((k) => k === 'claimed').length, 1, JSON.stringify(kinds));
+      for (const result of results.filter((r) => r.kind !== 'claimed')) assert.equal(result.kind, 'identifier_taken', JSON.stringify(kinds));
+      const rows = await db.selectFrom('payments').select('id').where('payment_identifier', '=', identifier).execute();
+      assert.equal(rows.length, 1);
     });
 
     test('the same identifier from another payer, or for another amount, is refused; nothing moves', async () => {
