@@ -128,6 +128,7 @@ async function settleWithAnswersLost(sandbox: SpawnedSandbox, payTo: Address, lo
           network: NETWORK_V2,
           asset: usdc,
           resource: undefined,
+          paymentIdentifier: undefined,
           signature: signed.signature,
           from: signed.payer,
           to: payTo,

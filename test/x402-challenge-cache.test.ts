@@ -271,6 +271,7 @@ for (const { engine, skip } of engines) {
             amount_minor: quote.amount_minor,
             currency: quote.currency,
             rate: quote.rate,
+            payment_identifier: null,
           },
           { ...change, followUpAt: clock },
         );

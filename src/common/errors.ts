@@ -51,6 +51,11 @@ export const ERROR_CATALOGUE = {
     (p: Field) =>
       `Field "${p.field}" is refused: the payout wallet cannot be set or changed over the payment API (the operator sets it with till merchant set-wallet)`,
   ),
+  invalid_payment_identifier: entry(
+    400,
+    "The x402 payment payload's payment-identifier `id` is not 16–128 characters of A–Z, a–z, 0–9, `-` and `_` (the extension's rule); `field` names it; nothing was charged",
+    (p: Field & { problem: string }) => `${p.field} ${p.problem}`,
+  ),
   invalid_json: entry(400, 'The body is empty or is not valid JSON', (p: { problem: string }) => `The request body ${p.problem}`),
   invalid_request: entry(
     400,
@@ -107,6 +112,12 @@ export const ERROR_CATALOGUE = {
     409,
     'A request with this Idempotency-Key is still being processed',
     () => 'A request with this Idempotency-Key is still being processed; retry shortly',
+  ),
+  payment_identifier_reused: entry(
+    409,
+    'The x402 payment-identifier names a payment of another session, payer or amount; a retry repeats the first payment exactly, a new payment takes a new identifier; nothing was charged',
+    (p: Field & { differs: 'session' | 'payer' | 'amount' }) =>
+      `${p.field} already names a payment of another ${p.differs}; it is refused and nothing was charged: a retry must repeat the first payment (same session, payer and amount), a new payment needs a new identifier`,
   ),
   no_webhook_endpoint: entry(409, 'The merchant has no webhook URL set', () => 'No webhook URL is set for this merchant'),
   body_too_large: entry(413, 'The body is over 1 MiB (16 KiB on the session endpoints)', () => 'The request body is too large'),

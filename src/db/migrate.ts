@@ -32,6 +32,8 @@ import * as eventList from './migrations/0029_event_list.ts';
 import { webhookEndpointModes } from './migrations/0030_webhook_endpoint_modes.ts';
 import * as apiKeyNotifications from './migrations/0031_api_key_notifications.ts';
 import * as agentRefunds from './migrations/0036_agent_refunds.ts';
+import * as paymentIdentifiers from './migrations/0038_payment_identifiers.ts';
+import * as discoverableLinks from './migrations/0039_discoverable_links.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
@@ -67,6 +69,8 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0030_webhook_endpoint_modes': webhookEndpointModes(secretKey),
   '0031_api_key_notifications': apiKeyNotifications,
   '0036_agent_refunds': agentRefunds,
+  '0038_payment_identifiers': paymentIdentifiers,
+  '0039_discoverable_links': discoverableLinks,
 });
 
 /** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */

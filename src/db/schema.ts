@@ -70,6 +70,8 @@ export interface PaymentSessionsTable {
   /** Where it was created; null on sessions made before this was recorded. */
   created_via: SessionOrigin | null;
   mode: Mode;
+  /** Listed for agents: its challenges carry x402's `bazaar` description and `/.well-known/x402` lists it (1), or not (0, the default). */
+  discoverable: Generated<number>;
 }
 
 export interface PaymentQuotesTable {
@@ -129,6 +131,8 @@ export interface PaymentsTable {
   search_from_block: bigint | null;
   /** Its session's mode. */
   mode: Mode;
+  /** The client's x402 payment-identifier (16–128 of A–Z a–z 0–9 _ -), unique; null when none was sent. */
+  payment_identifier: string | null;
 }
 
 /**

@@ -48,6 +48,11 @@ export async function findPaymentByAuthorization(db: Db, payer: string, nonce: s
   return db.selectFrom('payments').selectAll().where('payer', '=', payer).where('nonce', '=', nonce).executeTakeFirst();
 }
 
+/** The payment an x402 payment-identifier named, if any (the unique index of migration 0038). */
+export async function findPaymentByIdentifier(db: Db, identifier: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payments').selectAll().where('payment_identifier', '=', identifier).executeTakeFirst();
+}
+
 export async function firstSuccessfulPayment(db: Db, sessionId: string): Promise<PaymentRow | undefined> {
   return db
     .selectFrom('payments')
@@ -62,7 +67,19 @@ export async function firstSuccessfulPayment(db: Db, sessionId: string): Promise
 /** What a claim records: the authorization as checked, and the quote it pays. */
 export type ClaimTerms = Pick<
   PaymentRow,
-  'quote_id' | 'payer' | 'pay_to' | 'asset' | 'value' | 'nonce' | 'valid_after' | 'valid_before' | 'signature' | 'amount_minor' | 'currency' | 'rate'
+  | 'quote_id'
+  | 'payer'
+  | 'pay_to'
+  | 'asset'
+  | 'value'
+  | 'nonce'
+  | 'valid_after'
+  | 'valid_before'
+  | 'signature'
+  | 'amount_minor'
+  | 'currency'
+  | 'rate'
+  | 'payment_identifier'
 > & {
   session: SessionRow;
   /** The session version the quote was made for: the claim holds only if the session is still at it. */
@@ -72,6 +89,7 @@ export type ClaimTerms = Pick<
 export type ClaimResult =
   | { kind: 'claimed'; payment: PaymentRow }
   | { kind: 'duplicate'; first: PaymentRow }
+  | { kind: 'identifier_taken'; first: PaymentRow }
   | { kind: 'session_busy' }
   | { kind: 'session_closed'; session: SessionRow | undefined };
 
@@ -85,8 +103,9 @@ class ClaimRefused extends Error {
 
 /**
  * Claims the right to settle: the session must still be open, unexpired and unchanged since the
- * quote; the authorization (from, nonce) is claimed once ever; a TRANSIENT session has at most one
- * payment PENDING or SUCCESS. A loser of any of these is never submitted for settlement.
+ * quote; the authorization (from, nonce) is claimed once ever, and so is a payment identifier; a
+ * TRANSIENT session has at most one payment PENDING or SUCCESS. A loser of any of these is never
+ * submitted for settlement.
  */
 export async function claimPayment(store: Store, terms: ClaimTerms, change: ChangeContext & { followUpAt: number }): Promise<ClaimResult> {
   const { session, quotedVersion, ...authorization } = terms;
@@ -133,7 +152,9 @@ export async function claimPayment(store: Store, terms: ClaimTerms, change: Chan
     if (error instanceof ClaimRefused) return error.result;
     if (!isUniqueViolation(error)) throw error;
     const first = await findPaymentByAuthorization(store.db, authorization.payer, authorization.nonce);
-    return first ? { kind: 'duplicate', first } : { kind: 'session_busy' };
+    if (first) return { kind: 'duplicate', first };
+    const named = authorization.payment_identifier === null ? undefined : await findPaymentByIdentifier(store.db, authorization.payment_identifier);
+    return named ? { kind: 'identifier_taken', first: named } : { kind: 'session_busy' };
   }
 }
 

@@ -435,3 +435,51 @@ export async function archiveSandboxSessions(db: Db, now: number): Promise<strin
     .execute();
   return rows.map((row) => row.id);
 }
+
+/**
+ * Lists a merchant's link for agents, or stops listing it (its challenges carry the bazaar
+ * description and `/.well-known/x402` lists it while on). False when no such session of theirs.
+ */
+export async function setSessionDiscoverable(db: Db, mode: Mode, merchantId: string, sessionId: string, discoverable: boolean, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('payment_sessions')
+    .set({ discoverable: discoverable ? 1 : 0, updated_at: now })
+    .where('id', '=', sessionId)
+    .where('merchant_id', '=', merchantId)
+    .where('mode', '=', mode)
+    // The id names the changed row to caches of answers built from it (db/changes.ts).
+    .returning('id')
+    .executeTakeFirst();
+  return result !== undefined;
+}
+
+/** A discoverable link as `/.well-known/x402` lists it: the session and its merchant's name. */
+export type DiscoverableSession = SessionRow & { merchant_name: string };
+
+/**
+ * The links of `mode` listed for agents, by id after `afterId`: discoverable, payable now (not
+ * archived or expired, a TRANSIENT one still open) and with a payout address to be paid to. Read on
+ * the partial index of discoverable sessions (migration 0039).
+ */
+export async function listDiscoverableSessions(
+  db: Db,
+  mode: Mode,
+  page: { afterId: string | undefined; limit: number; now: number },
+): Promise<DiscoverableSession[]> {
+  const wallet = mode === 'live' ? 'm.wallet_address' : 'm.test_wallet_address';
+  return db
+    .selectFrom('payment_sessions as s')
+    .innerJoin('merchants as m', 'm.id', 's.merchant_id')
+    .selectAll('s')
+    .select('m.name as merchant_name')
+    .where('s.discoverable', '=', 1)
+    .where('s.mode', '=', mode)
+    .$if(page.afterId !== undefined, (qb) => qb.where('s.id', '>', page.afterId!))
+    .where('s.archived_at', 'is', null)
+    .where((eb) => eb.or([eb('s.expires_at', 'is', null), eb('s.expires_at', '>', page.now)]))
+    .where((eb) => eb.or([eb('s.order_type', '=', 'STATIC'), eb('s.status', '=', 'OPEN')]))
+    .where((eb) => eb.or([eb('s.pay_to', 'is not', null), eb(wallet, 'is not', null)]))
+    .orderBy('s.id')
+    .limit(page.limit)
+    .execute();
+}

@@ -1,10 +1,12 @@
 // A TCP proxy a test controls, between Till instances and a server they depend on (PostgreSQL):
 // `cut()` drops every open connection and refuses new ones, as a database that has gone away;
-// `hold()` keeps new connections waiting, unanswered, as a slow network does; `restore()` lets
-// connections through again (the held ones too). The server itself is never touched.
+// `hold()` keeps new connections waiting, unanswered, as a slow network does; `loseAnswers()` passes
+// requests on but drops what the server sends back, as a connection lost after a request was sent;
+// `restore()` lets connections through again (the held ones too). The server itself is never touched.
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { Transform } from 'node:stream';
 
 export type TcpProxy = {
   /** The port the proxy listens on (127.0.0.1). */
@@ -13,6 +15,8 @@ export type TcpProxy = {
   cut(): void;
   /** New connections are accepted but wait, unanswered, until restored; open ones go on. */
   hold(): void;
+  /** Requests still reach the server; whatever it sends back is dropped until restored. */
+  loseAnswers(): void;
   restore(): void;
   readonly isCut: boolean;
   /** Connections accepted while cut, each closed at once. */
@@ -25,6 +29,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   let cut = false;
   let refused = 0;
   let holding = false;
+  let losing = false;
   const held: Socket[] = [];
   const server = createServer((client) => {
     if (cut) {
@@ -50,7 +55,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     client.pipe(upstream);
-    upstream.pipe(client);
+    const answers = new Transform({ transform: (chunk, _encoding, done) => done(null, losing ? undefined : chunk) });
+    upstream.pipe(answers).pipe(client);
     client.resume();
   }
   server.listen(0, '127.0.0.1');
@@ -65,9 +71,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     hold() {
       holding = true;
     },
+    loseAnswers() {
+      losing = true;
+    },
     restore() {
       cut = false;
       holding = false;
+      losing = false;
       for (const client of held.splice(0)) if (!client.destroyed) pass(client);
     },
     get isCut() {

@@ -1,6 +1,7 @@
 import type { PaymentRequired } from '@x402/core/types';
 import { v2Requirements } from '../chain/authorization.ts';
 import { MAX_TIMEOUT_SECONDS, type Network, SCHEME, USDC_DOMAIN, X402_VERSION } from '../common/network.ts';
+import { challengeExtensions, type DiscoveryTerms } from './extensions.ts';
 import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
 
 export type Offer = {
@@ -11,6 +12,8 @@ export type Offer = {
   payTo: string;
   asset: string;
   usdcAmount: bigint;
+  /** Set when the session is a link its merchant made discoverable: the challenge then describes it (bazaar). */
+  discovery?: DiscoveryTerms;
 };
 
 /** One entry of `accepts` in the 402 body, exactly as spec E3 lists it. */
@@ -31,9 +34,20 @@ export function acceptsEntry(offer: Offer) {
 
 export type Challenge = { body: Record<string, unknown>; headers: Record<string, string> };
 
-/** A 402: the spec body plus a PAYMENT-REQUIRED header so v2 clients pay too. */
+/**
+ * A 402: the spec body plus a PAYMENT-REQUIRED header so v2 clients pay too. A challenge with an
+ * offer declares its x402 extensions (extensions.ts) in both.
+ */
 export function challenge(error: X402ErrorCode, offer: Offer | undefined, extra: Record<string, unknown> = {}, message?: string): Challenge {
-  const body = { x402Version: X402_VERSION, error, message: message ?? X402_ERRORS[error], accepts: offer ? [acceptsEntry(offer)] : [], ...extra };
+  const extensions = offer ? challengeExtensions(offer.discovery) : undefined;
+  const body = {
+    x402Version: X402_VERSION,
+    error,
+    message: message ?? X402_ERRORS[error],
+    accepts: offer ? [acceptsEntry(offer)] : [],
+    ...(extensions ? { extensions } : {}),
+    ...extra,
+  };
   const headers: Record<string, string> = {};
   if (offer) {
     headers['payment-required'] = encodePaymentRequired({
@@ -41,6 +55,7 @@ export function challenge(error: X402ErrorCode, offer: Offer | undefined, extra:
       error,
       resource: { url: offer.resourceUrl, description: offer.description, mimeType: 'application/json' },
       accepts: [v2Requirements(offer)],
+      ...(extensions ? { extensions } : {}),
     });
   }
   return { body, headers };

@@ -22,7 +22,16 @@ const PaidBody = z
   .object({ status: z.literal('SUCCESS'), paymentSessionId: z.string(), payTo: z.string(), receipt: z.string(), paymentId: z.string() })
   .meta({ id: 'X402Paid' });
 const ChallengeBody = z
-  .object({ x402Version: z.literal(2), error: z.string(), message: z.string(), accepts: z.array(z.record(z.string(), z.unknown())) })
+  .object({
+    x402Version: z.literal(2),
+    error: z.string(),
+    message: z.string(),
+    accepts: z.array(z.record(z.string(), z.unknown())),
+    extensions: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .meta({ description: 'With an offer: `payment-identifier` (always) and `bazaar` (a discoverable link), as in PAYMENT-REQUIRED' }),
+  })
   .meta({ id: 'X402Challenge' });
 
 function docFor(url: string): RouteDoc {
@@ -32,15 +41,22 @@ function docFor(url: string): RouteDoc {
     tag: 'x402',
     summary: 'Pay a session over x402 (E3)',
     description:
-      'Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. See docs/x402.md for every `error` code.',
+      'Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. A v2 payload may name its payment with the `payment-identifier` extension: a retry carrying the same identifier gets the first outcome and is never charged again. See docs/x402.md for every `error` code.',
     security: 'none',
     params: Params,
     query: Query,
     responses: {
       200: { description: 'Paid, or already settled (idempotent); X-PAYMENT-RESPONSE and PAYMENT-RESPONSE headers', schema: PaidBody },
-      400: { description: '?amount= malformed, or sent for a fixed-amount session', schema: ErrorResponse },
+      400: {
+        description: '?amount= malformed, or sent for a fixed-amount session; or a malformed payment-identifier id (invalid_payment_identifier)',
+        schema: ErrorResponse,
+      },
       402: { description: 'Challenge: no payment yet, or the proof was refused (`error` says why)', schema: ChallengeBody },
       404: { description: 'Unknown or expired session', schema: ErrorResponse },
+      409: {
+        description: 'The payment-identifier names a payment of another session, payer or amount (payment_identifier_reused); nothing was charged',
+        schema: ErrorResponse,
+      },
       422: { description: 'No payout wallet configured, so no payTo can be quoted', schema: ErrorResponse },
       429: {
         description:

@@ -1,12 +1,20 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { TillError } from '../common/errors.ts';
 import { MAX_TIMEOUT_SECONDS } from '../common/network.ts';
-import { type ClaimResult, claimPayment, findPaymentByAuthorization, firstSuccessfulPayment, type PaymentRow } from '../payments/payments.ts';
+import {
+  type ClaimResult,
+  claimPayment,
+  findPaymentByAuthorization,
+  findPaymentByIdentifier,
+  firstSuccessfulPayment,
+  type PaymentRow,
+} from '../payments/payments.ts';
 import { isExpired, type SessionRow } from '../sessions/sessions.ts';
 import { type Answer, challengeAnswer, inProgressAnswer, paidAnswer } from './answers.ts';
 import { recordRefusedProof } from './attempts.ts';
 import type { Offer } from './challenge.ts';
 import { facilitatorErrorCode, localCheck } from './checks.ts';
+import { PAYMENT_IDENTIFIER_FIELD } from './extensions.ts';
 import { decodeProof, type Proof } from './payload.ts';
 import { chosenAmount, payeeOf, quoteOffer } from './pricing.ts';
 import { X402_ERRORS, type X402ErrorCode } from './protocol.ts';
@@ -117,9 +125,12 @@ async function refuseAttempt(attempt: Attempt, error: X402ErrorCode, message?: s
   return refuseProof(flow, attempt.offer, error, message);
 }
 
-/** Duplicate → quote paid → local checks → the payer's own signature → facilitator verify → claim → settle. */
+/** Named payment → duplicate → quote paid → local checks → the payer's own signature → facilitator verify → claim → settle. */
 async function payWithProof(attempt: Attempt): Promise<Answer> {
   const { flow, proof, offer } = attempt;
+  // A payment identifier already claimed answers its payment's outcome, whatever authorization the retry signed.
+  const named = proof.paymentIdentifier === undefined ? undefined : await findPaymentByIdentifier(flow.context.db, proof.paymentIdentifier);
+  if (named) return answerNamed(attempt, named);
   // A proof already claimed is never checked, verified or settled again, even once it has run out.
   const existing = await findPaymentByAuthorization(flow.context.db, proof.from, proof.nonce);
   if (existing) return answerDuplicate(attempt, existing);
@@ -169,9 +180,32 @@ async function answerInvalid(attempt: Attempt, reason: string | undefined): Prom
 
 /** A retry of a claimed proof waits for the first outcome; the same nonce with any other signature or for another session is a replay. */
 async function answerDuplicate(attempt: Attempt, first: PaymentRow): Promise<Answer> {
-  const { flow, proof, offer, session } = attempt;
+  const { flow, proof, session } = attempt;
   if (first.session_id !== session.id || first.signature !== proof.signature) return refuseAttempt(attempt, 'nonce_used');
-  const payment = await waitForOutcome(flow.context.db, proof.from, proof.nonce, DUPLICATE_WAIT_MS);
+  return answerOutcome(attempt, () => findPaymentByAuthorization(flow.context.db, proof.from, proof.nonce));
+}
+
+/**
+ * A proof naming a payment identifier already claimed: a retry of that payment (same session,
+ * payer and amount asked) gets its outcome, and its own authorization is never verified or settled,
+ * so one identifier charges at most once. Anything else reusing the identifier is refused (409); so
+ * is a proof its payer did not sign, which must not read another's payment.
+ */
+async function answerNamed(attempt: Attempt, first: PaymentRow): Promise<Answer> {
+  const { flow, proof, session } = attempt;
+  const sameSession = first.session_id === session.id;
+  if (!sameSession || first.payer !== proof.from || first.amount_minor !== attempt.amountMinor || first.currency !== session.currency) {
+    const differs = !sameSession ? 'session' : first.payer !== proof.from ? 'payer' : 'amount';
+    throw new TillError('payment_identifier_reused', { field: PAYMENT_IDENTIFIER_FIELD, differs });
+  }
+  if (attempt.signer === 'stranger') return refuseAttempt(attempt, 'invalid_signature');
+  return answerOutcome(attempt, () => findPaymentByIdentifier(flow.context.db, proof.paymentIdentifier!));
+}
+
+/** The first payment's outcome, once it has one (or payment_in_progress after DUPLICATE_WAIT_MS). */
+async function answerOutcome(attempt: Attempt, find: () => Promise<PaymentRow | undefined>): Promise<Answer> {
+  const { flow, offer } = attempt;
+  const payment = await waitForOutcome(find, DUPLICATE_WAIT_MS);
   if (payment?.status === 'SUCCESS') return paidAnswer(payment, flow.rails);
   if (payment?.status === 'FAILED') return challengeAnswer(facilitatorErrorCode(payment.failure_reason ?? undefined), offer);
   return inProgressAnswer();
@@ -184,6 +218,8 @@ async function answerLostClaim(attempt: Attempt, claim: Exclude<ClaimResult, { k
   switch (claim.kind) {
     case 'duplicate':
       return answerDuplicate(attempt, claim.first);
+    case 'identifier_taken':
+      return answerNamed(attempt, claim.first);
     case 'session_busy': {
       const payment = session.order_type === 'TRANSIENT' ? await settled() : undefined;
       return payment ? paidAnswer(payment, flow.rails) : inProgressAnswer();

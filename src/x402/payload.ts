@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { invalidField, TillError } from '../common/errors.ts';
 import { type Network, SCHEME } from '../common/network.ts';
+import { PAYMENT_IDENTIFIER, PAYMENT_IDENTIFIER_FIELD, paymentIdentifierProblem } from './extensions.ts';
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
 const uint = z.union([z.string().regex(/^\d{1,78}$/), z.number().int().nonnegative()]).transform((v) => BigInt(v));
@@ -21,6 +23,7 @@ const v2Shape = z.object({
   accepted: z.object({ scheme: z.string(), network: z.string(), asset: address, amount: z.string(), payTo: address }).passthrough(),
   resource: z.object({ url: z.string() }).passthrough().optional(),
   payload: exactPayload,
+  extensions: z.record(z.string(), z.unknown()).optional(),
 });
 
 /** Every accepted proof, whatever its encoding, in one form. */
@@ -38,6 +41,8 @@ export type Proof = {
   validAfter: bigint;
   validBefore: bigint;
   nonce: `0x${string}`;
+  /** The client's x402 payment-identifier, checked for its form (extensions.ts); v2 only. */
+  paymentIdentifier: string | undefined;
 };
 
 export type DecodedProof = { ok: true; proof: Proof } | { ok: false; error: 'invalid_payload' | 'conflicting_payment_headers'; message: string };
@@ -47,6 +52,25 @@ function decodeBase64Json(header: string): unknown {
   return JSON.parse(Buffer.from(header.trim(), 'base64').toString('utf8'));
 }
 
+/**
+ * The `id` of the payment-identifier extension a v2 payload carries, if any. The extension without
+ * an `id` names nothing (the server's declaration echoed back); an `id` that breaks the extension's
+ * rules (16–128 characters of A–Z a–z 0–9 _ -) is refused with a 400 naming it, never ignored: a
+ * client that meant to name its payment must not be charged as if it had not.
+ */
+function paymentIdentifierOf(extensions: Record<string, unknown> | undefined): string | undefined {
+  const extension = extensions?.[PAYMENT_IDENTIFIER];
+  if (extension === undefined) return undefined;
+  const info = typeof extension === 'object' && extension !== null ? (extension as { info?: unknown }).info : undefined;
+  if (typeof info !== 'object' || info === null) throw invalidField(`extensions.${PAYMENT_IDENTIFIER}.info`, 'must be an object');
+  const id = (info as { id?: unknown }).id;
+  if (id === undefined) return undefined;
+  const problem = paymentIdentifierProblem(id);
+  if (problem) throw new TillError('invalid_payment_identifier', { field: PAYMENT_IDENTIFIER_FIELD, problem });
+  return id as string;
+}
+
+/** The proof a request carries, in one form; a malformed payment identifier is a TillError (400). */
 export function decodeProof(headers: { xPayment: string | undefined; paymentSignature: string | undefined }): DecodedProof | undefined {
   if (headers.xPayment && headers.paymentSignature)
     return { ok: false, error: 'conflicting_payment_headers', message: 'Send either X-PAYMENT or PAYMENT-SIGNATURE, not both' };
@@ -84,6 +108,7 @@ export function decodeProof(headers: { xPayment: string | undefined; paymentSign
       validAfter: authorization.validAfter,
       validBefore: authorization.validBefore,
       nonce: authorization.nonce.toLowerCase() as `0x${string}`,
+      paymentIdentifier: v2.success ? paymentIdentifierOf(v2.data.extensions) : undefined,
     },
   };
 }

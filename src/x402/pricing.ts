@@ -1,5 +1,5 @@
 import { invalidField, TillError } from '../common/errors.ts';
-import { parseDecimalAmount } from '../money/decimal.ts';
+import { formatMinor, parseDecimalAmount } from '../money/decimal.ts';
 import { currencyExponent, decimalNumber } from '../money/iso4217.ts';
 import { RateUnavailableError, UnsupportedCurrencyError } from '../money/rates.ts';
 import { AmountTooLargeToQuoteError, formatUsdc } from '../money/usdc.ts';
@@ -96,6 +96,9 @@ export async function quoteOffer(
     payTo,
     asset: rails.usdcAddress,
     usdcAmount: quote.usdc_amount,
+    ...(session.discoverable === 1
+      ? { discovery: { editable: session.editable === 1, suggestedAmount: formatMinor(session.amount_minor, currencyExponent(session.currency) ?? 2) } }
+      : {}),
   };
   return { quote, offer };
 }

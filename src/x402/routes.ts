@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { createChallengeCache } from './challenge-cache.ts';
 import { CORS_HEADERS } from './cors.ts';
+import { registerDiscoveryManifest } from './discovery.route.ts';
 import { challengeLane, registerPaySession } from './pay-session.route.ts';
 import type { X402Services } from './services.ts';
 
@@ -12,6 +13,7 @@ export function registerX402Routes(services: X402Services | undefined) {
     const challenges = createChallengeCache(context);
     app.addHook('onClose', () => challenges.close());
     app.addFastLane(challengeLane(context, challenges));
+    registerDiscoveryManifest(app, context);
     app.register(async (scope) => {
       scope.addHook('onRequest', (_request, reply, done) => {
         reply.headers(CORS_HEADERS);

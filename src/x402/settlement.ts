@@ -12,7 +12,6 @@ import { authorizationOf, nextFailedCheck } from '../chain/follow-up.ts';
 import type { Rails } from '../chain/rails.ts';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
-import type { Db } from '../db/index.ts';
 import { type ClaimTerms, findPaymentByAuthorization, type PaymentRow, recordFailure, recordSettleAttempt, recordSettlement } from '../payments/payments.ts';
 import type { SessionRow } from '../sessions/sessions.ts';
 import type { Offer } from './challenge.ts';
@@ -45,6 +44,7 @@ export function claimTerms(proof: Proof, quote: Quote, session: SessionRow): Cla
     amount_minor: quote.amount_minor,
     currency: quote.currency,
     rate: quote.rate,
+    payment_identifier: proof.paymentIdentifier ?? null,
   };
 }
 
@@ -169,11 +169,14 @@ async function followUpAtOnce(context: Pick<AppContext, 'db' | 'now' | 'log'>, p
   }
 }
 
-/** A duplicate of a proof being settled waits for the first (up to `timeoutMs`) and gets its outcome. */
-export async function waitForOutcome(db: Db, payer: string, nonce: string, timeoutMs: number): Promise<PaymentRow | undefined> {
+/**
+ * A duplicate of a payment being settled (the same proof, or another one naming the same payment
+ * identifier) waits for the first (up to `timeoutMs`) and gets its outcome; `find` reads it again.
+ */
+export async function waitForOutcome(find: () => Promise<PaymentRow | undefined>, timeoutMs: number): Promise<PaymentRow | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const payment = await findPaymentByAuthorization(db, payer, nonce);
+    const payment = await find();
     if (payment?.status !== 'PENDING' || Date.now() >= deadline) return payment;
     await sleep(100);
   }

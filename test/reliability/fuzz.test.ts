@@ -160,7 +160,10 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
   for (const offer of offers) {
     const signed = await shop.signedPayment(payer, offer);
     proofs.push(JSON.parse(Buffer.from(signed.header, 'base64').toString()));
-    proofs.push(JSON.parse(Buffer.from(paymentSignatureHeader(signed.signature, signed.auth, shop.sandbox.usdcAddress), 'base64').toString()));
+    const v2 = JSON.parse(Buffer.from(paymentSignatureHeader(signed.signature, signed.auth, shop.sandbox.usdcAddress), 'base64').toString());
+    proofs.push(v2);
+    // The same, naming its payment with x402's payment-identifier extension.
+    proofs.push({ ...v2, extensions: { 'payment-identifier': { info: { required: false, id: `pay_fuzz_${offer.payTo.slice(2, 18)}` } } } });
   }
   // Another merchant, whose key must not reach this one's sessions.
   const other = await service.merchant({ walletAddress: `0x${'2'.repeat(40)}` });
@@ -265,6 +268,19 @@ function specs(f: Fixture): Record<string, Spec> {
             ['x-payment', b],
           ] as [string, string][],
       ),
+    ),
+  };
+  const manifest: Spec = {
+    query: {
+      limit: oneOf('1', '50', '100', '0', '101', 'x'),
+      cursor: fc.oneof(
+        text,
+        fc.constantFrom(...sessionIds).map((id) => Buffer.from(id).toString('base64url')),
+      ),
+    },
+    headers: fc.oneof(
+      fc.constant<[string, string][]>([]),
+      text.map((tag) => [['if-none-match', tag]] as [string, string][]),
     ),
   };
   const preflight: Spec = {
@@ -520,9 +536,13 @@ function specs(f: Fixture): Record<string, Spec> {
       orderType: oneOf('STATIC', 'TRANSIENT'),
       editable: oneOf('on', '1'),
       minAmount: amount,
+      discoverable: oneOf('on', '1'),
     }),
     'GET /dashboard/links/:sessionId': { params: { sessionId: sessionIds }, ...page },
-    'POST /dashboard/links/:sessionId': { params: { sessionId: sessionIds }, ...form({ amount: amount, concept: text, currency: oneOf('USD') }) },
+    'POST /dashboard/links/:sessionId': {
+      params: { sessionId: sessionIds },
+      ...form({ amount: amount, concept: text, currency: oneOf('USD'), discoverable: oneOf('on') }),
+    },
     'POST /dashboard/links/:sessionId/archive': { params: { sessionId: sessionIds }, ...form({ archived: oneOf('1', '0') }) },
     'GET /dashboard/orders': {
       query: {
@@ -569,6 +589,8 @@ function specs(f: Fixture): Record<string, Spec> {
     'OPTIONS /checkout/v2/x402/session/:sessionId': preflight,
     'GET /x402/session/:sessionId': x402,
     'OPTIONS /x402/session/:sessionId': preflight,
+    'GET /.well-known/x402': manifest,
+    'GET /.well-known/x402.json': manifest,
     'GET /checkout/pay': { query: { uid: fc.constantFrom(...sessionIds), amount } },
     'POST /sandbox/rpc': { ...jsonRpc(rpcCall), weight: 2 },
     'POST /sandbox/faucet': {

@@ -13,7 +13,7 @@ import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
 import { formatUsdc } from '../../money/usdc.ts';
 import { createPaymentSession } from '../../sessions/create-session.ts';
 import { CreateSessionBody } from '../../sessions/schemas.ts';
-import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, type SessionRow } from '../../sessions/sessions.ts';
+import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, type SessionRow, setSessionDiscoverable } from '../../sessions/sessions.ts';
 import { updatePaymentSession } from '../../sessions/update-session.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
 import { listRefusedAttempts } from '../../x402/attempts.ts';
@@ -46,6 +46,7 @@ const FIELDS = {
   successUrl: 'Success URL',
   cancelUrl: 'Cancel URL',
   failUrl: 'Fail URL',
+  discoverable: 'Listed for agents',
 } as const;
 type FieldName = keyof typeof FIELDS;
 type FormValues = Partial<Record<FieldName, string>>;
@@ -90,6 +91,7 @@ function sessionValues(session: SessionRow): FormValues {
     successUrl: session.success_url ?? '',
     cancelUrl: session.cancel_url ?? '',
     failUrl: session.fail_url ?? '',
+    ...(session.discoverable === 1 ? { discoverable: 'on' } : {}),
   };
 }
 
@@ -127,7 +129,9 @@ ${textInput('minAmount', values, invalid, html`inputmode="decimal" autocomplete=
 ${textInput('orderId', values, invalid, html`maxlength="255" autocomplete="off"`, 'Optional: your own unique reference.')}
 ${textInput('successUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes once paid.')}
 ${textInput('cancelUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes on cancel.')}
-${textInput('failUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes when the payment fails.')}</details>`;
+${textInput('failUrl', values, invalid, html`type="url" inputmode="url"`, 'Optional: where the buyer goes when the payment fails.')}</details>
+<p class="choice"><input type="checkbox" id="discoverable" name="discoverable" aria-describedby="discoverable-hint"${values.discoverable === 'on' ? html` checked` : ''}> <label for="discoverable">${FIELDS.discoverable}</label></p>
+<p class="note" id="discoverable-hint">Agents can find it: its name, price and URL are listed at <code>/.well-known/x402</code> and its x402 challenges describe how to pay it. Off unless you tick it.</p>`;
 }
 
 /** A session's state as the dashboard names it: Archived, Paid, Expired or Open. */
@@ -226,6 +230,7 @@ ${linkFields(view.values ?? sessionValues(session), view.invalid, { create: fals
   return html`<p><a href="${PATH}">← All payment links</a></p>
 <dl class="facts"><div><dt>Status</dt><dd>${statusText(session, now)}</dd></div><div><dt>Kind</dt><dd>${session.order_type}</dd></div>
 <div><dt>Amount</dt><dd>${formatMoney(session.amount_minor, session.currency)}${session.editable === 1 ? ' (the buyer chooses)' : ''}</dd></div>
+<div><dt>Listed for agents</dt><dd>${session.discoverable === 1 ? 'Yes, at /.well-known/x402' : 'No'}</dd></div>
 <div><dt>Created</dt><dd>${moment(session.created_at)}</dd></div>${session.expires_at === null ? '' : html`<div><dt>Expires</dt><dd>${moment(session.expires_at)}</dd></div>`}</dl>
 <section aria-labelledby="share-heading"><h2 id="share-heading">Share</h2>
 ${copyField('link-url', 'Link URL', url)}
@@ -308,6 +313,8 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
           { ...linkInput(values), orderType: orderType as OrderType },
           { createdVia: 'dashboard', mode: signedIn.modes.mode },
         );
+        if (values.discoverable === 'on')
+          await setSessionDiscoverable(context.db, signedIn.modes.mode, signedIn.user.merchantId, created.sessionId, true, context.now());
         return reply.redirect(`${PATH}/${encodeURIComponent(created.sessionId)}?done=created`, 303);
       } catch (error) {
         if (!(error instanceof TillError)) throw error;
@@ -348,6 +355,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
           { sessionId, ...linkInput(values) },
           { walletConfigured: merchant?.wallets[signedIn.modes.mode] != null, mode: signedIn.modes.mode },
         );
+        await setSessionDiscoverable(context.db, signedIn.modes.mode, merchantId, sessionId, values.discoverable === 'on', context.now());
         return reply.redirect(`${PATH}/${encodeURIComponent(sessionId)}?done=saved`, 303);
       } catch (error) {
         if (!(error instanceof TillError)) throw error;
