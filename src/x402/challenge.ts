@@ -11,6 +11,8 @@ export type Offer = {
   payTo: string;
   asset: string;
   usdcAmount: bigint;
+  /** What the USDC is the price of: the amount in the session currency (for an editable session, the buyer's). */
+  price: { amount: number; currency: string };
 };
 
 /** One entry of `accepts` in the 402 body, exactly as spec E3 lists it. */
@@ -31,9 +33,20 @@ export function acceptsEntry(offer: Offer) {
 
 export type Challenge = { body: Record<string, unknown>; headers: Record<string, string> };
 
-/** A 402: the spec body plus a PAYMENT-REQUIRED header so v2 clients pay too. */
+/**
+ * A 402: the spec body plus a PAYMENT-REQUIRED header so v2 clients pay too. With an offer, the body
+ * also says what it is the price of (`amount`, `currency`), so a page shows the amount and its USDC
+ * from one answer.
+ */
 export function challenge(error: X402ErrorCode, offer: Offer | undefined, extra: Record<string, unknown> = {}, message?: string): Challenge {
-  const body = { x402Version: X402_VERSION, error, message: message ?? X402_ERRORS[error], accepts: offer ? [acceptsEntry(offer)] : [], ...extra };
+  const body = {
+    x402Version: X402_VERSION,
+    error,
+    message: message ?? X402_ERRORS[error],
+    accepts: offer ? [acceptsEntry(offer)] : [],
+    ...(offer ? offer.price : {}),
+    ...extra,
+  };
   const headers: Record<string, string> = {};
   if (offer) {
     headers['payment-required'] = encodePaymentRequired({

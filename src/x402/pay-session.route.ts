@@ -22,7 +22,14 @@ const PaidBody = z
   .object({ status: z.literal('SUCCESS'), paymentSessionId: z.string(), payTo: z.string(), receipt: z.string(), paymentId: z.string() })
   .meta({ id: 'X402Paid' });
 const ChallengeBody = z
-  .object({ x402Version: z.literal(2), error: z.string(), message: z.string(), accepts: z.array(z.record(z.string(), z.unknown())) })
+  .object({
+    x402Version: z.literal(2),
+    error: z.string(),
+    message: z.string(),
+    accepts: z.array(z.record(z.string(), z.unknown())),
+    amount: z.number().optional().meta({ description: 'With an offer: the amount in the session currency that maxAmountRequired is the price of' }),
+    currency: z.string().optional().meta({ description: 'The session currency (ISO 4217)' }),
+  })
   .meta({ id: 'X402Challenge' });
 
 function docFor(url: string): RouteDoc {

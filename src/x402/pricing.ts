@@ -96,6 +96,7 @@ export async function quoteOffer(
     payTo,
     asset: rails.usdcAddress,
     usdcAmount: quote.usdc_amount,
+    price: { amount: decimalNumber(amountMinor, session.currency), currency: session.currency },
   };
   return { quote, offer };
 }
