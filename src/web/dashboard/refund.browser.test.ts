@@ -140,10 +140,21 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       const rest = await balance();
       await page.getByLabel('Amount (USDC)').fill('1.26');
       await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
+      // Refused as every dashboard form refuses: an alert, and the amount field marked in red with the reason tied to it.
+      const amount = page.getByLabel('Amount (USDC)');
       await page
-        .locator('[data-refund-say]')
-        .getByText(/amount/i)
+        .getByRole('alert')
+        .getByText(/^Amount /)
         .waitFor();
+      assert.equal(await amount.getAttribute('aria-invalid'), 'true');
+      const problem = page.locator('#refund-amount-problem');
+      assert.match((await problem.textContent()) ?? '', /^Amount .*\.$/);
+      assert.ok(((await amount.getAttribute('aria-describedby')) ?? '').split(' ').includes('refund-amount-problem'), 'the reason is tied to the field');
+      assert.equal(await problem.evaluate((element) => getComputedStyle(element).color), 'rgb(185, 28, 28)', 'in red, as other forms');
+      assert.ok(await amount.evaluate((element) => element === document.activeElement), 'the field to correct has the focus');
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'refund-error');
+      await page.setViewportSize({ width: 1280, height: 900 });
       assert.equal(await balance(), rest, 'nothing moved');
     } finally {
       await context.close();
@@ -164,15 +175,17 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       await page.keyboard.press('Enter');
       await page.waitForURL(/\/dashboard\/orders\?q=/);
       const say = page.locator('[data-refund-say]');
+      const alert = page.getByRole('alert');
       const button = page.getByRole('button', { name: 'Sign with the payout wallet and refund' });
       await page.getByText('Signing with Test Wallet.').waitFor();
 
       // More than is left: refused by the service, and the reason stays after the search has ended.
       await page.getByLabel('Amount (USDC)').fill('9.00');
       await button.click();
-      await say.getByText(/more than is left to refund/).waitFor();
+      await alert.getByText(/more than is left to refund/).waitFor();
       await context.clock.runFor(1_000);
-      assert.match((await say.textContent()) ?? '', /more than is left to refund/, 'the refusal is still what the merchant reads');
+      assert.match((await alert.textContent()) ?? '', /more than is left to refund/, 'the refusal is still what the merchant reads');
+      assert.equal(await say.textContent(), '', 'no wallet line over it');
       assert.equal(await button.isEnabled(), true, 'the merchant may correct the amount and try again');
       await screenshots(page, 'dashboard', 'refund-refused');
 
