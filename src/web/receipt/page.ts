@@ -5,7 +5,7 @@ import { currencyExponent, formatMoney, formatMoneyNumber } from '../../money/is
 import type { FoundReceipt, ReceiptPage } from '../../payments/receipt.route.ts';
 import type { ReceiptView } from '../../payments/receipts.ts';
 import { brandHead, brandLogo } from '../kit/brand.ts';
-import { type Html, html, joinHtml } from '../kit/html.ts';
+import { type Html, html } from '../kit/html.ts';
 import { page, prefersHtml } from '../kit/page.ts';
 import { PAYMENT_STATUS_WORDS } from '../kit/status.ts';
 import { readableTime } from '../kit/time.ts';
@@ -84,11 +84,11 @@ function renderReceipt(found: NonNullable<FoundReceipt>, brand: Brand): Html {
   ]);
   return page(
     `Receipt ${receipt.publicOrderId} — ${receipt.merchantName}`,
-    html`${found.mode === 'sandbox' ? TEST_BANNER : ''}<main class="receipt">${brandHeader(brand, receipt.merchantName)}
+    html`<main class="receipt">${found.mode === 'sandbox' ? TEST_BANNER : ''}${brandHeader(brand, receipt.merchantName)}
 <p class="receipt-merchant">${receipt.merchantName}</p>
 <h1>Receipt</h1>
 <p class="receipt-total"><span class="receipt-amount">${amountText}</span> <span class="${status.tag}">${status.words}</span></p>
-<p class="receipt-when">${joinHtml([html`Paid on ${paidAt}`, html`on ${network}`, html`<span class="nowrap">${receipt.publicOrderId}</span>`], html` · `)}</p>
+<p class="receipt-when">Paid on ${paidAt}, in ${receipt.token} on ${network}</p>
 <section aria-labelledby="bought-h"><h2 id="bought-h">What was bought</h2>${bought}</section>
 <section aria-labelledby="payment-h"><h2 id="payment-h">Payment</h2>${payment}</section>
 ${refundsSection(receipt)}
