@@ -3,6 +3,8 @@
 // refused with its ratio), then both pages again in the brand. axe-core on each; phone and desktop
 // screenshots under artifacts/checkout/, artifacts/receipt/ and artifacts/dashboard/.
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
@@ -192,6 +194,32 @@ describe("the hosted page and the receipt in the merchant's brand, in Chromium",
       await screenshots(checkout, 'receipt', 'paid-brand-767676');
     } finally {
       await checkout.context().close();
+    }
+  });
+  test("a logo far over the 1 MiB the form takes, uploaded from Settings, gets the page's own message under the field", async () => {
+    const page = await newPage();
+    try {
+      await page.goto(`${baseUrl}/dashboard/settings`);
+      await typeInto(page, 'Email', EMAIL);
+      await typeInto(page, 'Password', PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${baseUrl}/dashboard/settings`);
+      // From a file on disk, as a merchant picks one: 30 MB, thirty times what the form takes.
+      const poster = join(mkdtempSync(join(tmpdir(), 'till-logo-')), 'poster.png');
+      writeFileSync(poster, Buffer.alloc(30 * 1024 * 1024));
+      await page.getByLabel('Logo', { exact: true }).setInputFiles(poster);
+      // The earlier test uploaded a logo: this one replaces it.
+      await page.getByRole('button', { name: /^(Upload|Replace) logo$/ }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/^Logo is about 30\.0 MB: at most 256 KB are taken/)
+        .waitFor();
+      assert.equal(await page.getByLabel('Logo', { exact: true }).getAttribute('aria-invalid'), 'true');
+      await page.locator('#field-logo-problem').waitFor();
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'settings-logo-too-large');
+    } finally {
+      await page.context().close();
     }
   });
 });

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { currentUser } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
@@ -181,6 +183,13 @@ const LOGO_FORM_BODY_LIMIT = 1024 * 1024;
 /** A logo form's parts: the file and the CSRF token, with room for a few more fields. */
 const LOGO_FORM_LIMITS = { files: 1, fields: 8 };
 
+/** Once the rest of a request's body has arrived (and been dropped), or the client has gone. */
+async function drained(raw: IncomingMessage): Promise<void> {
+  if (raw.readableEnded || raw.destroyed) return;
+  raw.resume();
+  await once(raw, 'end').catch(() => undefined);
+}
+
 /** Why a logo form's body was too large, for people: its size when the browser said it (Content-Length). */
 function oversizedLogo(request: FastifyRequest): string {
   const sent = Number(request.headers['content-length']);
@@ -319,6 +328,11 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       // The guard let the post in only for a signed-in browser of ours, before the body was read.
       const signedIn = tooLarge ? await currentUser(context, request) : undefined;
       if (!signedIn) throw error;
+      // The browser is still sending the file: the rest of the body is read and dropped before the page
+      // is answered, so it gets the page rather than a connection closed under it. Only a signed-in
+      // browser of ours gets here, and the server's request timeout bounds how long it may send.
+      await drained(request.raw);
+      reply.removeHeader('connection');
       const user: DashboardUser = { ...signedIn, modes: modeView(context, request) };
       const message =
         error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? oversizedLogo(request) : 'must come alone with the form: it takes 1 file and at most 8 fields';
