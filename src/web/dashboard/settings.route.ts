@@ -324,7 +324,8 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
   // naming the field, as it answers any other refused logo, never with the API's JSON.
   app.register(async (logoScope) => {
     logoScope.setErrorHandler(async (error: FastifyError, request, reply) => {
-      const tooLarge = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || (error instanceof TillError && error.code === 'form_too_large');
+      // Only the size a browser can send: more parts than the form has (413 `form_too_large`) is no browser's, and keeps the API's answer.
+      const tooLarge = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE';
       // The guard let the post in only for a signed-in browser of ours, before the body was read.
       const signedIn = tooLarge ? await currentUser(context, request) : undefined;
       if (!signedIn) throw error;
@@ -334,15 +335,13 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       await drained(request.raw);
       reply.removeHeader('connection');
       const user: DashboardUser = { ...signedIn, modes: modeView(context, request) };
-      const message =
-        error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? oversizedLogo(request) : 'must come alone with the form: it takes 1 file and at most 8 fields';
-      const problem = { field: 'logo', message };
+      const problem = { field: 'logo', message: oversizedLogo(request) };
       return sendSettings(context, reply, user, 413, { merchant: await merchantOf(context, user), form: 'logo', problem });
     });
     post(
       'logo',
       'Uploads the logo of the hosted payment page and receipts (multipart form post)',
-      'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB of at most 1 file and 8 fields. A larger body, or more parts, is answered 413 with the settings page naming the logo field, whatever its size. Not signed in: on to sign-in before the body is read.',
+      'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB of at most 1 file and 8 fields. A larger body is answered 413 with the settings page naming the logo field, whatever its size; more parts, 413 `form_too_large`. Not signed in: on to sign-in before the body is read.',
       async (signedIn, request, reply) => {
         try {
           await setLogo(context.db, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now());
@@ -354,7 +353,7 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       {
         bodyLimit: LOGO_FORM_BODY_LIMIT,
         formLimits: LOGO_FORM_LIMITS,
-        responses: { 413: { description: 'The body is over 1 MiB, or has more parts: the settings page again, naming the logo field' } },
+        responses: { 413: { description: 'The body is over 1 MiB: the settings page again, naming the logo field (more parts: `form_too_large`)' } },
       },
       logoScope,
     );
