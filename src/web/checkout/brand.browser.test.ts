@@ -192,6 +192,11 @@ describe("the hosted page and the receipt in the merchant's brand, in Chromium",
       assert.match((await checkout.locator('main').textContent()) ?? '', /4\.50 USDC on Base/);
       await assertAccessible(checkout);
       await screenshots(checkout, 'receipt', 'paid-brand-767676');
+      // Printed, it keeps the facts and drops the note about keeping it.
+      await checkout.emulateMedia({ media: 'print' });
+      assert.equal(await checkout.locator('.no-print').isVisible(), false);
+      assert.ok(await checkout.getByText('Receipt number').isVisible());
+      await checkout.emulateMedia({ media: 'screen' });
     } finally {
       await checkout.context().close();
     }
