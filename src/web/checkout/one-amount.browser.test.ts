@@ -66,6 +66,7 @@ for (const { engine, skip } of engines) {
           button: `Pay with Sandbox wallet (test USDC, no extension)${usdcOf3} USDC`,
         });
         assert.ok(!((await page.locator('main').textContent()) ?? '').includes('2.00'), 'the old amount is nowhere on the page');
+        assert.equal(await page.locator('#status').textContent(), 'The shop changed the amount of this payment to 3.00 USD.', 'said, for screen readers too');
         await assertAccessible(page);
         await checkoutScreenshots(page, `amount-changed-by-merchant-${engine}`);
 

@@ -277,7 +277,10 @@ function start(root: HTMLElement): void {
     if ('paid' in answer) return succeed(answer.paid);
     // A problem is left for the buyer's next click to tell; an answer for an amount the field no longer holds is dropped.
     if (!('offer' in answer) || (editable && field().amount?.minor !== asked?.minor)) return;
-    if (showOffer(answer, asked)) renderWallets();
+    // Drawn in place (the Pay buttons are not made again, so a focused one keeps the focus), and a
+    // new amount is said to screen readers too.
+    if (!showOffer(answer, asked)) return;
+    if (quoted && asked && quoted.amount.minor !== asked.minor) say(`The shop changed the amount of this payment to ${money(quoted.amount)}.`);
   };
   setInterval(() => void refresh(), REFRESH_MS);
 
