@@ -190,7 +190,8 @@ for (const { engine, skip } of engines) {
         [transfer?.txHash],
       );
       const receiptPage = await (await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/${orderId}`, { headers: { accept: 'text/html' } })).text();
-      assert.match(receiptPage, /<th>Refunded<\/th><td>0\.40 USD \(0\.40 USDC\)/);
+      assert.match(receiptPage, /<th scope="row">Refunded<\/th><td>0\.40 USD \(0\.40 USDC\)/);
+      assert.match(receiptPage, /<span class="tag tag-opt-in">Partially refunded<\/span>/, 'the receipt says it was refunded in part, not "Paid"');
       assert.ok(receiptPage.includes(`href="${env.service.config.explorerTxUrl.replace('{hash}', transfer!.txHash)}"`), 'the refund transaction is linked');
       const orders = await browser.request('GET', `/dashboard/orders?q=${orderId}`);
       assert.match(orders.body, />Partially refunded<\/span><br><span class="note">0\.40 USDC refunded/);

@@ -56,7 +56,7 @@ function watch(child: ChildProcess) {
 }
 
 /** The service `npm start` runs for the first test, for the second. */
-let serving: { port: number; apiKey: string } | undefined;
+let serving: { port: number; apiKey: string; signInUrl: string; email: string; password: string } | undefined;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'till-walkthrough-'));
 const children: ChildProcess[] = [];
@@ -89,7 +89,7 @@ test('README walkthrough: npm start, then the walkthrough block as written pays 
   const [, apiKey] = await started.waitFor(/TEST API key[^:]*: (sk_test_\S+)/, 120_000);
   const [, signInUrl, email, password] = await started.waitFor(/Sign in at (\S+) as (\S+) with password \(shown once\): (\S+)/, 120_000);
   await started.waitFor(/Till is serving on/, 120_000);
-  serving = { port, apiKey: apiKey! };
+  serving = { port, apiKey: apiKey!, signInUrl: signInUrl!, email: email!, password: password! };
 
   // The demo merchant's user signs in with what was printed.
   const form = await fetch(signInUrl!);
@@ -165,6 +165,46 @@ test("README walkthrough in a browser: a new session's redirectUrl is paid with 
     await page.getByRole('button', { name: /Pay with Sandbox wallet/ }).click();
     await page.waitForURL('https://shop.example/thanks?**', { timeout: 60_000 });
     assert.match(page.url(), /paymentSessionId=ps_[\w-]+&publicOrderId=TX-[0-9A-F]{32}$/);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('README walkthrough, step 8 in a browser with no wallet extension: the order of step 5 is refunded in part with the sandbox demo payout wallet', {
+  skip: browserSkip,
+}, async () => {
+  assert.ok(serving, 'the service of the first test is running');
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const [, amount] = /8\. Refund part of it: click \*\*Refund\*\* beside `order-1001` in Orders, enter an amount such as\s+`([\d.]+)`/.exec(readme) ?? [];
+  assert.ok(amount, 'README step 8 names the amount to refund');
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    await page.goto(serving.signInUrl);
+    await page.getByLabel('Email').fill(serving.email);
+    await page.getByLabel('Password').fill(serving.password);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/dashboard$/);
+    await page.goto(new URL('/dashboard/orders', serving.signInUrl).toString());
+    const row = page.locator('table.orders tbody tr', { hasText: 'order-1001' });
+    await row.getByRole('link', { name: 'Refund' }).click();
+    await page.waitForURL(/#refund$/);
+    await page.getByText('Signing with Sandbox demo payout wallet (test USDC, no extension).').waitFor();
+    await page.getByLabel('Amount (USDC)').fill(amount!);
+    await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
+    await page.waitForURL(/refund=rf_/);
+    const receipt = await page.locator('table.orders tbody tr').first().getByRole('link', { name: /^TX-/ }).getAttribute('href');
+    // The chain confirms the refund within a few blocks; Orders and the receipt then say so.
+    await waitFor(
+      async () => {
+        await page.goto(new URL(receipt!, serving!.signInUrl).toString());
+        return /Partially refunded/.test((await page.locator('.receipt-total').textContent()) ?? '');
+      },
+      'the receipt of order-1001 to say Partially refunded',
+      60_000,
+    );
+    await page.goto(new URL('/dashboard/orders?q=order-1001', serving.signInUrl).toString());
+    assert.match((await page.locator('table.orders tbody tr').first().textContent()) ?? '', /Partially refunded/);
   } finally {
     await browser.close();
   }

@@ -57,9 +57,11 @@ for (const { engine, skip } of engines) {
       const html = await page.text();
       assert.match(html, new RegExp(settle.transaction));
       assert.match(html, /<strong>Test payment — no real money\.<\/strong>/);
-      assert.match(html, /<th>Amount<\/th><td>0\.10 USD<\/td>/, "money is written with the currency's decimals, not in monospace");
-      assert.match(html, /<th>Settled<\/th><td><time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4}, \d{2}:\d{2} UTC<\/time>/, 'a readable date');
-      assert.match(html, /<th>Payer<\/th><td><code>0x[0-9a-fA-F]{40}<\/code>/, 'addresses in monospace');
+      assert.match(html, /<th scope="row">Amount<\/th><td>0\.10 USD<\/td>/, "money is written with the currency's decimals, not in monospace");
+      assert.match(html, /<th scope="row">Date<\/th><td><time datetime="[^"]+">\d{1,2} [A-Z][a-z]+ \d{4}, \d{2}:\d{2} UTC<\/time>/, 'a readable date');
+      assert.match(html, /<th scope="row">Paid<\/th><td>0\.10 USDC on Base<\/td>/, 'the network as people name it, not "base"');
+      assert.match(html, /<span class="tag tag-granted">Paid<\/span>/);
+      assert.match(html, /<th scope="row">Payer<\/th><td><code>0x[0-9a-fA-F]{40}<\/code>/, 'addresses in monospace');
       const missing = await fetch(`${env.baseUrl}/checkout/v2/orders/receipt/TX-${'0'.repeat(32)}`, { headers: { accept: 'text/html' } });
       assert.equal(missing.status, 404);
       assert.match(missing.headers.get('content-type')!, /text\/html/);

@@ -23,8 +23,8 @@ const doc: RouteDoc = {
   responses: { 200: { description: 'The receipt', schema: Receipt }, 404: { description: 'No such order', schema: ErrorResponse } },
 };
 
-/** What a receipt lookup found: the receipt, its amount in words and its merchant, or nothing. */
-export type FoundReceipt = { receipt: ReceiptView; amountText: string; merchantId: string; mode: Mode } | undefined;
+/** What a receipt lookup found: the receipt, its amount in words, what was bought and its merchant, or nothing. */
+export type FoundReceipt = { receipt: ReceiptView; amountText: string; concept: string | null; merchantId: string; mode: Mode } | undefined;
 
 /**
  * The readable page of a receipt, given by the web layer (wired in main.ts): it answers a browser

@@ -55,12 +55,15 @@ export function normalizePublicOrderId(publicOrderId: string): string {
 /** Which orders a receipt is looked for among: those of `modes`, each linked to its mode's explorer; only the merchant's own with `merchantId`. */
 export type ReceiptScope = { modes: readonly Mode[]; explorerTxUrl: (mode: Mode) => string; network: (mode: Mode) => Network; merchantId?: string };
 
-/** The receipt, the amount written with its currency's decimals, the merchant's id (for the page, in its brand) and the order's mode. */
+/**
+ * The receipt, the amount written with its currency's decimals, what was bought (the session's
+ * concept, for the page), the merchant's id (for the page, in its brand) and the order's mode.
+ */
 export async function findReceiptWithAmountText(
   db: Db,
   publicOrderId: string,
   options: ReceiptScope,
-): Promise<{ receipt: ReceiptView; amountText: string; merchantId: string; mode: Mode } | undefined> {
+): Promise<{ receipt: ReceiptView; amountText: string; concept: string | null; merchantId: string; mode: Mode } | undefined> {
   const row = await db
     .selectFrom('payments')
     .innerJoin('payment_sessions', 'payment_sessions.id', 'payments.session_id')
@@ -80,6 +83,7 @@ export async function findReceiptWithAmountText(
       'payments.merchant_id',
       'payments.mode',
       'payment_sessions.order_id',
+      'payment_sessions.concept',
       'merchants.name',
     ])
     .where('payments.public_order_id', '=', normalizePublicOrderId(publicOrderId))
@@ -131,7 +135,7 @@ export async function findReceiptWithAmountText(
       refundedAt: new Date(r.updated_at).toISOString(),
     })),
   };
-  return { receipt, amountText: formatMoney(row.amount_minor, row.currency), merchantId: row.merchant_id, mode: row.mode };
+  return { receipt, amountText: formatMoney(row.amount_minor, row.currency), concept: row.concept, merchantId: row.merchant_id, mode: row.mode };
 }
 
 /**

@@ -14,6 +14,8 @@ export type Offer = {
   usdcAmount: bigint;
   /** Set when the session is a link its merchant made discoverable: the challenge then describes it (bazaar). */
   discovery?: DiscoveryTerms;
+  /** What the USDC is the price of: the amount in the session currency (for an editable session, the buyer's). */
+  price: { amount: number; currency: string };
 };
 
 /** One entry of `accepts` in the 402 body, exactly as spec E3 lists it. */
@@ -36,7 +38,8 @@ export type Challenge = { body: Record<string, unknown>; headers: Record<string,
 
 /**
  * A 402: the spec body plus a PAYMENT-REQUIRED header so v2 clients pay too. A challenge with an
- * offer declares its x402 extensions (extensions.ts) in both.
+ * offer declares its x402 extensions (extensions.ts) in both, and its body also says what it is
+ * the price of (`amount`, `currency`), so a page shows the amount and its USDC from one answer.
  */
 export function challenge(error: X402ErrorCode, offer: Offer | undefined, extra: Record<string, unknown> = {}, message?: string): Challenge {
   const extensions = offer ? challengeExtensions(offer.discovery) : undefined;
@@ -45,6 +48,7 @@ export function challenge(error: X402ErrorCode, offer: Offer | undefined, extra:
     error,
     message: message ?? X402_ERRORS[error],
     accepts: offer ? [acceptsEntry(offer)] : [],
+    ...(offer ? offer.price : {}),
     ...(extensions ? { extensions } : {}),
     ...extra,
   };

@@ -31,6 +31,8 @@ const ChallengeBody = z
       .record(z.string(), z.unknown())
       .optional()
       .meta({ description: 'With an offer: `payment-identifier` (always) and `bazaar` (a discoverable link), as in PAYMENT-REQUIRED' }),
+    amount: z.number().optional().meta({ description: 'With an offer: the amount in the session currency that maxAmountRequired is the price of' }),
+    currency: z.string().optional().meta({ description: 'The session currency (ISO 4217)' }),
   })
   .meta({ id: 'X402Challenge' });
 

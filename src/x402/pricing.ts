@@ -99,6 +99,7 @@ export async function quoteOffer(
     ...(session.discoverable === 1
       ? { discovery: { editable: session.editable === 1, suggestedAmount: formatMinor(session.amount_minor, currencyExponent(session.currency) ?? 2) } }
       : {}),
+    price: { amount: decimalNumber(amountMinor, session.currency), currency: session.currency },
   };
   return { quote, offer };
 }

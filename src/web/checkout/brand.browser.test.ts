@@ -3,11 +3,13 @@
 // refused with its ratio), then both pages again in the brand. axe-core on each; phone and desktop
 // screenshots under artifacts/checkout/, artifacts/receipt/ and artifacts/dashboard/.
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { createUser } from '../../accounts/users.ts';
-import { findBrand } from '../../merchants/brand.ts';
+import { findBrand, setAccentColor } from '../../merchants/brand.ts';
 import { assertAccessible, browserSkip, launchChromium, screenshots, typeInto } from '../../testing/browser.ts';
 import { type PayingShop, startPayingShop } from '../../testing/harness.ts';
 import { forwardingPort } from '../../testing/tcp-proxy.ts';
@@ -145,5 +147,84 @@ describe("the hosted page and the receipt in the merchant's brand, in Chromium",
       '4px rgb(124, 45, 18)',
     );
     await Promise.all([checkout.context().close(), receipt.context().close()]);
+  });
+  // #767676 passes the 4.5:1 check against white (white text on it, and it as text on white), but not
+  // on the pale green of the paid box (4.33:1): no text is drawn in the accent there.
+  test('an accent of #767676: the hosted page unpaid, paid in the page and paid on a later visit, and the receipt, each axe-clean', async () => {
+    await setAccentColor(shop.service.context.db, shop.merchantId, '#767676');
+    const sessionId = await shop.createSession({ amount: 4.5, currency: 'USD', concept: 'Flat white and a croissant', orderId: `A-${++orders}` });
+    const checkout = await newPage();
+    try {
+      await checkout.goto(`${baseUrl}/checkout/pay?uid=${sessionId}`);
+      const pay = checkout.getByRole('button', { name: /Pay with Sandbox wallet/ });
+      await pay.waitFor();
+      // The primary action looks primary: filled in the accent, white text on it.
+      assert.deepEqual(await pay.evaluate((button) => [getComputedStyle(button).backgroundColor, getComputedStyle(button).color]), [
+        'rgb(118, 118, 118)',
+        'rgb(255, 255, 255)',
+      ]);
+      await assertAccessible(checkout);
+      await screenshots(checkout, 'checkout', 'brand-767676-unpaid');
+      await checkout.setViewportSize({ width: 1280, height: 900 });
+
+      await pay.click();
+      await checkout.locator('#outcome').getByText('Paid. Thank you!').waitFor({ timeout: 30_000 });
+      await checkout.getByRole('heading', { name: 'Paid 4.50 USD' }).waitFor();
+      await assertAccessible(checkout);
+
+      // The page of a paid session, visited again: "Paid", never "Pay … USD"; the receipt is the primary action.
+      await checkout.reload();
+      await checkout.getByRole('heading', { level: 1, name: 'Paid 4.50 USD' }).waitFor();
+      assert.equal(await checkout.getByRole('heading', { name: /^Pay / }).count(), 0, 'no "Pay … USD" heading once paid');
+      const receiptLink = checkout.getByRole('link', { name: 'View the receipt' });
+      assert.deepEqual(
+        await receiptLink.evaluate((link) => [getComputedStyle(link).backgroundColor, getComputedStyle(link).color]),
+        ['rgb(118, 118, 118)', 'rgb(255, 255, 255)'],
+        'white on the accent, never the accent on the green box',
+      );
+      await assertAccessible(checkout);
+      await screenshots(checkout, 'checkout', 'brand-767676-paid');
+      await checkout.setViewportSize({ width: 1280, height: 900 });
+
+      await receiptLink.click();
+      await checkout.getByRole('heading', { name: 'Receipt' }).waitFor();
+      assert.match((await checkout.locator('.receipt-total').textContent()) ?? '', /4\.50 USD\s*Paid/);
+      assert.match((await checkout.locator('main').textContent()) ?? '', /4\.50 USDC on Base/);
+      await assertAccessible(checkout);
+      await screenshots(checkout, 'receipt', 'paid-brand-767676');
+      // Printed, it keeps the facts and drops the note about keeping it.
+      await checkout.emulateMedia({ media: 'print' });
+      assert.equal(await checkout.locator('.no-print').isVisible(), false);
+      assert.ok(await checkout.getByText('Receipt number').isVisible());
+      await checkout.emulateMedia({ media: 'screen' });
+    } finally {
+      await checkout.context().close();
+    }
+  });
+  test("a logo far over the 1 MiB the form takes, uploaded from Settings, gets the page's own message under the field", async () => {
+    const page = await newPage();
+    try {
+      await page.goto(`${baseUrl}/dashboard/settings`);
+      await typeInto(page, 'Email', EMAIL);
+      await typeInto(page, 'Password', PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${baseUrl}/dashboard/settings`);
+      // From a file on disk, as a merchant picks one: 30 MB, thirty times what the form takes.
+      const poster = join(mkdtempSync(join(tmpdir(), 'till-logo-')), 'poster.png');
+      writeFileSync(poster, Buffer.alloc(30 * 1024 * 1024));
+      await page.getByLabel('Logo', { exact: true }).setInputFiles(poster);
+      // The earlier test uploaded a logo: this one replaces it.
+      await page.getByRole('button', { name: /^(Upload|Replace) logo$/ }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/^Logo is about 30\.0 MB: at most 256 KB are taken/)
+        .waitFor();
+      assert.equal(await page.getByLabel('Logo', { exact: true }).getAttribute('aria-invalid'), 'true');
+      await page.locator('#field-logo-problem').waitFor();
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'settings-logo-too-large');
+    } finally {
+      await page.context().close();
+    }
   });
 });

@@ -97,6 +97,7 @@ function payablePage(state: Extract<CheckoutState, { kind: 'payable' }>, view: V
     asset,
     'pay-to': payTo,
     usdc: quote.usdc_amount.toString(),
+    amount: formatMinor(quote.amount_minor, exponent),
     'chain-id': String(rails.network.chainId),
     'rpc-url': rails.walletRpcUrl,
     editable: editable ? 'true' : 'false',
@@ -150,10 +151,14 @@ export async function renderCheckout(state: CheckoutState, view: View, now: numb
       const { session, payment } = state;
       const orderId = payment.public_order_id ?? '';
       const receipt = `/checkout/v2/orders/receipt/${encodeURIComponent(orderId)}`;
+      const back = session.success_url && successTarget(session.success_url, session.id, orderId);
+      // The heading says what happened ("Paid 3.00 USD"), never what to do. The receipt is the primary
+      // action, a button in the accent (white on it, checked when the accent is set); no text is
+      // drawn in the accent on the tinted box, where its contrast was never checked.
       return finalPage(
         'Paid',
         view,
-        html`${heading(session)}<h1>Paid</h1><div class="outcome success"><p>This payment is complete: ${formatMoney(payment.amount_minor, payment.currency)} paid with ${formatUsdc(payment.value)} USDC. There is nothing more to pay.</p><p><a href="${receipt}">View the receipt</a> <code>${orderId}</code></p></div>${session.success_url && returnLink(successTarget(session.success_url, session.id, orderId), 'Return to the merchant')}`,
+        html`${heading(session)}<h1>Paid ${formatMoney(payment.amount_minor, payment.currency)}</h1><div class="outcome success"><p>This payment is complete: ${formatMoney(payment.amount_minor, payment.currency)} paid with ${formatUsdc(payment.value)} USDC. There is nothing more to pay.</p><p class="actions"><a class="button" href="${receipt}">View the receipt</a>${back && html`<a class="button secondary" href="${back}">Return to the merchant</a>`}</p><p class="help">Receipt number <code>${orderId}</code></p></div>`,
       );
     }
     case 'no_wallet':

@@ -107,6 +107,21 @@ for (const { engine, skip } of engines) {
       assert.deepEqual(await findBrand(service.context.db, merchantId), before);
     });
 
+    test('a logo form body over 1 MiB, even far over, gets the settings page naming the logo field, never the JSON of the framework', async () => {
+      const { browser, merchantId } = await signedInMerchant(service);
+      const csrf = await browser.csrf('/dashboard/settings');
+      const before = await findBrand(service.context.db, merchantId);
+      for (const size of [1024 * 1024 + 1, 8 * 1024 * 1024, 40 * 1024 * 1024]) {
+        const refused = await postLogo(browser, csrf, { bytes: new Uint8Array(size), name: 'huge.png', type: 'image/png' });
+        assert.equal(refused.statusCode, 413, `${size} B`);
+        assert.match(String(refused.headers['content-type']), /^text\/html/);
+        assert.match(alertOf(refused.body), /^Logo is about \d+\.\d MB: at most 256 KB are taken\. Save it smaller/, `${size} B`);
+        assert.match(refused.body, /id="field-logo"[^>]*aria-invalid="true"/);
+        assert.ok(refused.body.includes('id="field-logo-problem"'), 'the reason is under the field, tied to it');
+      }
+      assert.deepEqual(await findBrand(service.context.db, merchantId), before);
+    });
+
     test('the logo form is CSRF-guarded like every form: no token, a wrong one, or another origin changes nothing', async () => {
       const { browser, merchantId } = await signedInMerchant(service);
       const csrf = await browser.csrf('/dashboard/settings');

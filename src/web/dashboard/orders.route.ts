@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Mode } from '../../common/modes.ts';
 import { explorerTxUrlOf, walletRpcUrlOf } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
+import { findMerchant } from '../../merchants/merchants.ts';
 import { explorerUrl } from '../../payments/payments.ts';
 import { cursorText, type MerchantOrder, type OrderFilter, type OrdersCursor, parseCursor, searchOrders } from '../../payments/receipts.ts';
 import { listRefusedAttempts } from '../../x402/attempts.ts';
@@ -13,7 +14,7 @@ import { refusedAttemptsSection } from './attempts.ts';
 import { toCsvLine } from './csv.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
-import { refundPart, refundSection } from './refund-form.ts';
+import { refundPart, refundSection, sandboxPayoutKeyFor } from './refund-form.ts';
 import { cursorPager, FILTER_REFUSED, moment } from './views.ts';
 
 const PATH = '/dashboard/orders';
@@ -102,9 +103,20 @@ ${field('from', 'From', 'date')}${field('to', 'To', 'date')}${field('session', '
 </form>`;
 }
 
-/** Orders narrowed to one order by its TX- id: its refund form below it. */
-const refundOf = (orders: MerchantOrder[], parsed: ParsedFilter, signedIn: DashboardUser, query: Record<string, unknown>, rpcUrl: string): Html =>
-  orders.length === 1 && /^tx-/i.test(parsed.filter.search ?? '') ? refundSection(orders[0]!, signedIn.csrfToken, query, rpcUrl) : html``;
+/** Orders narrowed to one order by its TX- id: its refund form below it (in test mode with the sandbox demo wallet, when it is the payout wallet). */
+async function refundOf(
+  context: AppContext,
+  orders: MerchantOrder[],
+  parsed: ParsedFilter,
+  signedIn: DashboardUser,
+  query: Record<string, unknown>,
+): Promise<Html> {
+  if (orders.length !== 1 || !/^tx-/i.test(parsed.filter.search ?? '')) return html``;
+  const { mode } = signedIn.modes;
+  const testWallet = mode === 'sandbox' ? ((await findMerchant(context.db, signedIn.user.merchantId))?.wallets.sandbox ?? null) : null;
+  const sandboxKey = sandboxPayoutKeyFor(context.config.dataDir, mode, testWallet);
+  return refundSection(orders[0]!, signedIn.csrfToken, query, walletRpcUrlOf(context.config, mode), sandboxKey);
+}
 
 async function ordersPage(
   context: AppContext,
@@ -149,7 +161,7 @@ ${joinHtml(
       signedIn,
       section: 'orders',
       ...(problem ? { problem } : {}),
-      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${refundOf(slice.orders, parsed, signedIn, requestQuery, walletRpcUrlOf(context.config, signedIn.modes.mode))}${refusedAttemptsSection(attempts)}`,
+      body: html`${filterForm(parsed.form, invalid)}${csv}${list}${pager}${await refundOf(context, slice.orders, parsed, signedIn, requestQuery)}${refusedAttemptsSection(attempts)}`,
     }),
   };
 }

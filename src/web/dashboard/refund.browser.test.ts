@@ -3,11 +3,15 @@
 // payer gets exactly that back on the sandbox chain. axe-core on the form; phone and desktop
 // screenshots under artifacts/dashboard/.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { createPublicClient, erc20Abi, http } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createUser } from '../../accounts/users.ts';
+import { SANDBOX_PAYOUT_KEY_FILE } from '../../merchants/demo-payout-key.ts';
 import { startSandbox } from '../../sandbox/index.ts';
 import { assertAccessible, browserSkip, contextWithPausedClock, heldApproval, injectTestWallet, launchChromium, screenshots } from '../../testing/browser.ts';
 import { freePort, sandboxSettings } from '../../testing/environment.ts';
@@ -17,6 +21,7 @@ import { challenge, createSession, fundedPayer, pay, signedPayment } from '../..
 import { waitFor } from '../../testing/wait.ts';
 import { setWebhook } from '../../webhooks/endpoints.ts';
 import { startReceiver } from '../../webhooks/fixtures/receiver.ts';
+import { sandboxPayoutKeyFor } from './refund-form.ts';
 
 const EMAIL = 'owner@refund-shop.example';
 const PASSWORD = 'correct horse battery staple';
@@ -133,6 +138,12 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       new Webhook(signingSecret).verify(delivery.body, delivery.headers as Record<string, string>);
       await page.goto(`${baseUrl}/checkout/v2/orders/receipt/${orderId}`);
       assert.match((await page.locator('body').textContent()) ?? '', /Refunded\s*0\.75 USD \(0\.75 USDC\)/);
+      // The receipt says so at the top, not "Paid", and keeps the rest paid in view.
+      assert.match((await page.locator('.receipt-total').textContent()) ?? '', /2\.00 USD\s*Partially refunded/);
+      assert.match((await page.locator('body').textContent()) ?? '', /Kept by the merchant\s*1\.25 USD/);
+      await assertAccessible(page);
+      await screenshots(page, 'receipt', 'partially-refunded');
+      await page.setViewportSize({ width: 1280, height: 900 });
 
       // A second refund beyond what is left is refused on the page, and nothing moves.
       await page.goto(`${baseUrl}/dashboard/orders?q=${orderId}`);
@@ -140,10 +151,21 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       const rest = await balance();
       await page.getByLabel('Amount (USDC)').fill('1.26');
       await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
+      // Refused as every dashboard form refuses: an alert, and the amount field marked in red with the reason tied to it.
+      const amount = page.getByLabel('Amount (USDC)');
       await page
-        .locator('[data-refund-say]')
-        .getByText(/amount/i)
+        .getByRole('alert')
+        .getByText(/^Amount /)
         .waitFor();
+      assert.equal(await amount.getAttribute('aria-invalid'), 'true');
+      const problem = page.locator('#refund-amount-problem');
+      assert.match((await problem.textContent()) ?? '', /^Amount .*\.$/);
+      assert.ok(((await amount.getAttribute('aria-describedby')) ?? '').split(' ').includes('refund-amount-problem'), 'the reason is tied to the field');
+      assert.equal(await problem.evaluate((element) => getComputedStyle(element).color), 'rgb(185, 28, 28)', 'in red, as other forms');
+      assert.ok(await amount.evaluate((element) => element === document.activeElement), 'the field to correct has the focus');
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'refund-error');
+      await page.setViewportSize({ width: 1280, height: 900 });
       assert.equal(await balance(), rest, 'nothing moved');
     } finally {
       await context.close();
@@ -164,15 +186,17 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       await page.keyboard.press('Enter');
       await page.waitForURL(/\/dashboard\/orders\?q=/);
       const say = page.locator('[data-refund-say]');
+      const alert = page.getByRole('alert');
       const button = page.getByRole('button', { name: 'Sign with the payout wallet and refund' });
       await page.getByText('Signing with Test Wallet.').waitFor();
 
       // More than is left: refused by the service, and the reason stays after the search has ended.
       await page.getByLabel('Amount (USDC)').fill('9.00');
       await button.click();
-      await say.getByText(/more than is left to refund/).waitFor();
+      await alert.getByText(/more than is left to refund/).waitFor();
       await context.clock.runFor(1_000);
-      assert.match((await say.textContent()) ?? '', /more than is left to refund/, 'the refusal is still what the merchant reads');
+      assert.match((await alert.textContent()) ?? '', /more than is left to refund/, 'the refusal is still what the merchant reads');
+      assert.equal(await say.textContent(), '', 'no wallet line over it');
       assert.equal(await button.isEnabled(), true, 'the merchant may correct the amount and try again');
       await screenshots(page, 'dashboard', 'refund-refused');
 
@@ -188,6 +212,59 @@ describe('a refund from the Orders page in Chromium', { skip: browserSkip }, () 
       assert.equal(calls.filter((c) => c.method === 'eth_signTypedData_v4').length, 1, 'the wallet was asked to sign once');
     } finally {
       approve();
+      await context.close();
+    }
+  });
+  // The README's refund step: in test mode the demo merchant's payout wallet is the sandbox demo one,
+  // whose key the data folder holds; the form signs with it in the page, no wallet extension needed.
+  test('in test mode, with the sandbox demo payout wallet, the form offers it and refunds with no browser wallet; never in live mode', async () => {
+    const demoKey = generatePrivateKey();
+    const demoWallet = privateKeyToAccount(demoKey).address;
+    writeFileSync(join(service.config.dataDir, SANDBOX_PAYOUT_KEY_FILE), `${demoKey}\n`, { mode: 0o600 });
+    const demo = await service.merchant({ name: 'Demo Shop', walletAddress: demoWallet });
+    await createUser(service.context.db, { merchantId: demo.merchantId, email: 'demo@demo-shop.example', password: PASSWORD });
+    const sessionId = await createSession(baseUrl, demo.apiKey, { amount: 1.5, currency: 'USD', orderId: 'demo-1', concept: 'A postcard' });
+    const buyer = await fundedPayer(sandbox, '5');
+    const paid = await pay(baseUrl, sessionId, (await signedPayment(buyer, sandbox.usdcAddress, await challenge(baseUrl, sessionId))).header);
+    const demoOrder = ((await paid.json()) as { paymentId: string }).paymentId;
+
+    // Another merchant's form in the same sandbox never carries the demo key.
+    const other = await browser.newContext();
+    const otherPage = await other.newPage();
+    await otherPage.goto(`${baseUrl}/dashboard/orders?q=${orderId}`);
+    await otherPage.getByLabel('Email').fill(EMAIL);
+    await otherPage.getByLabel('Password').fill(PASSWORD);
+    await otherPage.keyboard.press('Enter');
+    await otherPage.waitForURL(/\/dashboard\/orders\?q=/);
+    assert.ok(!(await otherPage.content()).includes(demoKey.slice(2)), 'no demo key on a form whose payout wallet is not the demo one');
+    await other.close();
+    // Live mode never offers it, whatever the data folder holds.
+    assert.equal(sandboxPayoutKeyFor(service.config.dataDir, 'live', demoWallet), undefined);
+    assert.equal(sandboxPayoutKeyFor(service.config.dataDir, 'sandbox', demoWallet), demoKey);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    try {
+      // No wallet injected: the browser has no extension at all.
+      await page.goto(`${baseUrl}/dashboard/orders?q=${demoOrder}`);
+      await page.getByLabel('Email').fill('demo@demo-shop.example');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/dashboard\/orders\?q=/);
+      await page.getByText('Signing with Sandbox demo payout wallet (test USDC, no extension).').waitFor();
+      await assertAccessible(page);
+      await screenshots(page, 'dashboard', 'refund-form-sandbox-wallet');
+      await page.setViewportSize({ width: 1280, height: 900 });
+
+      const client = createPublicClient({ transport: http(sandbox.rpcUrl) });
+      const balance = () => client.readContract({ address: sandbox.usdcAddress, abi: erc20Abi, functionName: 'balanceOf', args: [buyer.address] });
+      const before = await balance();
+      await page.getByLabel('Amount (USDC)').fill('0.50');
+      await page.getByRole('button', { name: 'Sign with the payout wallet and refund' }).click();
+      await page.waitForURL(/refund=rf_/);
+      assert.equal(await balance(), before + 500_000n, 'the buyer got the refund from the demo payout wallet');
+      assert.match((await page.locator('table.orders tbody tr').first().textContent()) ?? '', /Partially refunded/);
+    } finally {
       await context.close();
     }
   });

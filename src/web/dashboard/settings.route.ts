@@ -1,4 +1,7 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { currentUser } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
 import { keyModeOf, modeLabel } from '../../common/modes.ts';
 import { SUPPORTED_CHAINS } from '../../common/network.ts';
@@ -10,6 +13,7 @@ import { changeWallet } from '../../merchants/events.ts';
 import { checkPayoutAddress, findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
 import { accentStylesheetPath, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
+import { modeView } from '../kit/mode.ts';
 import { sendPage } from '../kit/page.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
@@ -179,6 +183,20 @@ const LOGO_FORM_BODY_LIMIT = 1024 * 1024;
 /** A logo form's parts: the file and the CSRF token, with room for a few more fields. */
 const LOGO_FORM_LIMITS = { files: 1, fields: 8 };
 
+/** Once the rest of a request's body has arrived (and been dropped), or the client has gone. */
+async function drained(raw: IncomingMessage): Promise<void> {
+  if (raw.readableEnded || raw.destroyed) return;
+  raw.resume();
+  await once(raw, 'end').catch(() => undefined);
+}
+
+/** Why a logo form's body was too large, for people: its size when the browser said it (Content-Length). */
+function oversizedLogo(request: FastifyRequest): string {
+  const sent = Number(request.headers['content-length']);
+  const size = Number.isFinite(sent) && sent > LOGO_FORM_BODY_LIMIT ? `about ${(sent / (1024 * 1024)).toFixed(1)} MB` : 'more than 1 MB';
+  return `is ${size}: at most ${LOGO_MAX_BYTES / 1024} KB are taken. Save it smaller (a logo needs no more than 512×512 pixels)`;
+}
+
 /** Settings: business details, the payout wallet (behind the password), accepted chains and tokens, the brand. */
 export function registerSettings(app: FastifyInstance, context: AppContext): void {
   addDashboardRoute(
@@ -196,8 +214,15 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     summary: string,
     description: string,
     handle: DashboardHandler,
-    options: Pick<DashboardRouteDoc, 'bodyLimit' | 'formLimits'> = {},
-  ) => addDashboardRoute(app, context, { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES, ...options }, handle);
+    options: Pick<DashboardRouteDoc, 'bodyLimit' | 'formLimits' | 'responses'> = {},
+    scope: FastifyInstance = app,
+  ) =>
+    addDashboardRoute(
+      scope,
+      context,
+      { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, ...options, responses: { ...POST_RESPONSES, ...options.responses } },
+      handle,
+    );
 
   post(
     'business',
@@ -293,20 +318,46 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     return sendSettings(context, reply, signedIn, 400, { merchant, form, ...(values ? { values } : {}), problem: problemOf(error, error.field) });
   };
 
-  post(
-    'logo',
-    'Uploads the logo of the hosted payment page and receipts (multipart form post)',
-    'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB of at most 1 file and 8 fields (more: 413 `form_too_large`). Not signed in: on to sign-in before the body is read.',
-    async (signedIn, request, reply) => {
-      try {
-        await setLogo(context.db, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now());
-      } catch (error) {
-        return refuseBrand(signedIn, reply, error, 'logo');
-      }
-      return reply.redirect(`${SETTINGS_PATH}?saved=logo`, 303);
-    },
-    { bodyLimit: LOGO_FORM_BODY_LIMIT, formLimits: LOGO_FORM_LIMITS },
-  );
+  // The logo form in a scope of its own: a body over its limit is refused by the framework before
+  // the handler runs (however large it is: the limit is read from Content-Length, or counted as it
+  // arrives, and Node reads the rest and drops it), and this form answers that with the settings page
+  // naming the field, as it answers any other refused logo, never with the API's JSON.
+  app.register(async (logoScope) => {
+    logoScope.setErrorHandler(async (error: FastifyError, request, reply) => {
+      // Only the size a browser can send: more parts than the form has (413 `form_too_large`) is no browser's, and keeps the API's answer.
+      const tooLarge = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE';
+      // The guard let the post in only for a signed-in browser of ours, before the body was read.
+      const signedIn = tooLarge ? await currentUser(context, request) : undefined;
+      if (!signedIn) throw error;
+      // The browser is still sending the file: the rest of the body is read and dropped before the page
+      // is answered, so it gets the page rather than a connection closed under it. Only a signed-in
+      // browser of ours gets here, and the server's request timeout bounds how long it may send.
+      await drained(request.raw);
+      reply.removeHeader('connection');
+      const user: DashboardUser = { ...signedIn, modes: modeView(context, request) };
+      const problem = { field: 'logo', message: oversizedLogo(request) };
+      return sendSettings(context, reply, user, 413, { merchant: await merchantOf(context, user), form: 'logo', problem });
+    });
+    post(
+      'logo',
+      'Uploads the logo of the hosted payment page and receipts (multipart form post)',
+      'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB of at most 1 file and 8 fields. A larger body is answered 413 with the settings page naming the logo field, whatever its size; more parts, 413 `form_too_large`. Not signed in: on to sign-in before the body is read.',
+      async (signedIn, request, reply) => {
+        try {
+          await setLogo(context.db, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now());
+        } catch (error) {
+          return refuseBrand(signedIn, reply, error, 'logo');
+        }
+        return reply.redirect(`${SETTINGS_PATH}?saved=logo`, 303);
+      },
+      {
+        bodyLimit: LOGO_FORM_BODY_LIMIT,
+        formLimits: LOGO_FORM_LIMITS,
+        responses: { 413: { description: 'The body is over 1 MiB: the settings page again, naming the logo field (more parts: `form_too_large`)' } },
+      },
+      logoScope,
+    );
+  });
 
   post('logo/remove', 'Removes the logo (form post)', 'Takes `csrf`.', async (signedIn, _request, reply) => {
     await removeLogo(context.db, signedIn.user.merchantId, context.now());

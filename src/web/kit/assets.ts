@@ -16,12 +16,13 @@ export const ASSET_SOURCES = {
   'checkout.js': 'src/web/checkout/browser/checkout.ts',
   'checkout-sandbox-wallet.js': 'src/web/checkout/browser/sandbox-wallet.ts',
   'dashboard.js': 'src/web/dashboard/browser/dashboard.ts',
+  'dashboard-sandbox-wallet.js': 'src/web/dashboard/browser/sandbox-payout-wallet.ts',
 } as const;
 
 export type AssetName = keyof typeof ASSET_SOURCES;
 
 /** Served only by a deployment that serves test mode (the pages of test sessions load them). */
-const SANDBOX_ONLY: ReadonlySet<AssetName> = new Set(['checkout-sandbox-wallet.js']);
+const SANDBOX_ONLY: ReadonlySet<AssetName> = new Set(['checkout-sandbox-wallet.js', 'dashboard-sandbox-wallet.js']);
 
 /** Where the build writes; the repository's `dist/assets/` (gitignored). */
 export const ASSETS_DIR = join(import.meta.dirname, '..', '..', '..', 'dist', 'assets');

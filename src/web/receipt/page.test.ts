@@ -47,3 +47,18 @@ test('a receipt viewed in a browser is one HTML page, and the service logs no wa
     'viewing receipts logs nothing at warn or above',
   );
 });
+
+test('the receipt says Paid, Partially refunded, Refunded or Reversed from what moved, never Paid after a refund', async () => {
+  const { receiptStatus } = await import('./page.ts');
+  const receipt = (await (await view(orderId, 'application/json')).json()) as Parameters<typeof receiptStatus>[0];
+  const words = (changes: Partial<typeof receipt>) => receiptStatus({ ...receipt, ...changes }).words;
+  assert.equal(receipt.tokenAmount, '0.50');
+  assert.equal(words({}), 'Paid');
+  assert.equal(words({ refundedTokenAmount: '0.10' }), 'Partially refunded');
+  assert.equal(words({ refundedTokenAmount: '0.50' }), 'Refunded');
+  assert.equal(words({ status: 'REVERSED' }), 'Reversed');
+  const page = await (await view(orderId, 'text/html')).text();
+  assert.match(page, /<th scope="row">Paid<\/th><td>0\.50 USDC on Base<\/td>/, 'the network as people name it');
+  assert.match(page, /<th scope="row">Merchant(?:'|&#39;)s reference<\/th><td><code>receipt-1<\/code>/);
+  assert.match(page, /class="note no-print"/, 'a printable page: the note is hidden when printed');
+});

@@ -12,6 +12,8 @@ import { REQUOTE_CODES, X402_SENTENCES } from './messages.ts';
 
 type Offer = { asset: string; payTo: string; maxAmountRequired: string; maxTimeoutSeconds: number; extra: { name?: string; version?: string } };
 type Paid = { status: 'SUCCESS'; paymentSessionId: string; paymentId: string; receipt: string };
+/** What an offer is the price of, as the challenge says it: the amount in the session currency. */
+type Price = { amount: number; currency: string };
 /** An amount in the session currency: its minor units, and its text with exactly the currency's decimals ("3.00"). */
 type Amount = { minor: bigint; text: string };
 /** What the amount field holds: an amount when it reads as one, and why it can't be paid when it can't. */
@@ -24,6 +26,8 @@ const VALIDITY_S = 300;
 const REQUOTE_DELAY_MS = 400;
 const DEFAULT_RETRY_S = 5;
 const SLOW_CONFIRMATION_MS = 60_000;
+/** How often an open page asks for the session's challenge again: a change by the shop (E2) shows within this. */
+const REFRESH_MS = 5_000;
 const GONE_AFTER_PROOF =
   'This payment is no longer open. If your wallet shows the USDC as sent, contact the shop with your wallet address; otherwise nothing was charged.';
 
@@ -63,7 +67,8 @@ function start(root: HTMLElement): void {
     status.classList.toggle('visually-hidden', !shown);
   };
   const money = (amount: Amount) => `${amount.text} ${data.currency}`;
-  const payUrlFor = (amount: Amount | undefined) => (amount ? `${data.payUrl}?amount=${encodeURIComponent(amount.text)}` : data.payUrl!);
+  // Only an editable session's amount is the buyer's to send; a fixed one is the session's own.
+  const payUrlFor = (amount: Amount | undefined) => (editable && amount ? `${data.payUrl}?amount=${encodeURIComponent(amount.text)}` : data.payUrl!);
 
   // The amount of an editable session: what the field holds, and the amount the quote on screen is of.
   const parseAmount = (value: string): Amount | string => {
@@ -86,7 +91,9 @@ function start(root: HTMLElement): void {
   };
   const field = (): Field => (editable ? readAmount(amountInput.value) : {});
   /** The quote on screen (editable sessions): the amount it is of, and its USDC value. */
-  let quoted: { amount: Amount; usdc: bigint } | undefined = editable ? { amount: field().amount!, usdc: BigInt(data.usdc!) } : undefined;
+  // Every session's, for the shop may change a fixed amount (E2) while the page is open: the heading, the USDC figure and the Pay buttons show this one.
+  const initial = editable ? field().amount : parseAmount(data.amount ?? '');
+  let quoted: { amount: Amount; usdc: bigint } | undefined = typeof initial === 'object' ? { amount: initial, usdc: BigInt(data.usdc!) } : undefined;
   /** The field holds a payable amount, and it is the quoted one: only then is there anything to pay. */
   const amountReady = () => {
     if (!editable) return true;
@@ -138,7 +145,16 @@ function start(root: HTMLElement): void {
         icon.alt = '';
         button.append(icon);
       }
-      button.append(`Pay with ${wallet.info.name}`);
+      const label = document.createElement('span');
+      label.className = 'pay-label';
+      label.textContent = `Pay with ${wallet.info.name}`;
+      // The very USDC figure of the summary: one amount on the page.
+      const figure = document.createElement('span');
+      figure.className = 'pay-amount';
+      figure.dataset.payAmount = '';
+      const usdc = usdcText.textContent ?? '';
+      figure.textContent = usdc === '—' || usdc === '…' ? '' : `${usdc} USDC`;
+      button.append(label, figure);
       button.addEventListener('click', () => void pay(wallet));
       item.append(button);
       walletList.append(item);
@@ -189,13 +205,14 @@ function start(root: HTMLElement): void {
   }
 
   /** The offer of the session's challenge at `url`: the stored quote of that amount, which a proof is checked against. */
-  async function fetchOffer(url: string): Promise<{ offer: Offer } | { paid: Paid } | { problem: string; code?: string }> {
+  async function fetchOffer(url: string): Promise<{ offer: Offer; price?: Price } | { paid: Paid } | { problem: string; code?: string }> {
     const reply = await ask(url);
     if (!reply) return { problem: "We couldn't reach the payment service. Check your connection and try again; nothing was charged." };
     if (reply.status === 200) return { paid: reply.body as unknown as Paid };
     if (reply.status === 402) {
       const offer = (reply.body.accepts as Offer[] | undefined)?.[0];
-      if (offer) return { offer };
+      const { amount, currency } = reply.body;
+      if (offer) return typeof amount === 'number' && typeof currency === 'string' ? { offer, price: { amount, currency } } : { offer };
       const code = String(reply.body.error);
       return { problem: X402_SENTENCES[code as keyof typeof X402_SENTENCES] ?? String(reply.body.message), code };
     }
@@ -211,14 +228,61 @@ function start(root: HTMLElement): void {
     return error?.message ?? 'Something went wrong. Nothing was charged; please try again.';
   }
 
-  /** The quote on screen: the amount and the USDC it is paid with. */
+  /** The USDC figure, and the same on every Pay button: one amount on the page. */
+  function showUsdc(text: string): void {
+    usdcText.textContent = text;
+    for (const figure of Array.from(walletList.querySelectorAll('[data-pay-amount]'))) figure.textContent = text === '—' || text === '…' ? '' : `${text} USDC`;
+  }
+
+  /** The quote on screen: the amount (the heading) and the USDC it is paid with (the summary, the Pay buttons), together. */
   function showQuote(amount: Amount | undefined, usdc: bigint): void {
     if (amount) {
       quoted = { amount, usdc };
       amountText.textContent = money(amount);
     }
-    usdcText.textContent = formatUsdc(usdc);
+    showUsdc(formatUsdc(usdc));
   }
+
+  /**
+   * The amount an offer is the price of, as its challenge says (the shop may have changed it with
+   * E2), else `fallback`. A change of currency reloads the page, drawn again by the server whole.
+   */
+  function amountOf(found: { price?: Price }, fallback: Amount | undefined): Amount | undefined | 'reload' {
+    if (!found.price) return fallback;
+    if (found.price.currency !== data.currency) return 'reload';
+    const amount = parseAmount(String(found.price.amount));
+    return typeof amount === 'object' ? amount : fallback;
+  }
+
+  /** Puts an offer on screen, the heading with its quote; false when the page is being loaded again instead. */
+  function showOffer(found: { offer: Offer; price?: Price }, fallback: Amount | undefined): boolean {
+    const amount = amountOf(found, fallback);
+    if (amount === 'reload') {
+      window.location.reload();
+      return false;
+    }
+    showQuote(amount, BigInt(found.offer.maxAmountRequired));
+    return true;
+  }
+
+  // An open page asks again every few seconds, while nothing is under way: a change the shop made
+  // (a new amount through E2) or a new quote shows at once, the heading, the USDC and the Pay buttons
+  // together; a payment made elsewhere (another tab) shows as paid. The challenge is cached by the
+  // service, so this costs it next to nothing.
+  const refresh = async () => {
+    if (!payable() || document.hidden) return;
+    const asked = quoted?.amount;
+    const answer = await fetchOffer(payUrlFor(asked));
+    if (busy || confirming || finished || expired) return;
+    if ('paid' in answer) return succeed(answer.paid);
+    // A problem is left for the buyer's next click to tell; an answer for an amount the field no longer holds is dropped.
+    if (!('offer' in answer) || (editable && field().amount?.minor !== asked?.minor)) return;
+    // Drawn in place (the Pay buttons are not made again, so a focused one keeps the focus), and a
+    // new amount is said to screen readers too.
+    if (!showOffer(answer, asked)) return;
+    if (quoted && asked && quoted.amount.minor !== asked.minor) say(`The shop changed the amount of this payment to ${money(quoted.amount)}.`);
+  };
+  setInterval(() => void refresh(), REFRESH_MS);
 
   // Editable amount: checked here as it is typed, and quoted through the x402 endpoint's ?amount=.
   // Pay is enabled only while the field holds the very amount the quote on screen is of.
@@ -232,7 +296,7 @@ function start(root: HTMLElement): void {
       if (busy || confirming || finished || field().amount?.minor !== amount.minor) return;
       if ('paid' in answer) return succeed(answer.paid);
       if ('offer' in answer) {
-        showQuote(amount, BigInt(answer.offer.maxAmountRequired));
+        if (!showOffer(answer, amount)) return;
         say('');
       } else say(answer.problem);
       renderWallets();
@@ -248,13 +312,13 @@ function start(root: HTMLElement): void {
       }
       if (amount) amountText.textContent = money(amount);
       if (problem || !amount) {
-        usdcText.textContent = '—';
+        showUsdc('—');
         say('');
       } else if (quoted && amount.minor === quoted.amount.minor) {
         showQuote(amount, quoted.usdc);
         say('');
       } else {
-        usdcText.textContent = '…';
+        showUsdc('…');
         say(`Getting the price of ${money(amount)}…`);
         timer = setTimeout(() => void requote(amount), now ? 0 : REQUOTE_DELAY_MS);
       }
@@ -307,7 +371,12 @@ function start(root: HTMLElement): void {
       }
       const { offer } = quotedNow;
       const value = BigInt(offer.maxAmountRequired);
-      showQuote(amount, value);
+      const latest = amountOf(quotedNow, amount);
+      if (latest === 'reload') return window.location.reload();
+      showQuote(latest, value);
+      // The shop changed the amount since the buyer chose to pay: nothing is signed until they have seen the new one.
+      if (latest && amount && latest.minor !== amount.minor)
+        return say(`The shop changed the amount of this payment to ${money(latest)} (${formatUsdc(value)} USDC). Check it, then choose your wallet again.`);
       say('Checking your USDC balance…');
       const balanceHex = await provider.request({
         method: 'eth_call',
@@ -379,7 +448,7 @@ function start(root: HTMLElement): void {
         const sentence = X402_SENTENCES[code as keyof typeof X402_SENTENCES] ?? String(reply.body.message ?? 'The payment was refused.');
         if (REQUOTE_CODES.has(code)) {
           const fresh = await fetchOffer(url);
-          if ('offer' in fresh) showQuote(quoted?.amount, BigInt(fresh.offer.maxAmountRequired));
+          if ('offer' in fresh) showOffer(fresh, quoted?.amount);
         }
         return fail(sentence, code === 'payment_failed' || code === 'insufficient_funds' || code === 'invalid_signature');
       }
@@ -448,6 +517,11 @@ function start(root: HTMLElement): void {
     countdown?.parentElement?.parentElement?.setAttribute('hidden', '');
     document.querySelector('aside.qr')?.setAttribute('hidden', '');
     $('pay-data')?.classList.add('paid');
+    // The heading says what happened, no longer what to do: "Paid 3.00 USD", not "Pay 3.00 USD".
+    $('title')?.replaceChildren('Paid ', amountText);
+    const payTitle = $('pay-title');
+    if (payTitle) payTitle.textContent = 'Your payment';
+    amountForm?.setAttribute('hidden', '');
     say('Paid. Thank you! Your receipt is ready.', false);
     outcome.className = 'outcome success';
     const receipt = `/checkout/v2/orders/receipt/${encodeURIComponent(paid.paymentId)}`;
