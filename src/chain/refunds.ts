@@ -4,6 +4,7 @@ import { TillError } from '../common/errors.ts';
 import { EIP712_DOMAIN_TYPE, type Network, TRANSFER_WITH_AUTHORIZATION, USDC_DOMAIN } from '../common/network.ts';
 import { networkOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
 import type { Mode } from '../db/schema.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { formatUsdc, USDC_DECIMALS } from '../money/usdc.ts';
@@ -175,6 +176,7 @@ export async function makeRefund(
   scope: RefundScope,
   publicOrderId: string,
   request: RefundRequest,
+  alsoInTransaction?: (trx: Db, refund: RefundRow) => Promise<void>,
 ): Promise<RefundRow> {
   const payment = await refundablePayment(context, scope, publicOrderId);
   const validBefore = /^\d{1,15}$/.test(request.validBefore ?? '') ? BigInt(request.validBefore!) : undefined;
@@ -214,6 +216,7 @@ export async function makeRefund(
       nextCheckAt: context.now() + CHECK_EVERY_MS,
     },
     context.now(),
+    alsoInTransaction,
   );
   if (created.kind === 'over')
     throw new TillError('invalid_field', { field: 'amount', problem: `is more than is left to refund (${formatUsdc(created.remaining)} USDC)` });

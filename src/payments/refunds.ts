@@ -36,7 +36,15 @@ export async function refundedValue(db: Db | Tx, paymentId: string): Promise<big
  * that holds the payment's row (`FOR UPDATE` on PostgreSQL; on SQLite every write transaction
  * begins IMMEDIATE, one writer at a time), so two refunds at once never add up to more than paid.
  */
-export async function createRefund(db: Db, engine: 'sqlite' | 'postgres', payment: PaymentRow, terms: RefundTerms, now: number): Promise<CreateRefundResult> {
+export async function createRefund(
+  db: Db,
+  engine: 'sqlite' | 'postgres',
+  payment: PaymentRow,
+  terms: RefundTerms,
+  now: number,
+  /** Written with the refund, in its transaction (the dashboard's line in the activity log). */
+  alsoInTransaction?: (trx: Db, refund: RefundRow) => Promise<void>,
+): Promise<CreateRefundResult> {
   const refund: RefundRow = {
     id: newId('rf_'),
     mode: payment.mode,
@@ -70,6 +78,7 @@ export async function createRefund(db: Db, engine: 'sqlite' | 'postgres', paymen
     const used = await trx.selectFrom('refunds').select('id').where('nonce', '=', refund.nonce).executeTakeFirst();
     if (used) return { kind: 'nonce_used' };
     await trx.insertInto('refunds').values(refund).execute();
+    await alsoInTransaction?.(trx, refund);
     return { kind: 'created', refund };
   });
 }

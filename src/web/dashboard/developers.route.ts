@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
+import { withActivity } from '../../merchants/events.ts';
 import { type Grant, grantClientNames, listGrants, revokeGrant } from '../../oauth/grants.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
@@ -149,6 +151,7 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
     {
       method: 'GET',
       url: DEVELOPERS_PATH,
+      permission: 'view',
       summary:
         'The signed-in merchant’s authorized coding agents, and the audit log of their MCP tool calls (filtered by agent, tool, outcome; paged by cursor)',
       responses: { 400: FILTER_REFUSED },
@@ -165,13 +168,22 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
     {
       method: 'POST',
       url: `${DEVELOPERS_PATH}/agents/{grantId}/revoke`,
+      permission: 'agents',
       summary: 'Revokes one of the signed-in merchant’s coding agents (form post with the session CSRF token)',
       description: 'Its refresh tokens stop working, and its access tokens are refused at their next call. Only a grant of the signed-in user’s merchant.',
       responses: { 303: { description: 'Revoked: back to the page, which says so' }, 403: HTML_RESPONSE, 404: HTML_RESPONSE },
     },
     async (signedIn, request, reply) => {
       const { grantId } = request.params as { grantId: string };
-      if (!(await revokeGrant(context.db, grantId, 'merchant', context.now(), signedIn.user.merchantId)))
+      const revoked = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => revokeGrant(trx, grantId, 'merchant', context.now(), signedIn.user.merchantId),
+        (yes) => (yes ? { type: 'agent_revoked', mode: signedIn.modes.mode, detail: { grant: grantId } } : undefined),
+        context.now(),
+      );
+      if (!revoked)
         return sendPage(
           reply,
           404,

@@ -2,8 +2,10 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { keyModeOf } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../../merchants/api-keys.ts';
+import { withActivity } from '../../merchants/events.ts';
 import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
@@ -114,16 +116,33 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
   const route = (doc: Parameters<typeof addDashboardRoute>[2], handler: Parameters<typeof addDashboardRoute>[3]) =>
     addDashboardRoute(app, context, doc, handler);
 
-  route({ method: 'GET', url: PATH, summary: "The signed-in merchant's API keys, clients and an E1 curl command" }, async (signedIn, request, reply) => {
-    const done = (request.query as { done?: unknown }).done;
-    const notice = typeof done === 'string' ? NOTICES[done] : undefined;
-    return sendGetPaid(context, reply, signedIn, 200, notice ? { notice } : {});
-  });
+  route(
+    { method: 'GET', url: PATH, permission: 'view', summary: "The signed-in merchant's API keys, clients and an E1 curl command" },
+    async (signedIn, request, reply) => {
+      const done = (request.query as { done?: unknown }).done;
+      const notice = typeof done === 'string' ? NOTICES[done] : undefined;
+      return sendGetPaid(context, reply, signedIn, 200, notice ? { notice } : {});
+    },
+  );
 
   route(
-    { method: 'POST', url: `${PATH}/api-keys`, summary: 'Creates an API key, shown on the answered page this once', responses: { 200: HTML_RESPONSE } },
-    async (signedIn, _request, reply) => {
-      const apiKey = await createApiKey(context.db, signedIn.user.merchantId, keyModeOf(signedIn.modes.mode), context.now());
+    {
+      method: 'POST',
+      url: `${PATH}/api-keys`,
+      permission: 'keys',
+      summary: 'Creates an API key, shown on the answered page this once',
+      responses: { 200: HTML_RESPONSE },
+    },
+    async (signedIn, request, reply) => {
+      const { mode } = signedIn.modes;
+      const apiKey = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => createApiKey(trx, signedIn.user.merchantId, keyModeOf(mode), context.now()),
+        (key) => ({ type: 'api_key_created', mode, detail: { key: key.keyId, ends: key.lastFour } }),
+        context.now(),
+      );
       return sendGetPaid(context, reply, signedIn, 200, { shown: { apiKey }, notice: `API key …${apiKey.lastFour} created.` });
     },
   );
@@ -132,24 +151,43 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
     {
       method: 'POST',
       url: `${PATH}/clients`,
+      permission: 'keys',
       summary: 'Creates a client-credentials client, its secret shown on the answered page this once',
       responses: { 200: HTML_RESPONSE },
     },
-    async (signedIn, _request, reply) => {
-      const client = await createClient(context.db, signedIn.user.merchantId, signedIn.modes.mode, context.now());
+    async (signedIn, request, reply) => {
+      const { mode } = signedIn.modes;
+      const client = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => createClient(trx, signedIn.user.merchantId, mode, context.now()),
+        (made) => ({ type: 'client_created', mode, detail: { client: made.clientId } }),
+        context.now(),
+      );
       return sendGetPaid(context, reply, signedIn, 200, { shown: { client }, notice: `Client ${client.clientId} created.` });
     },
   );
 
   const revocations = [
-    { url: `${PATH}/api-keys/{id}/revoke`, what: 'API key', revoke: revokeApiKey, done: 'key-revoked' },
-    { url: `${PATH}/clients/{id}/revoke`, what: 'client', revoke: revokeClient, done: 'client-revoked' },
-  ];
-  for (const { url, what, revoke, done } of revocations)
-    route({ method: 'POST', url, summary: `Revokes one of the merchant’s ${what}s`, responses: NOT_FOUND }, async (signedIn, request, reply) => {
-      const { id } = request.params as { id: string };
-      if (!(await revoke(context.db, id, context.now(), signedIn.user.merchantId)))
-        return sendGetPaid(context, reply, signedIn, 404, { problem: `No such ${what}: it was revoked already, or it is not one of yours.` });
-      return reply.redirect(`${PATH}?done=${done}`, 303);
-    });
+    { url: `${PATH}/api-keys/{id}/revoke`, what: 'API key', revoke: revokeApiKey, done: 'key-revoked', type: 'api_key_revoked' },
+    { url: `${PATH}/clients/{id}/revoke`, what: 'client', revoke: revokeClient, done: 'client-revoked', type: 'client_revoked' },
+  ] as const;
+  for (const { url, what, revoke, done, type } of revocations)
+    route(
+      { method: 'POST', url, permission: 'keys', summary: `Revokes one of the merchant’s ${what}s`, responses: NOT_FOUND },
+      async (signedIn, request, reply) => {
+        const { id } = request.params as { id: string };
+        const revoked = await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => revoke(trx, id, context.now(), signedIn.user.merchantId),
+          (yes) => (yes ? { type, mode: signedIn.modes.mode, detail: { id } } : undefined),
+          context.now(),
+        );
+        if (!revoked) return sendGetPaid(context, reply, signedIn, 404, { problem: `No such ${what}: it was revoked already, or it is not one of yours.` });
+        return reply.redirect(`${PATH}?done=${done}`, 303);
+      },
+    );
 }

@@ -7,6 +7,7 @@ import type { AppContext } from '../../context.ts';
 import type { OrderType } from '../../db/schema.ts';
 import { formFields } from '../../http/forms.ts';
 import { validate } from '../../http/validation.ts';
+import { recordActivity, withActivity } from '../../merchants/events.ts';
 import { findMerchant } from '../../merchants/merchants.ts';
 import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
@@ -17,6 +18,7 @@ import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, t
 import { updatePaymentSession } from '../../sessions/update-session.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
 import { listRefusedAttempts } from '../../x402/attempts.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { paymentStatusTag } from '../kit/status.ts';
@@ -286,7 +288,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     addDashboardRoute(app, context, doc, handler);
 
   route(
-    { method: 'GET', url: PATH, summary: "The signed-in merchant's payment links, newest first, and the form of a new one" },
+    { method: 'GET', url: PATH, permission: 'view', summary: "The signed-in merchant's payment links, newest first, and the form of a new one" },
     async (signedIn, request, reply) => {
       const query = request.query as { page?: unknown; archived?: unknown };
       const page = typeof query.page === 'string' && /^\d{1,6}$/.test(query.page) ? Number(query.page) : 1;
@@ -296,17 +298,33 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
   );
 
   route(
-    { method: 'POST', url: PATH, summary: 'Creates a payment link (a payment session, as E1)', responses: { 400: HTML_RESPONSE } },
+    { method: 'POST', url: PATH, permission: 'links', summary: 'Creates a payment link (a payment session, as E1)', responses: { 400: HTML_RESPONSE } },
     async (signedIn, request, reply) => {
       const values = formValues(request);
       try {
         const orderType = values.orderType ?? 'STATIC';
         if (orderType !== 'STATIC' && orderType !== 'TRANSIENT') throw invalidField('orderType', 'must be STATIC or TRANSIENT');
+        const input = linkInput(values);
         const created = await createPaymentSession(
           context,
           signedIn.user.merchantId,
-          { ...linkInput(values), orderType: orderType as OrderType },
-          { createdVia: 'dashboard', mode: signedIn.modes.mode },
+          { ...input, orderType: orderType as OrderType },
+          {
+            createdVia: 'dashboard',
+            mode: signedIn.modes.mode,
+            alsoInTransaction: (trx) =>
+              recordActivity(
+                trx,
+                signedIn.user.merchantId,
+                actorOf(signedIn.user, request),
+                {
+                  type: 'link_created',
+                  mode: signedIn.modes.mode,
+                  detail: { amount: `${input.amount ?? ''} ${input.currency ?? ''}`.trim(), concept: input.concept ?? null },
+                },
+                context.now(),
+              ),
+          },
         );
         return reply.redirect(`${PATH}/${encodeURIComponent(created.sessionId)}?done=created`, 303);
       } catch (error) {
@@ -318,7 +336,13 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
   );
 
   route(
-    { method: 'GET', url: `${PATH}/{sessionId}`, summary: 'One payment link: its URL, QR code, payments and edit form', responses: { 404: HTML_RESPONSE } },
+    {
+      method: 'GET',
+      url: `${PATH}/{sessionId}`,
+      permission: 'view',
+      summary: 'One payment link: its URL, QR code, payments and edit form',
+      responses: { 404: HTML_RESPONSE },
+    },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
       const session = await findMerchantSession(context.db, signedIn.modes.mode, signedIn.user.merchantId, sessionId);
@@ -331,6 +355,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     {
       method: 'POST',
       url: `${PATH}/{sessionId}`,
+      permission: 'links',
       summary: 'Changes a payment link (E2’s fields); nothing is saved when a field is refused',
       responses: { 400: HTML_RESPONSE, 404: HTML_RESPONSE, 409: HTML_RESPONSE },
     },
@@ -346,7 +371,18 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
           context,
           merchantId,
           { sessionId, ...linkInput(values) },
-          { walletConfigured: merchant?.wallets[signedIn.modes.mode] != null, mode: signedIn.modes.mode },
+          {
+            walletConfigured: merchant?.wallets[signedIn.modes.mode] != null,
+            mode: signedIn.modes.mode,
+            alsoInTransaction: (trx) =>
+              recordActivity(
+                trx,
+                merchantId,
+                actorOf(signedIn.user, request),
+                { type: 'link_changed', mode: signedIn.modes.mode, detail: { link: sessionId } },
+                context.now(),
+              ),
+          },
         );
         return reply.redirect(`${PATH}/${encodeURIComponent(sessionId)}?done=saved`, 303);
       } catch (error) {
@@ -362,13 +398,21 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     {
       method: 'POST',
       url: `${PATH}/{sessionId}/archive`,
+      permission: 'links',
       summary: 'Archives a payment link: hidden from the list, no longer payable',
       responses: { 404: HTML_RESPONSE },
     },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
-      if (!(await archiveSession(context.db, signedIn.modes.mode, signedIn.user.merchantId, sessionId, context.now())))
-        return notFound(context, reply, signedIn);
+      const archived = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => archiveSession(trx, signedIn.modes.mode, signedIn.user.merchantId, sessionId, context.now()),
+        (yes) => (yes ? { type: 'link_archived', mode: signedIn.modes.mode, detail: { link: sessionId } } : undefined),
+        context.now(),
+      );
+      if (!archived) return notFound(context, reply, signedIn);
       return reply.redirect(`${PATH}?done=archived`, 303);
     },
   );

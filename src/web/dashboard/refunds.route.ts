@@ -4,6 +4,9 @@ import { makeRefund, prepareRefund, typedDataJson } from '../../chain/refunds.ts
 import { TillError } from '../../common/errors.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
+import { recordActivity } from '../../merchants/events.ts';
+import { formatUsdc } from '../../money/usdc.ts';
+import { actorOf } from '../kit/actor.ts';
 import type { DashboardUser } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -26,6 +29,7 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, rails
     {
       method: 'POST',
       url: `${ORDERS_PATH}/{paymentId}/refund/prepare`,
+      permission: 'refunds',
       summary: 'The EIP-712 typed data of a refund of an order (amount in USDC), for its payout wallet to sign (JSON)',
       responses: { 200: { description: 'The typed data to sign (eth_signTypedData_v4) and the fields to post back' }, 400: REFUSED, 404: NOT_FOUND },
     },
@@ -50,6 +54,7 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, rails
     {
       method: 'POST',
       url: `${ORDERS_PATH}/{paymentId}/refund`,
+      permission: 'refunds',
       summary: 'Makes a refund of an order from the authorization its payout wallet signed: checked, recorded, settled; back to Orders with its state',
       responses: { 400: REFUSED, 404: NOT_FOUND, 503: { description: 'No facilitator is configured; nothing was recorded' } },
     },
@@ -59,13 +64,27 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, rails
       // Refunded on the rails of the order's mode, the mode the dashboard shows.
       const services = rails[signedIn.modes.mode];
       if (!services) throw new TillError('facilitator_unavailable');
-      const refund = await makeRefund(context, services, scopeOf(signedIn), orderId, {
-        amount: fields.amount,
-        validBefore: fields.validBefore,
-        nonce: fields.nonce,
-        signature: fields.signature,
-        reason: fields.reason,
-      });
+      const refund = await makeRefund(
+        context,
+        services,
+        scopeOf(signedIn),
+        orderId,
+        {
+          amount: fields.amount,
+          validBefore: fields.validBefore,
+          nonce: fields.nonce,
+          signature: fields.signature,
+          reason: fields.reason,
+        },
+        (trx, made) =>
+          recordActivity(
+            trx,
+            signedIn.user.merchantId,
+            actorOf(signedIn.user, request),
+            { type: 'refund_sent', mode: made.mode, detail: { order: orderId, refund: made.id, usdc: formatUsdc(made.value), reason: made.reason } },
+            context.now(),
+          ),
+      );
       const query = new URLSearchParams({ q: orderId, refund: refund.id, refundStatus: refund.status });
       return reply.code(303).header('location', `${ORDERS_PATH}?${query}`).send();
     },

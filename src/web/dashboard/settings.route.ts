@@ -6,8 +6,9 @@ import type { AppContext } from '../../context.ts';
 import { formFields, formFile, formValues } from '../../http/forms.ts';
 import { queueWalletChanged } from '../../mail/notices.ts';
 import { type Brand, findBrand, LOGO_MAX_BYTES, LOGO_MAX_SIDE, LOGO_TYPE_NAMES, removeLogo, setAccentColor, setLogo } from '../../merchants/brand.ts';
-import { changeWallet } from '../../merchants/events.ts';
+import { changeWallet, withActivity } from '../../merchants/events.ts';
 import { checkPayoutAddress, findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
+import { actorOf } from '../kit/actor.ts';
 import { accentStylesheetPath, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
@@ -184,7 +185,12 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
   addDashboardRoute(
     app,
     context,
-    { method: 'GET', url: SETTINGS_PATH, summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens, brand" },
+    {
+      method: 'GET',
+      url: SETTINGS_PATH,
+      permission: 'view',
+      summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens, brand",
+    },
     async (signedIn, request, reply) => {
       const saved = (request.query as Record<string, string | undefined>).saved;
       return sendSettings(context, reply, signedIn, 200, { merchant: await merchantOf(context, signedIn) }, saved ? SAVED[saved] : undefined);
@@ -196,8 +202,14 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     summary: string,
     description: string,
     handle: DashboardHandler,
-    options: Pick<DashboardRouteDoc, 'bodyLimit' | 'formLimits'> = {},
-  ) => addDashboardRoute(app, context, { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES, ...options }, handle);
+    options: Partial<Pick<DashboardRouteDoc, 'bodyLimit' | 'formLimits' | 'permission'>> = {},
+  ) =>
+    addDashboardRoute(
+      app,
+      context,
+      { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, responses: POST_RESPONSES, permission: 'business', ...options },
+      handle,
+    );
 
   post(
     'business',
@@ -207,11 +219,14 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       const fields = formFields(request);
       const values = { name: fields.name ?? '', support_email: fields.support_email ?? '', website_url: fields.website_url ?? '' };
       try {
-        await setBusinessDetails(context.db, signedIn.user.merchantId, {
-          name: values.name,
-          supportEmail: values.support_email,
-          websiteUrl: values.website_url,
-        });
+        await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => setBusinessDetails(trx, signedIn.user.merchantId, { name: values.name, supportEmail: values.support_email, websiteUrl: values.website_url }),
+          () => ({ type: 'business_changed', mode: null, detail: { name: values.name, support_email: values.support_email, website: values.website_url } }),
+          context.now(),
+        );
       } catch (error) {
         if (!(error instanceof TillError) || !error.field) throw error;
         const merchant = await merchantOf(context, signedIn);
@@ -250,11 +265,12 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       const now = context.now();
       // The change and the mail that tells every user of it commit together.
       await context.db.transaction().execute(async (trx) => {
-        await changeWallet(trx, { merchantId: merchant.id, userId: signedIn.user.id, mode, walletAddress: checked.address }, now);
+        await changeWallet(trx, { merchantId: merchant.id, actor: actorOf(signedIn.user, request), mode, walletAddress: checked.address }, now);
         await queueWalletChanged(trx, merchant.id, { wallet: checked.address, previous: merchant.wallets[mode] }, mode, now);
       });
       return reply.redirect(`${SETTINGS_PATH}?saved=wallet`, 303);
     },
+    { permission: 'wallet' },
   );
 
   post(
@@ -273,10 +289,18 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
         byChain.set(chain, [...(byChain.get(chain) ?? []), token]);
       }
       try {
-        await setAcceptedChains(
+        await withActivity(
           context.db,
           merchant.id,
-          [...byChain].map(([chain, tokens]) => ({ chain, tokens })),
+          actorOf(signedIn.user, request),
+          (trx) =>
+            setAcceptedChains(
+              trx,
+              merchant.id,
+              [...byChain].map(([chain, tokens]) => ({ chain, tokens })),
+            ),
+          () => ({ type: 'chains_changed', mode: null, detail: { accepted: accepted.join(' ') } }),
+          context.now(),
         );
       } catch (error) {
         if (!(error instanceof TillError)) throw error;
@@ -299,7 +323,14 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB of at most 1 file and 8 fields (more: 413 `form_too_large`). Not signed in: on to sign-in before the body is read.',
     async (signedIn, request, reply) => {
       try {
-        await setLogo(context.db, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now());
+        await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => setLogo(trx, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now()),
+          () => ({ type: 'brand_changed', mode: null, detail: { logo: 'uploaded' } }),
+          context.now(),
+        );
       } catch (error) {
         return refuseBrand(signedIn, reply, error, 'logo');
       }
@@ -308,8 +339,15 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     { bodyLimit: LOGO_FORM_BODY_LIMIT, formLimits: LOGO_FORM_LIMITS },
   );
 
-  post('logo/remove', 'Removes the logo (form post)', 'Takes `csrf`.', async (signedIn, _request, reply) => {
-    await removeLogo(context.db, signedIn.user.merchantId, context.now());
+  post('logo/remove', 'Removes the logo (form post)', 'Takes `csrf`.', async (signedIn, request, reply) => {
+    await withActivity(
+      context.db,
+      signedIn.user.merchantId,
+      actorOf(signedIn.user, request),
+      (trx) => removeLogo(trx, signedIn.user.merchantId, context.now()),
+      () => ({ type: 'brand_changed', mode: null, detail: { logo: 'removed' } }),
+      context.now(),
+    );
     return reply.redirect(`${SETTINGS_PATH}?saved=logo-removed`, 303);
   });
 
@@ -321,7 +359,14 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       const typed = formFields(request).accent_color ?? '';
       let color: string | null;
       try {
-        color = await setAccentColor(context.db, signedIn.user.merchantId, typed, context.now());
+        color = await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => setAccentColor(trx, signedIn.user.merchantId, typed, context.now()),
+          (set) => ({ type: 'brand_changed', mode: null, detail: { accent: set } }),
+          context.now(),
+        );
       } catch (error) {
         return refuseBrand(signedIn, reply, error, 'accent', { accent_color: typed });
       }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { getAddress } from 'viem';
-import { changeWallet } from '../../merchants/events.ts';
+import { changeWallet, OPERATOR } from '../../merchants/events.ts';
 import { findMerchant } from '../../merchants/merchants.ts';
 import { describeOnEngine, engines, startTestService, type TestService } from '../../testing/harness.ts';
 import { csrfField, postFromOrigin, signedInMerchant } from '../../testing/page-browser.ts';
@@ -109,7 +109,7 @@ for (const { engine, skip } of engines) {
 
     test('a wallet the operator removed (till live prepare clears the sandbox demo wallet) is told on the overview, with what it means', async () => {
       const { browser, merchantId } = await signedInMerchant(service, { walletAddress: CHECKSUMMED });
-      assert.equal(await changeWallet(service.context.db, { merchantId, userId: null, mode: 'sandbox', walletAddress: null }), true);
+      assert.equal(await changeWallet(service.context.db, { merchantId, actor: OPERATOR, mode: 'sandbox', walletAddress: null }), true);
       assert.equal((await merchantRow(merchantId)).wallets.sandbox, null);
       const events = await service.context.db.selectFrom('merchant_events').selectAll().where('merchant_id', '=', merchantId).execute();
       assert.deepEqual(JSON.parse(events[0]!.detail), { mode: 'sandbox', from: CHECKSUMMED, to: null });
