@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { can } from '../../accounts/roles.ts';
 import { keyModeOf } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../../merchants/api-keys.ts';
@@ -8,7 +9,7 @@ import { createClient, type IssuedClient, listClients, revokeClient } from '../.
 import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
-import { type DashboardUser, dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -37,6 +38,7 @@ async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: 
   const keyMode = keyModeOf(mode);
   const [{ keys }, clients] = await Promise.all([listApiKeys(context.db, merchantId, keyMode), listClients(context.db, merchantId, mode)]);
   const csrf = csrfInput(signedIn.csrfToken);
+  const mayManage = can(signedIn.user.role, 'keys');
 
   const newKey = shown.apiKey
     ? html`<div class="secret" role="region" aria-labelledby="new-key-heading"><h3 id="new-key-heading">Your new API key</h3>
@@ -47,7 +49,7 @@ ${copyField('new-api-key', 'API key', shown.apiKey.apiKey, { select: true })}</d
     keys.map(
       (key) => html`<tr><td data-label="Key"><code>${key.masked}</code></td><td data-label="Mode">${key.mode}</td>
 <td data-label="Created">${moment(key.createdAt)}</td><td data-label="Last used">${moment(key.lastUsedAt)}</td>
-<td><form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${key.masked.slice(1)}">Revoke</button></form></td></tr>`,
+<td>${mayManage ? html`<form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${key.masked.slice(1)}">Revoke</button></form>` : ''}</td></tr>`,
     ),
     html`\n`,
   );
@@ -64,7 +66,7 @@ ${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { s
   const clientRows = joinHtml(
     clients.map(
       (client) => html`<tr><td data-label="Client ID"><code>${client.clientId}</code></td><td data-label="Created">${moment(client.createdAt)}</td>
-<td><form method="post" action="${PATH}/clients/${encodeURIComponent(client.clientId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke client ${client.clientId}">Revoke</button></form></td></tr>`,
+<td>${mayManage ? html`<form method="post" action="${PATH}/clients/${encodeURIComponent(client.clientId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke client ${client.clientId}">Revoke</button></form>` : ''}</td></tr>`,
     ),
     html`\n`,
   );
@@ -76,12 +78,12 @@ ${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { s
   return html`<p>Your server creates a payment session with an API key (or a client-credentials token), then sends the buyer to its <code>redirectUrl</code>.</p>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">API keys</h2>
 ${newKey}
-<form method="post" action="${PATH}/api-keys">${csrf}<button type="submit">Create an API key</button></form>
+${onlyFor(signedIn, 'keys', html`<form method="post" action="${PATH}/api-keys">${csrf}<button type="submit">Create an API key</button></form>`)}
 ${keyTable}</section>
 <section aria-labelledby="clients-heading"><h2 id="clients-heading">Client credentials</h2>
 <p>For a server that gets short-lived bearer tokens from <code>POST /oauth/token</code> instead of holding an API key.</p>
 ${newClient}
-<form method="post" action="${PATH}/clients">${csrf}<button type="submit">Create a client</button></form>
+${onlyFor(signedIn, 'keys', html`<form method="post" action="${PATH}/clients">${csrf}<button type="submit">Create a client</button></form>`)}
 ${clientTable}</section>
 <section aria-labelledby="curl-heading"><h2 id="curl-heading">Create a payment session</h2>
 <p>The payment API is at <code>${context.config.baseUrl + PAYMENT_API_BASE_PATH}</code>.${shown.apiKey ? ' This one carries your new key.' : html` Put your key in place of <code>${snippetKey}</code>.`}</p>

@@ -1,4 +1,4 @@
-import { can, type Permission } from '../../accounts/roles.ts';
+import { can, PERMISSIONS, type Permission, ROLE_LABELS } from '../../accounts/roles.ts';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import { type Html, html } from '../kit/html.ts';
 import type { ModeView } from '../kit/mode.ts';
@@ -35,6 +35,15 @@ export type DashboardView = {
   problem?: string;
   body: Html;
 };
+
+/**
+ * A control (a form) shown only to the roles that may use it; to others, a line saying why it is not
+ * there. The route refuses them anyway (page-route.ts): this only spares them a form that cannot work.
+ */
+export function onlyFor(signedIn: DashboardUser, permission: Permission, control: Html): Html {
+  if (can(signedIn.user.role, permission)) return control;
+  return html`<p class="note role-note">Your role, ${ROLE_LABELS[signedIn.user.role]}, cannot ${PERMISSIONS[permission]}.</p>`;
+}
 
 /** Where the switch posts; it comes back to the section it was used on. */
 export const MODE_SWITCH_PATH = '/dashboard/mode';

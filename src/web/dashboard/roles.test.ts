@@ -117,7 +117,10 @@ for (const { engine, skip } of engines) {
       }
       // The matrix is not trivially one-sided: every role is refused somewhere but the owner, and allowed somewhere.
       for (const role of ROLES) {
-        assert.ok(results.some((line) => line.startsWith(`${role} `) && line.endsWith('allowed')), `${role} is allowed something`);
+        assert.ok(
+          results.some((line) => line.startsWith(`${role} `) && line.endsWith('allowed')),
+          `${role} is allowed something`,
+        );
         assert.equal(
           results.some((line) => line.startsWith(`${role} `) && line.endsWith('refused')),
           role !== 'owner' && role !== 'admin',

@@ -13,7 +13,7 @@ import { accentStylesheetPath, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
-import { type DashboardUser, dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { addDashboardRoute, type DashboardHandler, type DashboardRouteDoc } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 
@@ -85,11 +85,15 @@ function settingsBody(signedIn: DashboardUser, view: SettingsView, brand: Brand)
   const { merchant, problem } = view;
   const value = (form: SettingsView['form'], name: string, stored: string | null) => (view.form === form ? (view.values?.[name] ?? '') : (stored ?? ''));
   const business = html`<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
-<form method="post" action="${SETTINGS_PATH}/business" class="settings-form">${csrfInput(signedIn.csrfToken)}
+${onlyFor(
+  signedIn,
+  'business',
+  html`<form method="post" action="${SETTINGS_PATH}/business" class="settings-form">${csrfInput(signedIn.csrfToken)}
 ${labelledInput({ name: 'name', label: LABELS.name!, value: value('business', 'name', merchant.name), autocomplete: 'organization', required: true }, problem)}
 ${labelledInput({ name: 'support_email', label: LABELS.support_email!, type: 'email', value: value('business', 'support_email', merchant.supportEmail), autocomplete: 'email', hint: 'Optional. Where buyers can write to you.' }, problem)}
 ${labelledInput({ name: 'website_url', label: LABELS.website_url!, type: 'url', value: value('business', 'website_url', merchant.websiteUrl), autocomplete: 'url', hint: 'Optional. https://…' }, problem)}
-<p><button type="submit">Save business details</button></p></form></section>`;
+<p><button type="submit">Save business details</button></p></form>`,
+)}</section>`;
 
   const { mode } = signedIn.modes;
   const address = merchant.wallets[mode];
@@ -103,11 +107,15 @@ ${labelledInput({ name: 'website_url', label: LABELS.website_url!, type: 'url', 
   const wallet = html`<section aria-labelledby="wallet-heading"><h2 id="wallet-heading">Payout wallet${mode === 'sandbox' ? ' (test mode)' : ''}</h2>
 ${current}
 <p class="note">${perMode} Only you hold the keys of this address: Till never does. Check it twice, then confirm it with its last 4 characters and your password.</p>
-<form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}<input type="hidden" name="mode" value="${keyModeOf(mode)}">
+${onlyFor(
+  signedIn,
+  'wallet',
+  html`<form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}<input type="hidden" name="mode" value="${keyModeOf(mode)}">
 ${labelledInput({ name: 'wallet', label: LABELS.wallet!, value: value('wallet', 'wallet', ''), hint: '0x followed by 40 hexadecimal characters, on Base.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" class="mono"` }, problem)}
 ${labelledInput({ name: 'confirm', label: LABELS.confirm!, value: value('wallet', 'confirm', ''), hint: 'Type the last 4 characters of the address again.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" maxlength="4" class="short mono"` }, problem)}
 ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', autocomplete: 'current-password', required: true }, problem)}
-<p><button type="submit">${address ? `Change ${modeLabel(mode)} payout wallet` : `Set ${modeLabel(mode)} payout wallet`}</button></p></form></section>`;
+<p><button type="submit">${address ? `Change ${modeLabel(mode)} payout wallet` : `Set ${modeLabel(mode)} payout wallet`}</button></p></form>`,
+)}</section>`;
 
   const ticked = view.form === 'chains' ? new Set(view.accepted) : new Set(merchant.acceptedChains.flatMap((c) => c.tokens.map((t) => `${c.chain}:${t}`)));
   const chainsInvalid = problem?.field === 'accept';
@@ -118,12 +126,16 @@ ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', a
     }),
   );
   const chains = html`<section aria-labelledby="chains-heading"><h2 id="chains-heading">Accepted chains and tokens</h2>
-<form method="post" action="${SETTINGS_PATH}/chains">${csrfInput(signedIn.csrfToken)}
+${onlyFor(
+  signedIn,
+  'business',
+  html`<form method="post" action="${SETTINGS_PATH}/chains">${csrfInput(signedIn.csrfToken)}
 <fieldset${chainsInvalid ? html` aria-describedby="accept-problem"` : ''}><legend>Buyers can pay with</legend><ul class="choices">${boxes}</ul>
 ${chainsInvalid ? html`<p id="accept-problem" class="field-problem">${`${LABELS.accept} ${problem.message}.`}</p>` : ''}</fieldset>
 <p class="note">Today Till supports USDC on Base; more chains and tokens will be listed here as they come.</p>
-<p><button type="submit">Save accepted chains</button></p></form></section>`;
-  return html`${business}${wallet}${chains}${brandSection(signedIn, view, brand)}`;
+<p><button type="submit">Save accepted chains</button></p></form>`,
+)}</section>`;
+  return html`${business}${wallet}${chains}${onlyFor(signedIn, 'business', brandSection(signedIn, view, brand))}`;
 }
 
 /** The settings page, as stored, or again with a refused form's values and the problem named. */

@@ -42,7 +42,7 @@ function memberRow(signedIn: DashboardUser, member: User, view: TeamView): Html 
   const id = `role-${member.id}`;
   const manage = roles.includes(member.role)
     ? html`<form method="post" action="${TEAM_PATH}/members/${member.id}/role" class="inline-form">${csrfInput(signedIn.csrfToken)}<label for="${id}" class="visually-hidden">Role of ${member.email}</label>${roleSelect(id, roles, member.role, !!problem)} <button type="submit" class="secondary">Change role</button>${problem ? html`<span id="${id}-problem" class="field-problem">Role ${problem.message}.</span>` : ''}</form>
-<form method="post" action="${TEAM_PATH}/members/${member.id}/remove" class="inline-form">${csrfInput(signedIn.csrfToken)}<button type="submit" class="danger" aria-label="Remove ${member.email}">${you ? 'Leave the team' : 'Remove'}</button></form>`
+<form method="post" action="${TEAM_PATH}/members/${member.id}/remove" class="inline-form">${csrfInput(signedIn.csrfToken)}<button type="submit" class="danger" aria-label="${you ? 'Leave the team' : 'Remove'} ${member.email}">${you ? 'Leave the team' : 'Remove'}</button></form>`
     : html`<span class="note">Only an owner changes an owner.</span>`;
   return html`<tr>
 <td data-label="Member"><strong>${member.email}</strong>${you ? html` <span class="note">(you)</span>` : ''}</td>

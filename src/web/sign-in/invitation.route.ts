@@ -19,7 +19,7 @@ function acceptPage(view: Pending & { csrf: string; problem?: string }): Html {
     `Join ${view.merchantName} · Till`,
     html`<main><h1>Join ${view.merchantName}</h1><p>You are invited as <strong>${view.role}</strong>, with the address <strong>${view.email}</strong>. Choose a password to finish; you are signed in at once.</p>${view.problem ? html`<p role="alert" class="problem" id="password-problem">${view.problem}</p>` : ''}
 <form method="post" action="${INVITATION_PATH}"><input type="hidden" name="csrf" value="${view.csrf}"><input type="hidden" name="token" value="${view.token}">
-<input type="text" name="username" autocomplete="username" value="${view.email}" hidden>
+<input type="text" name="username" autocomplete="username" value="${view.email}" aria-label="Email" hidden>
 <p><label for="password">Password</label><br><input id="password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN_LENGTH}" aria-describedby="password-hint${view.problem ? ' password-problem' : ''}"${view.problem ? html` aria-invalid="true"` : ''}><br><small id="password-hint">At least ${PASSWORD_MIN_LENGTH} characters.</small></p>
 <p><label for="confirm">Password again</label><br><input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN_LENGTH}"></p>
 <p><button type="submit">Join and sign in</button></p></form></main>`,
