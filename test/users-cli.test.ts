@@ -44,7 +44,13 @@ describe('till users', () => {
     assert.match(lastOwner.stderr, /the last owner cannot be removed or given another role/);
     const promoted = till(['users', 'set-role', '--email', 'dev@roles.example', '--role', 'owner', '--json'], env);
     assert.equal(promoted.status, 0, promoted.stderr);
-    assert.deepEqual(JSON.parse(promoted.stdout), { userId: JSON.parse(dev.stdout).userId, email: 'dev@roles.example', from: 'developer', role: 'owner', changed: true });
+    assert.deepEqual(JSON.parse(promoted.stdout), {
+      userId: JSON.parse(dev.stdout).userId,
+      email: 'dev@roles.example',
+      from: 'developer',
+      role: 'owner',
+      changed: true,
+    });
     assert.equal(till(['users', 'set-role', '--email', 'boss@roles.example', '--role', 'viewer'], env).status, 0, 'another owner now');
     const listed = JSON.parse(till(['users', 'list', '--merchant', merchantId, '--json'], env).stdout);
     assert.deepEqual(
