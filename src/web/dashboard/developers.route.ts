@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { can } from '../../accounts/roles.ts';
 import type { AppContext } from '../../context.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
 import { withActivity } from '../../merchants/events.ts';
@@ -14,17 +15,17 @@ export const DEVELOPERS_PATH = '/dashboard/developers';
 const AUDIT_PAGE_SIZE = 50;
 const OUTCOME_LABELS: Record<AuditOutcome, string> = { ok: 'Done', refused: 'Refused', failed: 'Failed' };
 
-function grantRow(grant: Grant, csrfToken: string): Html {
+function grantRow(grant: Grant, csrfToken: string, mayRevoke: boolean): Html {
   return html`<tr>
 <td data-label="Agent"><strong>${grant.clientName}</strong><br><code>${grant.clientId}</code></td>
 <td data-label="May"><ul class="scope-list">${grant.scopes.map((scope) => html`<li><code>${scope}</code></li>`)}</ul></td>
 <td data-label="Authorized">${moment(grant.createdAt)}</td>
 <td data-label="Last used">${moment(grant.lastUsedAt)}</td>
-<td><form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${grant.clientName}">Revoke</button></form></td>
+<td>${mayRevoke ? html`<form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${grant.clientName}">Revoke</button></form>` : ''}</td>
 </tr>`;
 }
 
-function agentsSection(grants: Grant[], csrfToken: string): Html {
+function agentsSection(grants: Grant[], csrfToken: string, mayRevoke: boolean): Html {
   return html`<h2 id="agents">Authorized coding agents</h2>
 ${
   grants.length
@@ -32,7 +33,7 @@ ${
 <table class="cards grants"><thead><tr><th scope="col">Agent</th><th scope="col">May</th><th scope="col">Authorized</th><th scope="col">Last used</th><th scope="col">Access</th></tr></thead>
 <tbody>
 ${joinHtml(
-  grants.map((grant) => grantRow(grant, csrfToken)),
+  grants.map((grant) => grantRow(grant, csrfToken, mayRevoke)),
   html`\n`,
 )}
 </tbody></table>`
@@ -138,7 +139,7 @@ async function developersPage(context: AppContext, signedIn: DashboardUser, quer
       section: 'developers',
       ...(query.revoked === '1' ? { notice: 'Access revoked. The agent’s next call is refused.' } : {}),
       ...(problem ? { problem } : {}),
-      body: html`${agentsSection(grants, signedIn.csrfToken)}\n${await auditSection(context, merchantId, grants, parsed)}`,
+      body: html`${agentsSection(grants, signedIn.csrfToken, can(signedIn.user.role, 'agents'))}\n${await auditSection(context, merchantId, grants, parsed)}`,
     }),
   };
 }

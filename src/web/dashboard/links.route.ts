@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import QRCode from 'qrcode';
 import { getAddress } from 'viem';
+import { can } from '../../accounts/roles.ts';
 import { invalidField, TillError } from '../../common/errors.ts';
 import { modeLabel } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
@@ -23,7 +24,7 @@ import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { paymentStatusTag } from '../kit/status.ts';
 import { refusedAttemptsSection } from './attempts.ts';
-import { type DashboardUser, dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -170,9 +171,13 @@ async function listBody(
     : html`<p>${view.archived ? 'No archived link.' : 'No payment link yet.'}</p>`;
   return html`${merchant?.wallets[signedIn.modes.mode] ? '' : html`<p class="problem">No ${modeLabel(signedIn.modes.mode)} payout wallet is set: links cannot be paid until it is (Settings).</p>`}
 <section aria-labelledby="new-link-heading"><h2 id="new-link-heading">New payment link</h2>
-<form method="post" action="${PATH}" class="link-form">${csrfInput(signedIn.csrfToken)}
+${onlyFor(
+  signedIn,
+  'links',
+  html`<form method="post" action="${PATH}" class="link-form">${csrfInput(signedIn.csrfToken)}
 ${linkFields(view.values, view.invalid, { create: true })}
-<p><button type="submit">Create the link</button></p></form></section>
+<p><button type="submit">Create the link</button></p></form>`,
+)}</section>
 <section aria-labelledby="links-heading"><h2 id="links-heading">${view.archived ? 'Archived links' : 'Your links'}</h2>
 <p class="note">Newest first. ${view.archived ? html`<a href="${PATH}">Show active links</a>` : html`<a href="${PATH}?archived=1">Show archived links</a>`}</p>
 ${table}${pages.length ? html`<nav aria-label="Pages of links"><p>${joinHtml(pages, html` · `)}</p></nav>` : ''}</section>`;
@@ -215,16 +220,20 @@ async function detailBody(context: AppContext, signedIn: DashboardUser, session:
     ? html`<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Payer</th><th scope="col">When</th></tr></thead><tbody>${paymentRows}</tbody></table>`
     : html`<p>No payment yet.</p>`;
   const csrf = csrfInput(signedIn.csrfToken);
-  const edit = changeable(session, now)
-    ? html`<form method="post" action="${PATH}/${encodeURIComponent(session.id)}" class="link-form">${csrf}
+  const edit = !can(signedIn.user.role, 'links')
+    ? onlyFor(signedIn, 'links', html``)
+    : changeable(session, now)
+      ? html`<form method="post" action="${PATH}/${encodeURIComponent(session.id)}" class="link-form">${csrf}
 ${linkFields(view.values ?? sessionValues(session), view.invalid, { create: false })}
 <p><button type="submit">Save changes</button></p></form>`
-    : html`<p>This link can no longer change: it is paid, expired or archived.</p>`;
+      : html`<p>This link can no longer change: it is paid, expired or archived.</p>`;
   const archive =
-    session.archived_at === null
+    session.archived_at === null && can(signedIn.user.role, 'links')
       ? html`<section aria-labelledby="archive-heading"><h2 id="archive-heading">Archive</h2><p>An archived link is hidden from your list and can no longer be paid. Payments already made stay.</p>
 <form method="post" action="${PATH}/${encodeURIComponent(session.id)}/archive">${csrf}<button type="submit" class="danger">Archive this link</button></form></section>`
-      : html`<p>Archived ${moment(session.archived_at)}.</p>`;
+      : session.archived_at === null
+        ? html``
+        : html`<p>Archived ${moment(session.archived_at)}.</p>`;
   return html`<p><a href="${PATH}">← All payment links</a></p>
 <dl class="facts"><div><dt>Status</dt><dd>${statusText(session, now)}</dd></div><div><dt>Kind</dt><dd>${session.order_type}</dd></div>
 <div><dt>Amount</dt><dd>${formatMoney(session.amount_minor, session.currency)}${session.editable === 1 ? ' (the buyer chooses)' : ''}</dd></div>

@@ -141,6 +141,17 @@ for (const { engine, skip } of engines) {
         const page = (await browser.request('GET', '/dashboard')).body;
         assert.equal(page.includes('href="/dashboard/team"'), can(role, 'team'), `${role}: Team`);
         assert.equal(page.includes('href="/dashboard/activity"'), can(role, 'activity'), `${role}: Activity`);
+        // The forms a role cannot use are not shown on the pages that hide them.
+        for (const [path, action, permission] of [
+          ['/dashboard/settings', '/dashboard/settings/wallet', 'wallet'],
+          ['/dashboard/settings', '/dashboard/settings/business', 'business'],
+          ['/dashboard/settings', '/dashboard/settings/accent', 'business'],
+          ['/dashboard/get-paid', '/dashboard/get-paid/api-keys', 'keys'],
+          ['/dashboard/links', '/dashboard/links', 'links'],
+        ] as const) {
+          const shown = (await browser.request('GET', path)).body.includes(`action="${action}"`);
+          assert.equal(shown, can(role, permission), `${role}: the form of ${action} on ${path}`);
+        }
       }
     });
   });
