@@ -30,6 +30,35 @@ describe('till users', () => {
     }
   };
 
+  test('roles: create with --role, list, set-role; an unknown role names --role, and the last owner keeps the role', () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Roles shop', '--json'], env).stdout);
+    const owner = till(['users', 'create', '--merchant', merchantId, '--email', 'boss@roles.example', '--json'], env);
+    assert.equal(JSON.parse(owner.stdout).role, 'owner', 'an owner unless --role says otherwise');
+    const dev = till(['users', 'create', '--merchant', merchantId, '--email', 'dev@roles.example', '--role', 'developer', '--json'], env);
+    assert.equal(JSON.parse(dev.stdout).role, 'developer');
+    const unknown = till(['users', 'create', '--merchant', merchantId, '--email', 'x@roles.example', '--role', 'superuser'], env);
+    assert.equal(unknown.status, 2);
+    assert.match(unknown.stderr, /--role must be one of owner, admin, developer, viewer/);
+    const lastOwner = till(['users', 'set-role', '--email', 'boss@roles.example', '--role', 'admin'], env);
+    assert.equal(lastOwner.status, 2);
+    assert.match(lastOwner.stderr, /the last owner cannot be removed or given another role/);
+    const promoted = till(['users', 'set-role', '--email', 'dev@roles.example', '--role', 'owner', '--json'], env);
+    assert.equal(promoted.status, 0, promoted.stderr);
+    assert.deepEqual(JSON.parse(promoted.stdout), {
+      userId: JSON.parse(dev.stdout).userId,
+      email: 'dev@roles.example',
+      from: 'developer',
+      role: 'owner',
+      changed: true,
+    });
+    assert.equal(till(['users', 'set-role', '--email', 'boss@roles.example', '--role', 'viewer'], env).status, 0, 'another owner now');
+    const listed = JSON.parse(till(['users', 'list', '--merchant', merchantId, '--json'], env).stdout);
+    assert.deepEqual(
+      listed.users.map((user: { email: string; role: string }) => `${user.email} ${user.role}`),
+      ['dev@roles.example owner', 'boss@roles.example viewer'],
+    );
+  });
+
   test('create takes the password on stdin and stores only its Argon2id hash; reset-password replaces it', async () => {
     const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Users shop', '--json'], env).stdout);
     const created = till(

@@ -12,9 +12,18 @@ const TOUCH_EVERY_MS = 60_000;
  * Starts a new session for the user and ends the one the browser had, if any: the cookie value
  * changes at every sign-in (no session fixation). Returns the new cookie value.
  */
-export async function startUserSession(db: Db, userId: string, previousToken: string | undefined, timeouts: SessionTimeouts, now: number): Promise<string> {
+export async function startUserSession(
+  db: Db,
+  userId: string,
+  previousToken: string | undefined,
+  timeouts: SessionTimeouts,
+  now: number,
+  /** Runs in the session's transaction (the activity log's line of a sign-in from a new browser). */
+  alongside?: (trx: Db) => Promise<void>,
+): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   await db.transaction().execute(async (trx) => {
+    await alongside?.(trx);
     if (previousToken) await trx.deleteFrom('user_sessions').where('id_hash', '=', sha256Hex(previousToken)).execute();
     await trx
       .insertInto('user_sessions')

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
 import { clearCookie, cookieName, readCookies, setCookie } from '../http/forms.ts';
+import { type Actor, recordActivity } from '../merchants/events.ts';
 import { readUserSession, type SessionTimeouts, type SignedInSession, sessionCsrfToken, startUserSession } from './user-sessions.ts';
 import { findUser, type User } from './users.ts';
 
@@ -56,7 +57,14 @@ export async function currentUser(context: AppContext, request: FastifyRequest):
 /** Starts a session for the user, ending the browser's previous one, and sets its cookie. */
 export async function signIn(context: AppContext, request: FastifyRequest, reply: FastifyReply, user: User): Promise<void> {
   const previous = readCookies(request)[sessionCookie(context)];
-  const token = await startUserSession(context.db, user.id, previous, timeouts(context), context.now());
+  const now = context.now();
+  // A browser this user never signed in from is a line of the activity log, written with the session.
+  const newBrowser = knownBrowserId(context, request, user.email) === undefined;
+  const token = await startUserSession(context.db, user.id, previous, timeouts(context), now, async (trx) => {
+    if (!newBrowser) return;
+    const actor: Actor = { kind: 'user', id: user.id, label: user.email, ip: request.ip, userAgent: request.headers['user-agent'] ?? null };
+    await recordActivity(trx, user.merchantId, actor, { type: 'signed_in_new_browser', mode: null, detail: { email: user.email } }, now);
+  });
   setCookie(reply, sessionCookie(context), token, { secure: secureCookies(context), maxAgeSeconds: context.config.signInMaxSeconds });
   rememberBrowser(context, request, reply, user.email);
   // A new sign-in form token too, so one seen before sign-in is worth nothing after it.

@@ -4,6 +4,7 @@ import { TillError } from '../common/errors.ts';
 import { EIP712_DOMAIN_TYPE, type Network, TRANSFER_WITH_AUTHORIZATION, USDC_DOMAIN } from '../common/network.ts';
 import { networkOf } from '../config.ts';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
 import type { Mode } from '../db/schema.ts';
 import { parseDecimalAmount } from '../money/decimal.ts';
 import { formatUsdc, USDC_DECIMALS } from '../money/usdc.ts';
@@ -179,6 +180,7 @@ export async function makeRefund(
   publicOrderId: string,
   request: RefundRequest,
   maker: RefundMaker,
+  alsoInTransaction?: (trx: Db, refund: RefundRow) => Promise<void>,
 ): Promise<RefundRow> {
   const payment = await refundablePayment(context, scope, publicOrderId);
   const validBefore = /^\d{1,15}$/.test(request.validBefore ?? '') ? BigInt(request.validBefore!) : undefined;
@@ -220,6 +222,7 @@ export async function makeRefund(
     },
     maker,
     context.now(),
+    alsoInTransaction,
   );
   if (created.kind === 'limit') throw new RefundLimitRefusal(created.breach, value);
   if (created.kind === 'over')

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { findUserByEmail, removeUser } from '../accounts/users.ts';
 import type { Db } from '../db/index.ts';
 import { revokeMerchantKeys } from '../merchants/api-keys.ts';
-import { changeWallet } from '../merchants/events.ts';
+import { changeWallet, OPERATOR } from '../merchants/events.ts';
 import { merchantsPaidTo } from '../merchants/merchants.ts';
 import { listClients, revokeClient } from '../oauth/clients.ts';
 import { removeSecretsOfUserGrants } from '../oauth/grant-secrets.ts';
@@ -68,7 +68,7 @@ export async function prepareForLive(db: Db, dataDir: string, now = Date.now()):
   const prepared = await db.transaction().execute(async (trx) => {
     const sessionsArchived = (await archiveSandboxSessions(trx, now)).length;
     const walletsCleared = key?.wallet ? await merchantsPaidTo(trx, key.wallet, 'live') : [];
-    for (const merchantId of walletsCleared) await changeWallet(trx, { merchantId, userId: null, mode: 'live', walletAddress: null }, now);
+    for (const merchantId of walletsCleared) await changeWallet(trx, { merchantId, actor: OPERATOR, mode: 'live', walletAddress: null }, now);
     const nothing = { demoMerchantId: null, demoUserRemoved: false, grantsRemoved: 0, keysRevoked: [], clientsRevoked: [] };
     const demo = await findUserByEmail(trx, DEMO_USER_EMAIL);
     if (!demo) return { sessionsArchived, ...nothing, walletsCleared };

@@ -3,7 +3,7 @@ import { keyModeOf } from '../common/modes.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { queueWalletChanged } from '../mail/notices.ts';
 import { createApiKey, revokeApiKey } from '../merchants/api-keys.ts';
-import { changeWallet } from '../merchants/events.ts';
+import { changeWallet, OPERATOR } from '../merchants/events.ts';
 import { checkPayoutAddress, createMerchant, findMerchant, listMerchants, noWalletWarning, setAcceptedChains } from '../merchants/merchants.ts';
 import { modeOption } from './mode-option.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
@@ -97,7 +97,7 @@ export async function merchantCommand(args: string[]): Promise<void> {
       const now = Date.now();
       // The change and the mail that tells the merchant's users of it commit together, as on the dashboard.
       await db.transaction().execute(async (trx) => {
-        await changeWallet(trx, { merchantId, userId: null, mode, walletAddress: address }, now);
+        await changeWallet(trx, { merchantId, actor: OPERATOR, mode, walletAddress: address }, now);
         await queueWalletChanged(trx, merchantId, { wallet: address, previous: merchant.wallets[mode] }, mode, now);
       });
     });

@@ -1,7 +1,9 @@
 import { randomInt } from 'node:crypto';
+import { isRole, ROLES } from '../accounts/roles.ts';
 import { endAllUserSessions } from '../accounts/user-sessions.ts';
-import { createUser, findUserByEmail, passwordSetAt, setPassword, UserError } from '../accounts/users.ts';
+import { changeRole, createUser, findUserByEmail, LastOwnerError, listMembers, passwordSetAt, setPassword, UserError } from '../accounts/users.ts';
 import { keysMadeByAgentsSince } from '../merchants/api-keys.ts';
+import { OPERATOR } from '../merchants/events.ts';
 import { findMerchant } from '../merchants/merchants.ts';
 import { revokeEveryGrant } from '../web/dashboard/agent-access.ts';
 import { noneLeft, printResult, takeFlag, takeOption, UsageError } from './output.ts';
@@ -32,17 +34,51 @@ export async function usersCommand(args: string[]): Promise<void> {
   if (sub === 'create') {
     const merchantId = takeOption(args, '--merchant');
     const email = takeOption(args, '--email');
+    const role = roleOption(args) ?? 'owner';
     const { password, generated } = await passwordFrom(args);
     noneLeft(args);
-    if (!merchantId || !email) throw new UsageError('users create needs --merchant MERCHANT_ID --email EMAIL [--password-stdin]');
+    if (!merchantId || !email) throw new UsageError('users create needs --merchant MERCHANT_ID --email EMAIL [--role ROLE] [--password-stdin]');
     const user = await withDatabase(async ({ db }) => {
       if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
-      return createUser(db, { merchantId, email, password }).catch(usage);
+      return createUser(db, { merchantId, email, password, role }).catch(usage);
     });
     printResult(
       json,
-      { userId: user.id, merchantId, email: user.email, ...(generated ? { password } : {}) },
-      `User ${user.id} (${user.email}) created for merchant ${merchantId}.${generated ? `\nPassword (shown once): ${password}` : ''}`,
+      { userId: user.id, merchantId, email: user.email, role: user.role, ...(generated ? { password } : {}) },
+      `User ${user.id} (${user.email}, ${user.role}) created for merchant ${merchantId}.${generated ? `\nPassword (shown once): ${password}` : ''}`,
+    );
+    return;
+  }
+  if (sub === 'list') {
+    const merchantId = takeOption(args, '--merchant');
+    noneLeft(args);
+    if (!merchantId) throw new UsageError('users list needs --merchant MERCHANT_ID');
+    const members = await withDatabase(async ({ db }) => {
+      if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
+      return listMembers(db, merchantId);
+    });
+    printResult(
+      json,
+      { merchantId, users: members.map((m) => ({ userId: m.id, email: m.email, role: m.role, createdAt: new Date(m.createdAt).toISOString() })) },
+      members.map((m) => `${m.id}  ${m.role.padEnd(9)}  ${m.email}`).join('\n') || 'No users.',
+    );
+    return;
+  }
+  if (sub === 'set-role') {
+    const email = takeOption(args, '--email');
+    const role = roleOption(args);
+    noneLeft(args);
+    if (!email || !role) throw new UsageError(`users set-role needs --email EMAIL --role ${ROLES.join('|')}`);
+    const result = await withDatabase(async ({ db }) => {
+      const user = await findUserByEmail(db, email);
+      if (!user) throw new UsageError(`no user with email ${email}`);
+      return changeRole(db, { merchantId: user.merchantId, userId: user.id, role, actor: OPERATOR }).catch(usage);
+    });
+    if (!result) throw new UsageError(`no user with email ${email}`);
+    printResult(
+      json,
+      { userId: result.member.id, email: result.member.email, from: result.member.role, role, changed: result.changed },
+      result.changed ? `${result.member.email} is now ${role} (was ${result.member.role}).` : `${result.member.email} is already ${role}: nothing changed.`,
     );
     return;
   }
@@ -57,7 +93,7 @@ export async function usersCommand(args: string[]): Promise<void> {
       if (!existing) throw new UsageError(`no user with email ${email}`);
       const previousSetAt = (await passwordSetAt(db, existing.id)) ?? existing.createdAt;
       const now = Date.now();
-      const found = await setPassword(db, email, password, now).catch(usage);
+      const found = await setPassword(db, email, password, now, undefined, OPERATOR).catch(usage);
       if (!found) throw new UsageError(`no user with email ${email}`);
       await endAllUserSessions(db, found.id);
       const agentsRevoked = keepAgents ? 0 : await revokeEveryGrant(db, found.merchantId, now);
@@ -94,11 +130,20 @@ export async function usersCommand(args: string[]): Promise<void> {
     return;
   }
   throw new UsageError(
-    'users commands: create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json] | reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json]',
+    `users commands: create --merchant MERCHANT_ID --email EMAIL [--role ${ROLES.join('|')}] [--password-stdin] [--json] | list --merchant MERCHANT_ID [--json] | set-role --email EMAIL --role ${ROLES.join('|')} [--json] | reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json]`,
   );
 }
 
+/** `--role`, one of the roles (accounts/roles.ts); undefined when not given. */
+function roleOption(args: string[]) {
+  const role = takeOption(args, '--role');
+  if (role === undefined) return undefined;
+  if (!isRole(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}, not ${JSON.stringify(role)}`);
+  return role;
+}
+
 function usage(error: unknown): never {
+  if (error instanceof LastOwnerError) throw new UsageError(`refused: ${error.message}`);
   if (error instanceof UserError) throw new UsageError(error.message);
   throw error;
 }

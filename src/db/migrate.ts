@@ -31,6 +31,7 @@ import * as mail from './migrations/0028_mail.ts';
 import * as eventList from './migrations/0029_event_list.ts';
 import { webhookEndpointModes } from './migrations/0030_webhook_endpoint_modes.ts';
 import * as apiKeyNotifications from './migrations/0031_api_key_notifications.ts';
+import * as teams from './migrations/0032_teams.ts';
 import * as agentRefunds from './migrations/0036_agent_refunds.ts';
 import * as paymentIdentifiers from './migrations/0038_payment_identifiers.ts';
 import * as discoverableLinks from './migrations/0039_discoverable_links.ts';
@@ -68,6 +69,7 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0029_event_list': eventList,
   '0030_webhook_endpoint_modes': webhookEndpointModes(secretKey),
   '0031_api_key_notifications': apiKeyNotifications,
+  '0032_teams': teams,
   '0036_agent_refunds': agentRefunds,
   '0038_payment_identifiers': paymentIdentifiers,
   '0039_discoverable_links': discoverableLinks,

@@ -256,6 +256,7 @@ export interface Database {
   mail_outbox: MailOutboxTable;
   mail_preferences: MailPreferencesTable;
   password_resets: PasswordResetsTable;
+  invitations: InvitationsTable;
   mail_receipt_addresses: MailReceiptAddressesTable;
 }
 
@@ -327,6 +328,8 @@ export interface UsersTable {
   merchant_id: string;
   email: string;
   password_hash: string;
+  /** accounts/roles.ts ROLES. */
+  role: Generated<string>;
   created_at: number;
   updated_at: number;
 }
@@ -448,13 +451,38 @@ export interface McpToolCallsTable {
 }
 
 /** A sensitive change to a merchant (today the payout wallet): who made it, when, and a JSON `detail`. */
+/**
+ * The activity log (merchants/events.ts): a change a user, a coding agent or the operator made, with
+ * from where. `type` is one of ACTIVITY_TYPES; `detail` is JSON; `mode` is null for a change of
+ * both modes (roles, brand). Rows written before the log had actors have them null.
+ */
 export interface MerchantEventsTable {
   id: string;
   merchant_id: string;
   user_id: string | null;
-  type: 'wallet_changed';
+  type: string;
   detail: string;
   created_at: number;
+  mode: 'sandbox' | 'live' | null;
+  actor: 'user' | 'agent' | 'operator' | null;
+  actor_id: string | null;
+  actor_label: string | null;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+/** An invitation to join a merchant's team with a role; the token is stored as its SHA-256. */
+export interface InvitationsTable {
+  id: string;
+  merchant_id: string;
+  email: string;
+  role: string;
+  token_hash: string;
+  invited_by: string | null;
+  created_at: number;
+  expires_at: number;
+  accepted_at: number | null;
+  revoked_at: number | null;
 }
 
 /**

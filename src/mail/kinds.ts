@@ -41,6 +41,7 @@ export type MailData =
     }
   | { kind: 'password_reset'; email: string; link: string; expiresAt: number }
   | { kind: 'password_changed'; email: string; at: number }
+  | { kind: 'invitation'; merchantName: string; invitedBy: string | null; role: string; link: string; expiresAt: number }
   | { kind: 'wallet_changed'; merchantName: string; wallet: string | null; previous: string | null; at: number };
 
 export type MailKind = MailData['kind'];

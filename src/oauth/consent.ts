@@ -1,6 +1,7 @@
 import { TillError } from '../common/errors.ts';
 import { type Mode, modeLabel } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/index.ts';
 import { consume, type Limit } from '../limits/limits.ts';
 import { type AuthorizationRequest, answerAuthorizationRequest, saveAuthorizationRequest } from './authorization-requests.ts';
 import { type ClientMetadata, ClientMetadataError, type ClientMetadataResolver, controlCharacterIn } from './client-metadata.ts';
@@ -127,6 +128,8 @@ export async function allowAuthorization(
   user: { id: string; merchantId: string },
   chosenScopes: string[],
   mode: Mode,
+  /** Written with the grant, in its transaction (the activity log's line). */
+  alsoInTransaction?: (trx: Db, scopes: readonly Scope[]) => Promise<void>,
 ): Promise<Answered> {
   const refused = grantRefusal(context.config, { mode, clientId: pending.clientId });
   if (refused)
@@ -146,6 +149,7 @@ export async function allowAuthorization(
       { merchantId: user.merchantId, userId: user.id, clientId: pending.clientId, clientName: pending.clientName, scopes: chosen, mode },
       now,
     );
+    await alsoInTransaction?.(trx, chosen);
     return issueGrantSecret(
       trx,
       'code',

@@ -78,6 +78,8 @@ export async function createRefund(
   terms: RefundTerms,
   maker: RefundMaker,
   now: number,
+  /** Written with the refund, in its transaction (the dashboard's line in the activity log). */
+  alsoInTransaction?: (trx: Db, refund: RefundRow) => Promise<void>,
 ): Promise<CreateRefundResult> {
   const refund: RefundRow = {
     id: newId('rf_'),
@@ -127,6 +129,7 @@ export async function createRefund(
     const used = await trx.selectFrom('refunds').select('id').where('nonce', '=', refund.nonce).executeTakeFirst();
     if (used) return { kind: 'nonce_used' };
     await trx.insertInto('refunds').values(refund).execute();
+    await alsoInTransaction?.(trx, refund);
     return { kind: 'created', refund };
   });
 }

@@ -38,7 +38,12 @@ export async function updatePaymentSession(
   context: Context,
   merchantId: string,
   input: SessionUpdateInput,
-  options: { walletConfigured: boolean; mode: Mode },
+  options: {
+    walletConfigured: boolean;
+    mode: Mode;
+    /** Written in the update's transaction (the dashboard's line in the activity log). */
+    alsoInTransaction?: (trx: Db) => Promise<void>;
+  },
 ): Promise<{ sessionId: string; redirectUrl: string; warnings?: SessionWarning[] }> {
   const session = await findMerchantSession(context.db, options.mode, merchantId, input.sessionId);
   if (!session) throw new TillError('not_found', { what: `Payment session ${input.sessionId}` });
@@ -79,9 +84,10 @@ export async function updatePaymentSession(
       now,
     );
     if (buyerEmail !== undefined) await setSessionReceiptAddress(trx, session.id, buyerEmail, now);
+    await options.alsoInTransaction?.(trx);
   };
-  // The session and its buyer's address change together or not at all.
-  await (buyerEmail === undefined ? write(context.db) : context.db.transaction().execute(write));
+  // The session and its buyer's address (and what the caller writes with it) change together or not at all.
+  await (buyerEmail === undefined && !options.alsoInTransaction ? write(context.db) : context.db.transaction().execute(write));
   return sessionCreatedBody(
     context.config.baseUrl,
     session.id,

@@ -2,6 +2,7 @@ import { TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import type { Db } from '../db/index.ts';
 import type { Mode } from '../db/schema.ts';
+import { inTransaction } from '../merchants/events.ts';
 import { subscribedEvents } from './endpoints.ts';
 import { TEST_EVENT_TYPE } from './event-types.ts';
 import { buildTestBody } from './events.ts';
@@ -109,7 +110,7 @@ export async function sendTestEvent(db: Db, mode: Mode, merchantId: string, now 
   await requireEndpoint(db, mode, merchantId);
   const eventId = newId('evt_');
   const event = { eventId, merchantId, type: TEST_EVENT_TYPE, sessionId: null, paymentId: null, body: buildTestBody(eventId, now), occurredAt: now, mode };
-  const written = await db.transaction().execute((trx) => writeEvent(trx, event, true));
+  const written = await inTransaction(db, (trx) => writeEvent(trx, event, true));
   return { eventId, deliveryId: written.deliveryId! };
 }
 

@@ -636,6 +636,22 @@ function specs(f: Fixture): Record<string, Spec> {
     'GET /sandbox/mail/:id': { params: { id: ['mail_nope'] } },
     'GET /sandbox/mail/:id/html': { params: { id: ['mail_nope'] } },
     'POST /dashboard/mode': form({ mode: oneOf('test', 'live', 'nope'), section: oneOf('orders', 'nope') }),
+    'GET /dashboard/team': { query: { invited: oneOf('1', 'x') } },
+    'POST /dashboard/team/invitations': form({
+      email: oneOf('new-member@shop.example', f.email, 'not an address', ''),
+      role: oneOf('viewer', 'owner', 'superuser', ''),
+    }),
+    'POST /dashboard/team/invitations/:id/revoke': { params: { id: ['inv_nope'] }, ...form({}) },
+    'POST /dashboard/team/members/:userId/role': { params: { userId: ['usr_nope'] }, ...form({ role: oneOf('viewer', 'owner', 'superuser') }) },
+    'POST /dashboard/team/members/:userId/remove': { params: { userId: ['usr_nope'] }, ...form({}) },
+    'GET /dashboard/activity': {
+      query: { who: text, what: oneOf('role_changed', 'nope', ''), from: oneOf('2026-01-01', 'yesterday'), to: oneOf('2040-01-01', 'x') },
+    },
+    'GET /dashboard/activity.csv': {
+      query: { who: oneOf('agent', 'operator', ''), what: oneOf('wallet_changed', 'nope'), from: oneOf('2026-01-01', '2026-13-45') },
+    },
+    'GET /invitations/accept': { query: { token: text } },
+    'POST /invitations/accept': { body: { form: { csrf: text, token: text, password: oneOf('a new password of some length', ''), confirm: text } } },
     'GET /sign-in/oidc/callback': { query: { code: text, state: text } },
     'POST /sign-out': { ...form({}), keepsSession: true },
     'GET /.well-known/jwks.json': {},

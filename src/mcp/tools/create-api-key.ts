@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { keyModeOf } from '../../common/modes.ts';
 import type { Tx } from '../../db/index.ts';
 import { countActiveApiKeys, createApiKey } from '../../merchants/api-keys.ts';
+import { recordActivity } from '../../merchants/events.ts';
 import { successfulCallsSince } from '../audit.ts';
 import { defineTool, ToolRefusal } from '../tool.ts';
 
@@ -50,6 +51,8 @@ export const createApiKeyTool = defineTool({
       // Of the grant's mode, whatever the deployment serves besides: a test grant never makes a live key.
       const made = await createApiKey(trx, merchantId, keyModeOf(access.grant.mode), now);
       await call.recordSuccess(trx);
+      const agent = { kind: 'agent', id: access.grant.id, label: access.grant.clientName, ip: null, userAgent: null } as const;
+      await recordActivity(trx, merchantId, agent, { type: 'api_key_created', mode: access.grant.mode, detail: { key: made.keyId, ends: made.lastFour } }, now);
       return made;
     });
     return {

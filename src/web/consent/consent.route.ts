@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { can, PERMISSIONS, ROLE_LABELS, type Role } from '../../accounts/roles.ts';
 import { currentUser, redirectToSignIn, type SignedIn } from '../../accounts/web-session.ts';
 import { keyModeOf, type Mode, modeOfKey } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields, formValues } from '../../http/forms.ts';
 import { addRoute } from '../../http/routes.ts';
+import { recordActivity } from '../../merchants/events.ts';
 import { type AuthorizationRequest, claimAuthorizationRequest, pendingAuthorizationRequest } from '../../oauth/authorization-requests.ts';
 import type { ClientMetadataResolver } from '../../oauth/client-metadata.ts';
 import {
@@ -18,6 +20,7 @@ import {
   limitClientFetches,
   openAuthorizationRequest,
 } from '../../oauth/consent.ts';
+import { actorOf } from '../kit/actor.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import type { Html } from '../kit/html.ts';
 import { viewedMode } from '../kit/mode.ts';
@@ -27,6 +30,9 @@ import { authorizationErrorPage, consentPage } from './page.ts';
 const TAG = 'OAuth';
 
 const EXPIRED = 'This authorization request has expired or was already answered.';
+/** A role without the `agents` permission cannot authorize a coding agent (accounts/roles.ts). */
+const roleRefused = (role: Role) =>
+  `Your role, ${ROLE_LABELS[role]}, cannot ${PERMISSIONS.agents}. Ask an owner, an admin or a developer of your team to authorize it.`;
 const NOT_YOURS = 'This authorization request was opened by another user. Sign in as that user, or start again from your coding agent.';
 const FORM_REFUSED = 'This form has expired or was not sent from the consent screen. Start again from your coding agent.';
 
@@ -95,6 +101,7 @@ export const registerConsentPages =
         const signedIn = await currentUser(context, request);
         if (!signedIn) return redirectToSignIn(reply, `/oauth/consent/${pending.id}`);
         if (!(await claimAuthorizationRequest(context.db, pending, signedIn.user.id))) return refusal(reply, 403, NOT_YOURS);
+        if (!can(signedIn.user.role, 'agents')) return refusal(reply, 403, roleRefused(signedIn.user.role));
         return sendConsent(reply, 200, context, pending, signedIn, viewedMode(context, request));
       },
     );
@@ -121,13 +128,22 @@ export const registerConsentPages =
         const pending = await openRequest(context, request);
         if (!pending) return refusal(reply, 400, EXPIRED);
         if (pending.userId !== signedIn.user.id) return refusal(reply, 403, NOT_YOURS);
+        if (!can(signedIn.user.role, 'agents')) return refusal(reply, 403, roleRefused(signedIn.user.role));
         const fields = formFields(request);
         // The mode the screen showed, not whatever the dashboard shows now: the merchant agreed to that one.
         if (fields.mode !== undefined && fields.mode !== 'test' && fields.mode !== 'live') return refusal(reply, 403, FORM_REFUSED);
         const mode = fields.mode === undefined ? viewedMode(context, request) : modeOfKey(fields.mode);
         const answered: Answered =
           fields.decision === 'allow'
-            ? await allowAuthorization(context, pending, signedIn.user, formValues(request, 'scope'), mode)
+            ? await allowAuthorization(context, pending, signedIn.user, formValues(request, 'scope'), mode, (trx, scopes) =>
+                recordActivity(
+                  trx,
+                  signedIn.user.merchantId,
+                  actorOf(signedIn.user, request),
+                  { type: 'agent_authorized', mode, detail: { agent: pending.clientName, client: pending.clientId, scopes: scopes.join(' ') } },
+                  context.now(),
+                ),
+              )
             : await denyAuthorization(context, pending, signedIn.user.id);
         if ('nothingChosen' in answered) return sendConsent(reply, 400, context, pending, signedIn, mode, 'Tick at least one thing it may do, or choose Deny.');
         if ('refused' in answered) return sendConsent(reply, 400, context, pending, signedIn, mode, answered.refused);

@@ -5,7 +5,9 @@ import { forgetSession, signIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
 import { type AgentMadeKey, keysMadeByAgentsSince, revokeApiKey } from '../../merchants/api-keys.ts';
+import { withActivity } from '../../merchants/events.ts';
 import { listGrants } from '../../oauth/grants.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
 import { revokeEveryGrant } from './agent-access.ts';
@@ -106,7 +108,7 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
   addDashboardRoute(
     app,
     context,
-    { method: 'GET', url: ACCOUNT_PATH, summary: "The signed-in user's account: change password, sign out everywhere" },
+    { method: 'GET', url: ACCOUNT_PATH, permission: 'account', summary: "The signed-in user's account: change password, sign out everywhere" },
     async (signedIn, request, reply) => {
       const query = request.query as Record<string, string | undefined>;
       const revoked = /^\d{1,6}$/.test(query.agents_revoked ?? '') ? Number(query.agents_revoked) : 0;
@@ -124,6 +126,7 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
     {
       method: 'POST',
       url: `${ACCOUNT_PATH}/password`,
+      permission: 'account',
       summary: "Changes the signed-in user's password (form post)",
       description:
         "Takes `current_password`, `new_password`, `new_password_again`, `revoke_agents` (`yes`: also revoke every coding agent's grant of the merchant; the form ticks it) and `csrf`. Every session of the user ends; this browser gets a new one. The account page it goes back to lists the API keys coding agents made while the previous password was in force.",
@@ -144,7 +147,7 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
       if (wrong) return refuse('current_password', wrong);
       const previousSetAt = (await passwordSetAt(context.db, signedIn.user.id)) ?? signedIn.user.createdAt;
       const now = context.now();
-      await setPassword(context.db, signedIn.user.email, next, now);
+      await setPassword(context.db, signedIn.user.email, next, now, undefined, actorOf(signedIn.user, request));
       await endAllUserSessions(context.db, signedIn.user.id);
       const revoked = fields.revoke_agents === 'yes' ? await revokeEveryGrant(context.db, signedIn.user.merchantId, now) : 0;
       await signIn(context, request, reply, signedIn.user);
@@ -158,6 +161,7 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
     {
       method: 'POST',
       url: `${ACCOUNT_PATH}/api-keys/{keyId}/revoke`,
+      permission: 'keys',
       summary: 'Revokes an API key of the merchant listed among those coding agents made (form post)',
       responses: {
         303: { description: 'Revoked: back to the account page' },
@@ -168,7 +172,15 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
     async (signedIn, request, reply) => {
       const { keyId } = request.params as { keyId: string };
       const since = sinceOf(context, request.query);
-      if (!(await revokeApiKey(context.db, keyId, context.now(), signedIn.user.merchantId)))
+      const revoked = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => revokeApiKey(trx, keyId, context.now(), signedIn.user.merchantId),
+        (yes) => (yes ? { type: 'api_key_revoked', mode: null, detail: { id: keyId } } : undefined),
+        context.now(),
+      );
+      if (!revoked)
         return sendAccount(context, reply, signedIn, 404, undefined, undefined, since, 'No such API key: it was revoked already, or it is not one of yours.');
       return reply.redirect(`${ACCOUNT_PATH}?changed=api-key${since === undefined ? '' : `&since=${since}`}`, 303);
     },
@@ -180,6 +192,7 @@ export function registerAccount(app: FastifyInstance, context: AppContext): void
     {
       method: 'POST',
       url: `${ACCOUNT_PATH}/sign-out-everywhere`,
+      permission: 'account',
       summary: "Ends every session of the signed-in user, this browser's included (form post)",
       responses: { 303: { description: 'Signed out: on to the sign-in page' }, 403: { description: 'No CSRF token, or posted from another origin' } },
     },

@@ -1,10 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { can } from '../../accounts/roles.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
 import { AUDIT_OUTCOMES, type AuditOutcome, searchToolCalls, type ToolCallCursor, type ToolCallFilter } from '../../mcp/audit.ts';
 import { parseDecimalAmount } from '../../money/decimal.ts';
 import { formatUsdc, USDC_DECIMALS } from '../../money/usdc.ts';
+import { withActivity } from '../../merchants/events.ts';
 import { type Grant, grantClientNames, listGrants, revokeGrant, setRefundLimits } from '../../oauth/grants.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
@@ -23,18 +26,18 @@ function refundLimitsText(grant: Grant): string {
   return `Up to ${formatUsdc(perRefund)} USDC a refund, ${formatUsdc(perDay)} USDC in 24 hours`;
 }
 
-function grantRow(grant: Grant, csrfToken: string): Html {
+function grantRow(grant: Grant, csrfToken: string, mayRevoke: boolean): Html {
   return html`<tr>
 <td data-label="Agent"><strong>${grant.clientName}</strong><br><code>${grant.clientId}</code></td>
 <td data-label="May"><ul class="scope-list">${grant.scopes.map((scope) => html`<li><code>${scope}</code></li>`)}</ul></td>
 <td data-label="Refunds">${refundLimitsText(grant)}</td>
 <td data-label="Authorized">${moment(grant.createdAt)}</td>
 <td data-label="Last used">${moment(grant.lastUsedAt)}</td>
-<td><form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${grant.clientName}">Revoke</button></form></td>
+<td>${mayRevoke ? html`<form method="post" action="${DEVELOPERS_PATH}/agents/${encodeURIComponent(grant.id)}/revoke">${csrfInput(csrfToken)}<button type="submit" class="danger" aria-label="Revoke ${grant.clientName}">Revoke</button></form>` : ''}</td>
 </tr>`;
 }
 
-function agentsSection(grants: Grant[], csrfToken: string): Html {
+function agentsSection(grants: Grant[], csrfToken: string, mayRevoke: boolean): Html {
   return html`<h2 id="agents">Authorized coding agents</h2>
 ${
   grants.length
@@ -42,7 +45,7 @@ ${
 <table class="cards grants"><thead><tr><th scope="col">Agent</th><th scope="col">May</th><th scope="col">Refunds</th><th scope="col">Authorized</th><th scope="col">Last used</th><th scope="col">Access</th></tr></thead>
 <tbody>
 ${joinHtml(
-  grants.map((grant) => grantRow(grant, csrfToken)),
+  grants.map((grant) => grantRow(grant, csrfToken, mayRevoke)),
   html`\n`,
 )}
 </tbody></table>`
@@ -190,7 +193,7 @@ async function developersPage(context: AppContext, signedIn: DashboardUser, quer
       section: 'developers',
       ...(notice ? { notice } : {}),
       ...(problem ? { problem } : {}),
-      body: html`${agentsSection(grants, signedIn.csrfToken)}\n${refundLimitsSection(grants, signedIn.csrfToken, posted)}\n${await auditSection(context, merchantId, grants, parsed)}`,
+      body: html`${agentsSection(grants, signedIn.csrfToken, can(signedIn.user.role, 'agents'))}\n${can(signedIn.user.role, 'refunds') ? refundLimitsSection(grants, signedIn.csrfToken, posted) : ''}\n${await auditSection(context, merchantId, grants, parsed)}`,
     }),
   };
 }
@@ -203,6 +206,7 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
     {
       method: 'GET',
       url: DEVELOPERS_PATH,
+      permission: 'view',
       summary:
         'The signed-in merchant’s authorized coding agents, and the audit log of their MCP tool calls (filtered by agent, tool, outcome; paged by cursor)',
       responses: { 400: FILTER_REFUSED },
@@ -219,6 +223,8 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
     {
       method: 'POST',
       url: `${DEVELOPERS_PATH}/agents/{grantId}/refund-limits`,
+      // The limits say how much an agent may refund: set only by who may refund.
+      permission: 'refunds',
       summary: 'Sets the limits of one coding agent’s refunds: per refund and per 24 hours, in USDC (form post with the session CSRF token)',
       description:
         'Both fields empty remove the limits (the agent may then not refund); 0 refuses every refund. Only a grant of the signed-in user’s merchant; no MCP tool can change them.',
@@ -244,13 +250,22 @@ export function registerDevelopers(app: FastifyInstance, context: AppContext): v
     {
       method: 'POST',
       url: `${DEVELOPERS_PATH}/agents/{grantId}/revoke`,
+      permission: 'agents',
       summary: 'Revokes one of the signed-in merchant’s coding agents (form post with the session CSRF token)',
       description: 'Its refresh tokens stop working, and its access tokens are refused at their next call. Only a grant of the signed-in user’s merchant.',
       responses: { 303: { description: 'Revoked: back to the page, which says so' }, 403: HTML_RESPONSE, 404: HTML_RESPONSE },
     },
     async (signedIn, request, reply) => {
       const { grantId } = request.params as { grantId: string };
-      if (!(await revokeGrant(context.db, grantId, 'merchant', context.now(), signedIn.user.merchantId))) return noSuchAgent(reply, signedIn);
+      const revoked = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => revokeGrant(trx, grantId, 'merchant', context.now(), signedIn.user.merchantId),
+        (yes) => (yes ? { type: 'agent_revoked', mode: signedIn.modes.mode, detail: { grant: grantId } } : undefined),
+        context.now(),
+      );
+      if (!revoked) return noSuchAgent(reply, signedIn);
       return reply.redirect(`${DEVELOPERS_PATH}?revoked=1`, 303);
     },
   );

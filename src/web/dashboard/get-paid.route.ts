@@ -1,12 +1,15 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { can } from '../../accounts/roles.ts';
 import { keyModeOf } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../../merchants/api-keys.ts';
+import { withActivity } from '../../merchants/events.ts';
 import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
-import { type DashboardUser, dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -35,6 +38,7 @@ async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: 
   const keyMode = keyModeOf(mode);
   const [{ keys }, clients] = await Promise.all([listApiKeys(context.db, merchantId, keyMode), listClients(context.db, merchantId, mode)]);
   const csrf = csrfInput(signedIn.csrfToken);
+  const mayManage = can(signedIn.user.role, 'keys');
 
   const newKey = shown.apiKey
     ? html`<div class="secret" role="region" aria-labelledby="new-key-heading"><h3 id="new-key-heading">Your new API key</h3>
@@ -45,7 +49,7 @@ ${copyField('new-api-key', 'API key', shown.apiKey.apiKey, { select: true })}</d
     keys.map(
       (key) => html`<tr><td data-label="Key"><code>${key.masked}</code></td><td data-label="Mode">${key.mode}</td>
 <td data-label="Created">${moment(key.createdAt)}</td><td data-label="Last used">${moment(key.lastUsedAt)}</td>
-<td><form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${key.masked.slice(1)}">Revoke</button></form></td></tr>`,
+<td>${mayManage ? html`<form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${key.masked.slice(1)}">Revoke</button></form>` : ''}</td></tr>`,
     ),
     html`\n`,
   );
@@ -62,7 +66,7 @@ ${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { s
   const clientRows = joinHtml(
     clients.map(
       (client) => html`<tr><td data-label="Client ID"><code>${client.clientId}</code></td><td data-label="Created">${moment(client.createdAt)}</td>
-<td><form method="post" action="${PATH}/clients/${encodeURIComponent(client.clientId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke client ${client.clientId}">Revoke</button></form></td></tr>`,
+<td>${mayManage ? html`<form method="post" action="${PATH}/clients/${encodeURIComponent(client.clientId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke client ${client.clientId}">Revoke</button></form>` : ''}</td></tr>`,
     ),
     html`\n`,
   );
@@ -74,12 +78,12 @@ ${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { s
   return html`<p>Your server creates a payment session with an API key (or a client-credentials token), then sends the buyer to its <code>redirectUrl</code>.</p>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">API keys</h2>
 ${newKey}
-<form method="post" action="${PATH}/api-keys">${csrf}<button type="submit">Create an API key</button></form>
+${onlyFor(signedIn, 'keys', html`<form method="post" action="${PATH}/api-keys">${csrf}<button type="submit">Create an API key</button></form>`)}
 ${keyTable}</section>
 <section aria-labelledby="clients-heading"><h2 id="clients-heading">Client credentials</h2>
 <p>For a server that gets short-lived bearer tokens from <code>POST /oauth/token</code> instead of holding an API key.</p>
 ${newClient}
-<form method="post" action="${PATH}/clients">${csrf}<button type="submit">Create a client</button></form>
+${onlyFor(signedIn, 'keys', html`<form method="post" action="${PATH}/clients">${csrf}<button type="submit">Create a client</button></form>`)}
 ${clientTable}</section>
 <section aria-labelledby="curl-heading"><h2 id="curl-heading">Create a payment session</h2>
 <p>The payment API is at <code>${context.config.baseUrl + PAYMENT_API_BASE_PATH}</code>.${shown.apiKey ? ' This one carries your new key.' : html` Put your key in place of <code>${snippetKey}</code>.`}</p>
@@ -114,16 +118,33 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
   const route = (doc: Parameters<typeof addDashboardRoute>[2], handler: Parameters<typeof addDashboardRoute>[3]) =>
     addDashboardRoute(app, context, doc, handler);
 
-  route({ method: 'GET', url: PATH, summary: "The signed-in merchant's API keys, clients and an E1 curl command" }, async (signedIn, request, reply) => {
-    const done = (request.query as { done?: unknown }).done;
-    const notice = typeof done === 'string' ? NOTICES[done] : undefined;
-    return sendGetPaid(context, reply, signedIn, 200, notice ? { notice } : {});
-  });
+  route(
+    { method: 'GET', url: PATH, permission: 'view', summary: "The signed-in merchant's API keys, clients and an E1 curl command" },
+    async (signedIn, request, reply) => {
+      const done = (request.query as { done?: unknown }).done;
+      const notice = typeof done === 'string' ? NOTICES[done] : undefined;
+      return sendGetPaid(context, reply, signedIn, 200, notice ? { notice } : {});
+    },
+  );
 
   route(
-    { method: 'POST', url: `${PATH}/api-keys`, summary: 'Creates an API key, shown on the answered page this once', responses: { 200: HTML_RESPONSE } },
-    async (signedIn, _request, reply) => {
-      const apiKey = await createApiKey(context.db, signedIn.user.merchantId, keyModeOf(signedIn.modes.mode), context.now());
+    {
+      method: 'POST',
+      url: `${PATH}/api-keys`,
+      permission: 'keys',
+      summary: 'Creates an API key, shown on the answered page this once',
+      responses: { 200: HTML_RESPONSE },
+    },
+    async (signedIn, request, reply) => {
+      const { mode } = signedIn.modes;
+      const apiKey = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => createApiKey(trx, signedIn.user.merchantId, keyModeOf(mode), context.now()),
+        (key) => ({ type: 'api_key_created', mode, detail: { key: key.keyId, ends: key.lastFour } }),
+        context.now(),
+      );
       return sendGetPaid(context, reply, signedIn, 200, { shown: { apiKey }, notice: `API key …${apiKey.lastFour} created.` });
     },
   );
@@ -132,24 +153,43 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
     {
       method: 'POST',
       url: `${PATH}/clients`,
+      permission: 'keys',
       summary: 'Creates a client-credentials client, its secret shown on the answered page this once',
       responses: { 200: HTML_RESPONSE },
     },
-    async (signedIn, _request, reply) => {
-      const client = await createClient(context.db, signedIn.user.merchantId, signedIn.modes.mode, context.now());
+    async (signedIn, request, reply) => {
+      const { mode } = signedIn.modes;
+      const client = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => createClient(trx, signedIn.user.merchantId, mode, context.now()),
+        (made) => ({ type: 'client_created', mode, detail: { client: made.clientId } }),
+        context.now(),
+      );
       return sendGetPaid(context, reply, signedIn, 200, { shown: { client }, notice: `Client ${client.clientId} created.` });
     },
   );
 
   const revocations = [
-    { url: `${PATH}/api-keys/{id}/revoke`, what: 'API key', revoke: revokeApiKey, done: 'key-revoked' },
-    { url: `${PATH}/clients/{id}/revoke`, what: 'client', revoke: revokeClient, done: 'client-revoked' },
-  ];
-  for (const { url, what, revoke, done } of revocations)
-    route({ method: 'POST', url, summary: `Revokes one of the merchant’s ${what}s`, responses: NOT_FOUND }, async (signedIn, request, reply) => {
-      const { id } = request.params as { id: string };
-      if (!(await revoke(context.db, id, context.now(), signedIn.user.merchantId)))
-        return sendGetPaid(context, reply, signedIn, 404, { problem: `No such ${what}: it was revoked already, or it is not one of yours.` });
-      return reply.redirect(`${PATH}?done=${done}`, 303);
-    });
+    { url: `${PATH}/api-keys/{id}/revoke`, what: 'API key', revoke: revokeApiKey, done: 'key-revoked', type: 'api_key_revoked' },
+    { url: `${PATH}/clients/{id}/revoke`, what: 'client', revoke: revokeClient, done: 'client-revoked', type: 'client_revoked' },
+  ] as const;
+  for (const { url, what, revoke, done, type } of revocations)
+    route(
+      { method: 'POST', url, permission: 'keys', summary: `Revokes one of the merchant’s ${what}s`, responses: NOT_FOUND },
+      async (signedIn, request, reply) => {
+        const { id } = request.params as { id: string };
+        const revoked = await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => revoke(trx, id, context.now(), signedIn.user.merchantId),
+          (yes) => (yes ? { type, mode: signedIn.modes.mode, detail: { id } } : undefined),
+          context.now(),
+        );
+        if (!revoked) return sendGetPaid(context, reply, signedIn, 404, { problem: `No such ${what}: it was revoked already, or it is not one of yours.` });
+        return reply.redirect(`${PATH}?done=${done}`, 303);
+      },
+    );
 }

@@ -29,6 +29,7 @@ const MERCHANT_TABLES = [
   'merchant_brands',
   'payment_attempts',
   'refunds',
+  'invitations',
 ] as const;
 
 for (const { engine, skip } of engines) {
@@ -54,6 +55,9 @@ for (const { engine, skip } of engines) {
       tool: 'shop_a_private_tool',
       name: 'Shop A Roastery',
       wallet: '',
+      userId: '',
+      invitationId: '',
+      invitee: `invitee-of-a-${Date.now()}@shop.example`,
     };
 
     before(async () => {
@@ -67,7 +71,7 @@ for (const { engine, skip } of engines) {
 
       // A's user makes the rest through the dashboard.
       const email = `shop-a-${engine}-${Date.now()}@shop.example`;
-      await createUser(shop.service.context.db, { merchantId: shop.merchantId, email, password: PASSWORD });
+      a.userId = (await createUser(shop.service.context.db, { merchantId: shop.merchantId, email, password: PASSWORD })).id;
       owner = new Browser(shop.service);
       assert.equal((await owner.signIn(email, PASSWORD)).statusCode, 303);
       const csrf = await owner.csrf('/dashboard/get-paid');
@@ -94,6 +98,8 @@ for (const { engine, skip } of engines) {
       const webhook = (await getWebhook(shop.service.context.db, shop.service.config.secretKey, shop.merchantId, 'sandbox'))!;
       a.webhookKey = webhook.webhookKey;
       a.signingSecret = webhook.signingSecret;
+      await owner.request('POST', '/dashboard/team/invitations', { csrf, email: a.invitee, role: 'developer' });
+      a.invitationId = /team\/invitations\/(inv_[\w-]+)\/revoke/.exec((await owner.request('GET', '/dashboard/team')).body)![1]!;
       const agent = await authorizedAgent(shop.service.context, shop.merchantId, ['orders:read']);
       a.grantId = agent.grantId;
       a.agentClientId = agent.clientId;
@@ -136,6 +142,8 @@ for (const { engine, skip } of engines) {
         ['/dashboard/orders', [a.publicOrderId, a.paidSessionId, a.orderId]],
         ['/dashboard/notifications', [a.eventId, a.webhookUrl]],
         ['/dashboard/developers', [a.grantId, a.tool]],
+        ['/dashboard/team', [a.invitationId, a.userId, a.invitee]],
+        ['/dashboard/activity', [a.invitee, a.clientId]],
       ] as const) {
         const page = await owner.request('GET', path);
         for (const id of ids) assert.ok(page.body.includes(id), `A's ${path} shows ${id}`);
@@ -296,6 +304,25 @@ for (const { engine, skip } of engines) {
             .where('id', '=', a.grantId)
             .executeTakeFirstOrThrow();
           assert.deepEqual({ ...limits }, { refund_limit_per_refund: null, refund_limit_per_day: null });
+        },
+        'GET /dashboard/team': async () => {
+          await tryAs('GET', '/dashboard/team');
+        },
+        'POST /dashboard/team/invitations': async () => {
+          await tryAs('POST', '/dashboard/team/invitations', { email: `invitee-of-b-${Date.now()}@shop.example`, role: 'viewer', merchantId: shop.merchantId });
+        },
+        'POST /dashboard/team/invitations/{id}/revoke': () => notFound('POST', `/dashboard/team/invitations/${a.invitationId}/revoke`, {}),
+        'POST /dashboard/team/members/{userId}/role': () => notFound('POST', `/dashboard/team/members/${a.userId}/role`, { role: 'viewer' }),
+        'POST /dashboard/team/members/{userId}/remove': () => notFound('POST', `/dashboard/team/members/${a.userId}/remove`, {}),
+        'GET /dashboard/activity': async () => {
+          for (const query of ['', `who=${a.userId}`, 'what=api_key_created', 'who=agent']) {
+            const page = await tryAs('GET', `/dashboard/activity?${query}`);
+            assert.ok(!page.body.includes(a.invitee), query);
+          }
+        },
+        'GET /dashboard/activity.csv': async () => {
+          const csv = await tryAs('GET', `/dashboard/activity.csv?who=${a.userId}`);
+          assert.equal(csv.body.split('\r\n').filter(Boolean).length, 1, 'the header only');
         },
         // The switch only picks which of B's own data B sees.
         'POST /dashboard/mode': async () => {

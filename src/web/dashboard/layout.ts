@@ -1,19 +1,22 @@
+import { can, PERMISSIONS, type Permission, ROLE_LABELS } from '../../accounts/roles.ts';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import { type Html, html } from '../kit/html.ts';
 import type { ModeView } from '../kit/mode.ts';
 import { page } from '../kit/page.ts';
 
-/** The dashboard's sections, in the order of its navigation. */
+/** The dashboard's sections, in the order of its navigation, each shown to the roles with its permission. */
 export const SECTIONS = [
-  { id: 'overview', path: '/dashboard', label: 'Overview' },
-  { id: 'settings', path: '/dashboard/settings', label: 'Settings' },
-  { id: 'get-paid', path: '/dashboard/get-paid', label: 'Get paid' },
-  { id: 'links', path: '/dashboard/links', label: 'Payment links' },
-  { id: 'orders', path: '/dashboard/orders', label: 'Orders' },
-  { id: 'notifications', path: '/dashboard/notifications', label: 'Notifications' },
-  { id: 'developers', path: '/dashboard/developers', label: 'Developers' },
-  { id: 'account', path: '/dashboard/account', label: 'Account' },
-] as const;
+  { id: 'overview', path: '/dashboard', label: 'Overview', permission: 'view' },
+  { id: 'settings', path: '/dashboard/settings', label: 'Settings', permission: 'view' },
+  { id: 'get-paid', path: '/dashboard/get-paid', label: 'Get paid', permission: 'view' },
+  { id: 'links', path: '/dashboard/links', label: 'Payment links', permission: 'view' },
+  { id: 'orders', path: '/dashboard/orders', label: 'Orders', permission: 'view' },
+  { id: 'notifications', path: '/dashboard/notifications', label: 'Notifications', permission: 'view' },
+  { id: 'developers', path: '/dashboard/developers', label: 'Developers', permission: 'view' },
+  { id: 'team', path: '/dashboard/team', label: 'Team', permission: 'team' },
+  { id: 'activity', path: '/dashboard/activity', label: 'Activity', permission: 'activity' },
+  { id: 'account', path: '/dashboard/account', label: 'Account', permission: 'account' },
+] as const satisfies readonly { id: string; path: string; label: string; permission: Permission }[];
 
 /** A signed-in user of the dashboard, with the mode its pages show (web/kit/mode.ts). */
 export type DashboardUser = SignedIn & { modes: ModeView };
@@ -32,6 +35,15 @@ export type DashboardView = {
   problem?: string;
   body: Html;
 };
+
+/**
+ * A control (a form) shown only to the roles that may use it; to others, a line saying why it is not
+ * there. The route refuses them anyway (page-route.ts): this only spares them a form that cannot work.
+ */
+export function onlyFor(signedIn: DashboardUser, permission: Permission, control: Html): Html {
+  if (can(signedIn.user.role, permission)) return control;
+  return html`<p class="note role-note">Your role, ${ROLE_LABELS[signedIn.user.role]}, cannot ${PERMISSIONS[permission]}.</p>`;
+}
 
 /** Where the switch posts; it comes back to the section it was used on. */
 export const MODE_SWITCH_PATH = '/dashboard/mode';
@@ -68,7 +80,9 @@ function testBanner(view: DashboardView): Html {
 export function dashboardPage(view: DashboardView): Html {
   const current = SECTIONS.find((s) => s.id === view.section)!;
   const heading = view.heading ?? current.label;
-  const nav = SECTIONS.map((s) => html`<li><a href="${s.path}"${s.id === view.section ? html` aria-current="page"` : ''}>${s.label}</a></li>`);
+  const nav = SECTIONS.filter((s) => can(view.signedIn.user.role, s.permission)).map(
+    (s) => html`<li><a href="${s.path}"${s.id === view.section ? html` aria-current="page"` : ''}>${s.label}</a></li>`,
+  );
   return page(
     `${heading} · Till dashboard`,
     html`<header class="dashboard-header"><p class="brand"><a href="/dashboard">Till</a></p>

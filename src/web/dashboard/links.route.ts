@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import QRCode from 'qrcode';
 import { getAddress } from 'viem';
+import { can } from '../../accounts/roles.ts';
 import { invalidField, TillError } from '../../common/errors.ts';
 import { modeLabel } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
 import type { OrderType } from '../../db/schema.ts';
 import { formFields } from '../../http/forms.ts';
 import { validate } from '../../http/validation.ts';
+import { recordActivity, withActivity } from '../../merchants/events.ts';
 import { findMerchant } from '../../merchants/merchants.ts';
 import { formatMinor } from '../../money/decimal.ts';
 import { currencyExponent, formatMoney } from '../../money/iso4217.ts';
@@ -17,11 +19,12 @@ import { archiveSession, findMerchantSession, isExpired, listMerchantSessions, t
 import { updatePaymentSession } from '../../sessions/update-session.ts';
 import { redirectUrlFor } from '../../sessions/views.ts';
 import { listRefusedAttempts } from '../../x402/attempts.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { paymentStatusTag } from '../kit/status.ts';
 import { refusedAttemptsSection } from './attempts.ts';
-import { type DashboardUser, dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -172,9 +175,13 @@ async function listBody(
     : html`<p>${view.archived ? 'No archived link.' : 'No payment link yet.'}</p>`;
   return html`${merchant?.wallets[signedIn.modes.mode] ? '' : html`<p class="problem">No ${modeLabel(signedIn.modes.mode)} payout wallet is set: links cannot be paid until it is (Settings).</p>`}
 <section aria-labelledby="new-link-heading"><h2 id="new-link-heading">New payment link</h2>
-<form method="post" action="${PATH}" class="link-form">${csrfInput(signedIn.csrfToken)}
+${onlyFor(
+  signedIn,
+  'links',
+  html`<form method="post" action="${PATH}" class="link-form">${csrfInput(signedIn.csrfToken)}
 ${linkFields(view.values, view.invalid, { create: true })}
-<p><button type="submit">Create the link</button></p></form></section>
+<p><button type="submit">Create the link</button></p></form>`,
+)}</section>
 <section aria-labelledby="links-heading"><h2 id="links-heading">${view.archived ? 'Archived links' : 'Your links'}</h2>
 <p class="note">Newest first. ${view.archived ? html`<a href="${PATH}">Show active links</a>` : html`<a href="${PATH}?archived=1">Show archived links</a>`}</p>
 ${table}${pages.length ? html`<nav aria-label="Pages of links"><p>${joinHtml(pages, html` · `)}</p></nav>` : ''}</section>`;
@@ -217,16 +224,20 @@ async function detailBody(context: AppContext, signedIn: DashboardUser, session:
     ? html`<table class="cards"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Amount</th><th scope="col">Payer</th><th scope="col">When</th></tr></thead><tbody>${paymentRows}</tbody></table>`
     : html`<p>No payment yet.</p>`;
   const csrf = csrfInput(signedIn.csrfToken);
-  const edit = changeable(session, now)
-    ? html`<form method="post" action="${PATH}/${encodeURIComponent(session.id)}" class="link-form">${csrf}
+  const edit = !can(signedIn.user.role, 'links')
+    ? onlyFor(signedIn, 'links', html``)
+    : changeable(session, now)
+      ? html`<form method="post" action="${PATH}/${encodeURIComponent(session.id)}" class="link-form">${csrf}
 ${linkFields(view.values ?? sessionValues(session), view.invalid, { create: false })}
 <p><button type="submit">Save changes</button></p></form>`
-    : html`<p>This link can no longer change: it is paid, expired or archived.</p>`;
+      : html`<p>This link can no longer change: it is paid, expired or archived.</p>`;
   const archive =
-    session.archived_at === null
+    session.archived_at === null && can(signedIn.user.role, 'links')
       ? html`<section aria-labelledby="archive-heading"><h2 id="archive-heading">Archive</h2><p>An archived link is hidden from your list and can no longer be paid. Payments already made stay.</p>
 <form method="post" action="${PATH}/${encodeURIComponent(session.id)}/archive">${csrf}<button type="submit" class="danger">Archive this link</button></form></section>`
-      : html`<p>Archived ${moment(session.archived_at)}.</p>`;
+      : session.archived_at === null
+        ? html``
+        : html`<p>Archived ${moment(session.archived_at)}.</p>`;
   return html`<p><a href="${PATH}">← All payment links</a></p>
 <dl class="facts"><div><dt>Status</dt><dd>${statusText(session, now)}</dd></div><div><dt>Kind</dt><dd>${session.order_type}</dd></div>
 <div><dt>Amount</dt><dd>${formatMoney(session.amount_minor, session.currency)}${session.editable === 1 ? ' (the buyer chooses)' : ''}</dd></div>
@@ -291,7 +302,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     addDashboardRoute(app, context, doc, handler);
 
   route(
-    { method: 'GET', url: PATH, summary: "The signed-in merchant's payment links, newest first, and the form of a new one" },
+    { method: 'GET', url: PATH, permission: 'view', summary: "The signed-in merchant's payment links, newest first, and the form of a new one" },
     async (signedIn, request, reply) => {
       const query = request.query as { page?: unknown; archived?: unknown };
       const page = typeof query.page === 'string' && /^\d{1,6}$/.test(query.page) ? Number(query.page) : 1;
@@ -301,17 +312,33 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
   );
 
   route(
-    { method: 'POST', url: PATH, summary: 'Creates a payment link (a payment session, as E1)', responses: { 400: HTML_RESPONSE } },
+    { method: 'POST', url: PATH, permission: 'links', summary: 'Creates a payment link (a payment session, as E1)', responses: { 400: HTML_RESPONSE } },
     async (signedIn, request, reply) => {
       const values = formValues(request);
       try {
         const orderType = values.orderType ?? 'STATIC';
         if (orderType !== 'STATIC' && orderType !== 'TRANSIENT') throw invalidField('orderType', 'must be STATIC or TRANSIENT');
+        const input = linkInput(values);
         const created = await createPaymentSession(
           context,
           signedIn.user.merchantId,
-          { ...linkInput(values), orderType: orderType as OrderType },
-          { createdVia: 'dashboard', mode: signedIn.modes.mode },
+          { ...input, orderType: orderType as OrderType },
+          {
+            createdVia: 'dashboard',
+            mode: signedIn.modes.mode,
+            alsoInTransaction: (trx) =>
+              recordActivity(
+                trx,
+                signedIn.user.merchantId,
+                actorOf(signedIn.user, request),
+                {
+                  type: 'link_created',
+                  mode: signedIn.modes.mode,
+                  detail: { amount: `${input.amount ?? ''} ${input.currency ?? ''}`.trim(), concept: input.concept ?? null },
+                },
+                context.now(),
+              ),
+          },
         );
         if (values.discoverable === 'on')
           await setSessionDiscoverable(context.db, signedIn.modes.mode, signedIn.user.merchantId, created.sessionId, true, context.now());
@@ -325,7 +352,13 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
   );
 
   route(
-    { method: 'GET', url: `${PATH}/{sessionId}`, summary: 'One payment link: its URL, QR code, payments and edit form', responses: { 404: HTML_RESPONSE } },
+    {
+      method: 'GET',
+      url: `${PATH}/{sessionId}`,
+      permission: 'view',
+      summary: 'One payment link: its URL, QR code, payments and edit form',
+      responses: { 404: HTML_RESPONSE },
+    },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
       const session = await findMerchantSession(context.db, signedIn.modes.mode, signedIn.user.merchantId, sessionId);
@@ -338,6 +371,7 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     {
       method: 'POST',
       url: `${PATH}/{sessionId}`,
+      permission: 'links',
       summary: 'Changes a payment link (E2’s fields); nothing is saved when a field is refused',
       responses: { 400: HTML_RESPONSE, 404: HTML_RESPONSE, 409: HTML_RESPONSE },
     },
@@ -353,7 +387,18 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
           context,
           merchantId,
           { sessionId, ...linkInput(values) },
-          { walletConfigured: merchant?.wallets[signedIn.modes.mode] != null, mode: signedIn.modes.mode },
+          {
+            walletConfigured: merchant?.wallets[signedIn.modes.mode] != null,
+            mode: signedIn.modes.mode,
+            alsoInTransaction: (trx) =>
+              recordActivity(
+                trx,
+                merchantId,
+                actorOf(signedIn.user, request),
+                { type: 'link_changed', mode: signedIn.modes.mode, detail: { link: sessionId } },
+                context.now(),
+              ),
+          },
         );
         await setSessionDiscoverable(context.db, signedIn.modes.mode, merchantId, sessionId, values.discoverable === 'on', context.now());
         return reply.redirect(`${PATH}/${encodeURIComponent(sessionId)}?done=saved`, 303);
@@ -370,13 +415,21 @@ export function registerLinks(app: FastifyInstance, context: AppContext): void {
     {
       method: 'POST',
       url: `${PATH}/{sessionId}/archive`,
+      permission: 'links',
       summary: 'Archives a payment link: hidden from the list, no longer payable',
       responses: { 404: HTML_RESPONSE },
     },
     async (signedIn, request, reply) => {
       const { sessionId } = request.params as { sessionId: string };
-      if (!(await archiveSession(context.db, signedIn.modes.mode, signedIn.user.merchantId, sessionId, context.now())))
-        return notFound(context, reply, signedIn);
+      const archived = await withActivity(
+        context.db,
+        signedIn.user.merchantId,
+        actorOf(signedIn.user, request),
+        (trx) => archiveSession(trx, signedIn.modes.mode, signedIn.user.merchantId, sessionId, context.now()),
+        (yes) => (yes ? { type: 'link_archived', mode: signedIn.modes.mode, detail: { link: sessionId } } : undefined),
+        context.now(),
+      );
+      if (!archived) return notFound(context, reply, signedIn);
       return reply.redirect(`${PATH}?done=archived`, 303);
     },
   );

@@ -29,6 +29,7 @@ const SUMMARIES: { value: NoticePreferences['summary']; label: string }[] = [
 const KIND_NAMES: Record<MailKind, string> = {
   receipt: 'Receipt to a buyer',
   refund_receipt: 'Refund receipt to a buyer',
+  invitation: 'Invitation to a team',
   payment_received: 'Payment received',
   refund_succeeded: 'Refund succeeded',
   refund_failed: 'Refund failed',

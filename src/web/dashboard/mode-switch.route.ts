@@ -18,6 +18,7 @@ export function registerModeSwitch(app: FastifyInstance, context: AppContext): v
     {
       method: 'POST',
       url: MODE_SWITCH_PATH,
+      permission: 'account',
       summary: 'Switches the dashboard between test and live mode (form post with the session CSRF token)',
       description:
         'Takes `mode` (`test` or `live`, one this deployment serves), `section` (the dashboard section to go back to) and `csrf` as a form. The choice is kept in the browser (the `till_mode` cookie).',

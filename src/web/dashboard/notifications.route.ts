@@ -3,8 +3,10 @@ import { TillError } from '../../common/errors.ts';
 import type { Mode } from '../../common/modes.ts';
 import { refusalOf } from '../../common/ssrf.ts';
 import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/index.ts';
 import { formFields, formValues } from '../../http/forms.ts';
 import { findPreferences, savePreferences } from '../../mail/preferences.ts';
+import { withActivity } from '../../merchants/events.ts';
 import { formatMoney } from '../../money/iso4217.ts';
 import { listSessionsCreatedVia, parseSessionsCursor, type SessionsCursor, sessionsCursorText } from '../../sessions/sessions.ts';
 import { webhookTargetAllowance } from '../../webhooks/deliver.ts';
@@ -20,6 +22,7 @@ import {
 } from '../../webhooks/endpoints.ts';
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { limitTestEvents } from '../../webhooks/test-event-limit.ts';
+import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
@@ -175,8 +178,12 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     responses: Record<number, { description: string }>,
     handler: (signedIn: DashboardUser, fields: Record<string, string>, reply: FastifyReply, request: FastifyRequest) => Promise<unknown>,
   ) =>
-    addDashboardRoute(app, context, { method: 'POST', url, summary, responses: { 403: HTML_RESPONSE, ...responses } }, (signedIn, request, reply) =>
-      handler(signedIn, formFields(request), reply, request),
+    addDashboardRoute(
+      app,
+      context,
+      // A user's own notice choices are their account's; everything else here is the merchant's webhooks.
+      { method: 'POST', url, summary, responses: { 403: HTML_RESPONSE, ...responses }, permission: url === `${PATH}/mail` ? 'account' : 'webhooks' },
+      (signedIn, request, reply) => handler(signedIn, formFields(request), reply, request),
     );
 
   addDashboardRoute(
@@ -185,6 +192,7 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     {
       method: 'GET',
       url: PATH,
+      permission: 'view',
       summary:
         'The signed-in merchant’s webhook endpoint, its key and secret (on request), the orders received through the API (paged), the delivery log with each attempt, the signed-in user’s email notices, and the mails that did not go',
       responses: { 400: { description: 'The API orders page (`after`) cannot be read' } },
@@ -209,7 +217,14 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
       const form = { url, events };
       if (url === '') return answerPage(context, reply, signedIn, 400, { form, invalid: 'url', problem: 'URL: enter the address of your webhook receiver.' });
       try {
-        await setWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, { url, events }, signedIn.modes.mode, context.now());
+        await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => setWebhook(trx, context.config.secretKey, signedIn.user.merchantId, { url, events }, signedIn.modes.mode, context.now()),
+          () => ({ type: 'webhook_changed', mode: signedIn.modes.mode, detail: { url, events: events.join(' ') } }),
+          context.now(),
+        );
       } catch (error) {
         if (!(error instanceof WebhookSettingsError)) throw error;
         const field = error.field === 'events' ? 'events' : 'url';
@@ -231,7 +246,9 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     signedIn: DashboardUser,
     fields: Record<string, string>,
     reply: FastifyReply,
-    then: (endpoint: WebhookEndpoint) => Promise<PageState>,
+    request: FastifyRequest,
+    type: 'webhook_secret_revealed' | 'webhook_secret_rotated',
+    then: (endpoint: WebhookEndpoint, trx: Db) => Promise<PageState>,
   ) => {
     const endpoint = await getWebhook(context.db, context.config.secretKey, signedIn.user.merchantId, signedIn.modes.mode, context.now());
     if (!endpoint) return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
@@ -242,22 +259,33 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
         invalid: 'password',
         problem: `Password: ${wrong === 'is not right' ? 'that is not your password' : `your password ${wrong}`}. Nothing was shown or changed.`,
       });
-    return answerPage(context, reply, signedIn, 200, await then(endpoint));
+    // What was shown or made, and its line in the activity log, in one transaction.
+    const state = await withActivity(
+      context.db,
+      signedIn.user.merchantId,
+      actorOf(signedIn.user, request),
+      (trx) => then(endpoint, trx),
+      () => ({ type, mode: signedIn.modes.mode, detail: { url: endpoint.url } }),
+      context.now(),
+    );
+    return answerPage(context, reply, signedIn, 200, state);
   };
 
   post(
     `${PATH}/reveal`,
     'Shows the webhook key and signing secret after the user’s password (form post)',
     { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 409: HTML_RESPONSE },
-    (signedIn, fields, reply) =>
-      withPassword(signedIn, fields, reply, async (endpoint) => ({ revealed: { webhookKey: endpoint.webhookKey, signingSecret: endpoint.signingSecret } })),
+    (signedIn, fields, reply, request) =>
+      withPassword(signedIn, fields, reply, request, 'webhook_secret_revealed', async (endpoint) => ({
+        revealed: { webhookKey: endpoint.webhookKey, signingSecret: endpoint.signingSecret },
+      })),
   );
 
   post(
     `${PATH}/rotate`,
     'Replaces the webhook key and signing secret after the user’s password, and shows the new ones (form post)',
     { 200: HTML_RESPONSE, 400: HTML_RESPONSE, 409: HTML_RESPONSE },
-    async (signedIn, fields, reply) => {
+    async (signedIn, fields, reply, request) => {
       let overlapHours: number;
       try {
         overlapHours = checkOverlapHours(fields.overlap);
@@ -268,12 +296,12 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
           problem: `Old secret signs too for: give a whole number of hours from 0 to ${MAX_OVERLAP_HOURS} (7 days). Nothing was changed.`,
         });
       }
-      return withPassword(signedIn, fields, reply, async (endpoint) => ({
+      return withPassword(signedIn, fields, reply, request, 'webhook_secret_rotated', async (endpoint, trx) => ({
         notice: overlapHours
           ? `New key and signing secret made: update your receiver. Deliveries carry signatures with the new and the old secret for ${overlapHours} hour${overlapHours === 1 ? '' : 's'}.`
           : 'New key and signing secret made: update your receiver. The old secret no longer signs.',
         revealed: await setWebhook(
-          context.db,
+          trx,
           context.config.secretKey,
           signedIn.user.merchantId,
           { url: endpoint.url, rotate: true, overlapHours },
@@ -307,10 +335,17 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     `${PATH}/test`,
     'Queues a webhook.test event to the merchant’s endpoint (form post)',
     { 303: { description: 'Queued: back to the page' }, 409: HTML_RESPONSE, 429: HTML_RESPONSE },
-    async (signedIn, _fields, reply) => {
+    async (signedIn, _fields, reply, request) => {
       try {
         await limitTestEvents(context.db, context.config, signedIn.user.merchantId, context.now());
-        await sendTestEvent(context.db, signedIn.modes.mode, signedIn.user.merchantId, context.now());
+        await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => sendTestEvent(trx, signedIn.modes.mode, signedIn.user.merchantId, context.now()),
+          (sent) => ({ type: 'webhook_test_sent', mode: signedIn.modes.mode, detail: { event: sent.eventId } }),
+          context.now(),
+        );
       } catch (error) {
         if (error instanceof TillError && error.code === 'no_webhook_endpoint')
           return answerPage(context, reply, signedIn, 409, { problem: 'No webhook URL is set yet: save one first.' });
@@ -334,7 +369,15 @@ export function registerNotifications(app: FastifyInstance, context: AppContext)
     { 303: { description: 'Queued: back to the page' }, 404: HTML_RESPONSE, 409: HTML_RESPONSE },
     async (signedIn, _fields, reply, request) => {
       try {
-        await redeliverEvent(context.db, signedIn.modes.mode, (request.params as { eventId: string }).eventId, signedIn.user.merchantId);
+        const { eventId } = request.params as { eventId: string };
+        await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => redeliverEvent(trx, signedIn.modes.mode, eventId, signedIn.user.merchantId),
+          () => ({ type: 'webhook_redelivered', mode: signedIn.modes.mode, detail: { event: eventId } }),
+          context.now(),
+        );
       } catch (error) {
         if (error instanceof TillError && error.code === 'not_found')
           return answerPage(context, reply, signedIn, 404, { problem: 'No such event: it is not one of your account’s.' });

@@ -223,6 +223,7 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
     {
       method: 'GET',
       url: PATH,
+      permission: 'view',
       summary: 'The signed-in merchant’s orders, newest first, filtered (status, dates, session, order id or TX- id), paged by cursor',
       responses: { 400: FILTER_REFUSED },
     },
@@ -239,6 +240,7 @@ export function registerOrders(app: FastifyInstance, context: AppContext): void 
     {
       method: 'GET',
       url: `${PATH}.csv`,
+      permission: 'view',
       summary: 'The signed-in merchant’s orders of a filter (the page’s query string) as CSV, streamed',
       description: 'Cells that a spreadsheet would read as a formula (starting with = + - @, tab or carriage return) are prefixed with a quote.',
       responses: { 200: { description: 'text/csv' }, 400: FILTER_REFUSED },

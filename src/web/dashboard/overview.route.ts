@@ -93,7 +93,12 @@ export function registerOverview(app: FastifyInstance, context: AppContext): voi
   addDashboardRoute(
     app,
     context,
-    { method: 'GET', url: '/dashboard', summary: 'Dashboard overview of the signed-in merchant: paid volume, last orders, wallet and webhook state' },
+    {
+      method: 'GET',
+      url: '/dashboard',
+      permission: 'view',
+      summary: 'Dashboard overview of the signed-in merchant: paid volume, last orders, wallet and webhook state',
+    },
     async (signedIn, _request, reply) => {
       const merchantId = signedIn.user.merchantId;
       const now = context.now();

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { can, type Permission } from '../../accounts/roles.ts';
 import { redirectToSignIn, type SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import type { FormLimits } from '../../http/forms.ts';
@@ -6,7 +7,7 @@ import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { modeView } from '../kit/mode.ts';
 import { HTML_RESPONSE } from '../kit/page.ts';
-import { refuseDashboardPost, signedInOrRedirect } from './guard.ts';
+import { refuseDashboardPost, refuseRole, signedInOrRedirect } from './guard.ts';
 import type { DashboardUser } from './layout.ts';
 
 export const DASHBOARD_TAG = 'Dashboard';
@@ -23,14 +24,21 @@ export type DashboardRouteDoc = {
   bodyLimit?: number;
   /** And other parts: its files and fields. */
   formLimits?: FormLimits;
+  /** What the signed-in user's role must allow (accounts/roles.ts); any other role gets the 403 page. */
+  permission: Permission;
 };
 export type DashboardHandler = (signedIn: DashboardUser, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 const GET_RESPONSES: Responses = { 200: HTML_RESPONSE, 303: SIGN_IN_REDIRECT };
+const ROLE_REFUSED = { description: "The user's role does not allow this page (an HTML page naming what it lacks)" };
 const POST_RESPONSES: Responses = {
   303: { description: 'Done (or not signed in: on to sign-in)' },
-  403: { description: 'No CSRF token, or from another origin' },
+  403: { description: "No CSRF token, or from another origin, or the user's role does not allow it" },
 };
+
+/** Each dashboard route's permission, by its doc (the app's `routeDocs`): the role matrix test reads it. */
+const permissions = new WeakMap<object, Permission>();
+export const permissionOf = (doc: object): Permission | undefined => permissions.get(doc);
 
 /**
  * A dashboard route with its doc: a GET answers only a signed-in user (others go to sign in); a POST
@@ -40,29 +48,37 @@ const POST_RESPONSES: Responses = {
 export function addDashboardRoute(
   app: FastifyInstance,
   context: AppContext,
-  { bodyLimit, formLimits, ...doc }: DashboardRouteDoc,
+  { bodyLimit, formLimits, permission, ...doc }: DashboardRouteDoc,
   handler: DashboardHandler,
 ): void {
+  if (!permission) throw new Error(`${doc.method} ${doc.url}: a dashboard route names the permission it needs`);
+  const allowed: DashboardHandler = async (signedIn, request, reply) =>
+    can(signedIn.user.role, permission) ? handler(signedIn, request, reply) : refuseRole(reply, signedIn, permission);
+  const description = `${doc.description ? `${doc.description} ` : ''}Needs the \`${permission}\` permission (docs/dashboard.md, "Roles").`;
   if (doc.method === 'POST') {
     const responses = { ...POST_RESPONSES, ...doc.responses };
+    const routeDoc = { ...doc, description, method: 'POST' as const, tag: DASHBOARD_TAG, security: 'none' as const, responses };
+    permissions.set(routeDoc, permission);
     addFormRoute(
       app,
       context,
-      { ...doc, method: 'POST', tag: DASHBOARD_TAG, security: 'none', responses },
+      routeDoc,
       {
         kind: 'signed-in',
         signedOut: (request, reply) => redirectToSignIn(reply, request.url),
         refuse: (request, reply, signedIn) => refuseDashboardPost(context, request, reply, signedIn),
       },
-      (signedIn: SignedIn, request, reply) => handler({ ...signedIn, modes: modeView(context, request) }, request, reply),
+      (signedIn: SignedIn, request, reply) => allowed({ ...signedIn, modes: modeView(context, request) }, request, reply),
       { ...(bodyLimit ? { bodyLimit } : {}), ...(formLimits ? { formLimits } : {}) },
     );
     return;
   }
-  const responses = { ...GET_RESPONSES, ...doc.responses };
-  addRoute(app, { ...doc, tag: DASHBOARD_TAG, security: 'none', responses }, {}, async (request, reply) => {
+  const responses = { ...GET_RESPONSES, 403: ROLE_REFUSED, ...doc.responses };
+  const routeDoc = { ...doc, description, tag: DASHBOARD_TAG, security: 'none' as const, responses };
+  permissions.set(routeDoc, permission);
+  addRoute(app, routeDoc, {}, async (request, reply) => {
     const signedIn = await signedInOrRedirect(context, request, reply);
     if (!signedIn) return reply;
-    return handler({ ...signedIn, modes: modeView(context, request) }, request, reply);
+    return allowed({ ...signedIn, modes: modeView(context, request) }, request, reply);
   });
 }

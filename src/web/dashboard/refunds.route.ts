@@ -3,6 +3,9 @@ import type { RailsByMode } from '../../chain/rails.ts';
 import { makeRefund, prepareRefund, typedDataJson } from '../../chain/refunds.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
+import { recordActivity } from '../../merchants/events.ts';
+import { formatUsdc } from '../../money/usdc.ts';
+import { actorOf } from '../kit/actor.ts';
 import type { DashboardUser } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
 
@@ -25,6 +28,7 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, rails
     {
       method: 'POST',
       url: `${ORDERS_PATH}/{paymentId}/refund/prepare`,
+      permission: 'refunds',
       summary: 'The EIP-712 typed data of a refund of an order (amount in USDC), for its payout wallet to sign (JSON)',
       responses: { 200: { description: 'The typed data to sign (eth_signTypedData_v4) and the fields to post back' }, 400: REFUSED, 404: NOT_FOUND },
     },
@@ -49,6 +53,7 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, rails
     {
       method: 'POST',
       url: `${ORDERS_PATH}/{paymentId}/refund`,
+      permission: 'refunds',
       summary: 'Makes a refund of an order from the authorization its payout wallet signed: checked, recorded, settled; back to Orders with its state',
       responses: { 400: REFUSED, 404: NOT_FOUND, 503: { description: 'No facilitator is configured; nothing was recorded' } },
     },
@@ -70,6 +75,14 @@ export function registerRefunds(app: FastifyInstance, context: AppContext, rails
           reason: fields.reason,
         },
         { origin: 'dashboard' },
+        (trx, made) =>
+          recordActivity(
+            trx,
+            signedIn.user.merchantId,
+            actorOf(signedIn.user, request),
+            { type: 'refund_sent', mode: made.mode, detail: { order: orderId, refund: made.id, usdc: formatUsdc(made.value), reason: made.reason } },
+            context.now(),
+          ),
       );
       const query = new URLSearchParams({ q: orderId, refund: refund.id, refundStatus: refund.status });
       return reply.code(303).header('location', `${ORDERS_PATH}?${query}`).send();

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { RailsByMode } from '../../chain/rails.ts';
 import type { AppContext } from '../../context.ts';
 import { registerAccount } from './account.route.ts';
+import { registerActivity } from './activity.route.ts';
 import { registerDevelopers } from './developers.route.ts';
 import { registerGetPaid } from './get-paid.route.ts';
 import { registerLinks } from './links.route.ts';
@@ -11,6 +12,7 @@ import { registerOrders } from './orders.route.ts';
 import { registerOverview } from './overview.route.ts';
 import { registerRefunds } from './refunds.route.ts';
 import { registerSettings } from './settings.route.ts';
+import { registerTeam } from './team.route.ts';
 
 /** Every dashboard page: each section registers its own routes (and form posts, through the web scope's guard) here. */
 export function registerDashboard(app: FastifyInstance, context: AppContext, rails: RailsByMode): void {
@@ -28,5 +30,7 @@ export function registerDashboard(app: FastifyInstance, context: AppContext, rai
     registerRefunds(pages, context, rails);
     registerDevelopers(pages, context);
     registerNotifications(pages, context);
+    registerTeam(pages, context);
+    registerActivity(pages, context);
   });
 }

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { getAddress } from 'viem';
 import { createUser } from '../../accounts/users.ts';
-import { changeWallet } from '../../merchants/events.ts';
+import { changeWallet, OPERATOR } from '../../merchants/events.ts';
 import { findMerchant } from '../../merchants/merchants.ts';
 import { assertAccessible, browserSkip, launchChromium, screenshots, typeInto } from '../../testing/browser.ts';
 import { type PayingShop, startPayingShop } from '../../testing/harness.ts';
@@ -106,13 +106,13 @@ describe('the dashboard in Chromium', { skip: browserSkip }, () => {
 
       // The operator removes it (as till live prepare does for the sandbox's demo wallet): the overview says so.
       const { db } = shop.service.context;
-      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, userId: null, mode: 'sandbox', walletAddress: null }), true);
+      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, actor: OPERATOR, mode: 'sandbox', walletAddress: null }), true);
       await page.reload();
       assert.match((await notice.textContent()) ?? '', /The test payout wallet was removed on .+ by the operator: payments cannot be made until one is set/);
       await assertAccessible(page);
       await screenshots(page, 'dashboard', 'overview-wallet-removed');
       await page.setViewportSize({ width: 1280, height: 900 });
-      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, userId: null, mode: 'sandbox', walletAddress: newWallet }), true);
+      assert.equal(await changeWallet(db, { merchantId: shop.merchantId, actor: OPERATOR, mode: 'sandbox', walletAddress: newWallet }), true);
 
       // The account page.
       await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Account' }).click();

@@ -9,14 +9,15 @@ import type { AppContext } from '../../context.ts';
 import { formFields, formFile, formValues } from '../../http/forms.ts';
 import { queueWalletChanged } from '../../mail/notices.ts';
 import { type Brand, findBrand, LOGO_MAX_BYTES, LOGO_MAX_SIDE, LOGO_TYPE_NAMES, removeLogo, setAccentColor, setLogo } from '../../merchants/brand.ts';
-import { changeWallet } from '../../merchants/events.ts';
+import { changeWallet, withActivity } from '../../merchants/events.ts';
 import { checkPayoutAddress, findMerchant, type Merchant, setAcceptedChains, setBusinessDetails } from '../../merchants/merchants.ts';
+import { actorOf } from '../kit/actor.ts';
 import { accentStylesheetPath, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
 import { modeView } from '../kit/mode.ts';
 import { sendPage } from '../kit/page.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
-import { type DashboardUser, dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { addDashboardRoute, type DashboardHandler, type DashboardRouteDoc } from './page-route.ts';
 import { passwordRefusal } from './reauth.ts';
 
@@ -88,11 +89,15 @@ function settingsBody(signedIn: DashboardUser, view: SettingsView, brand: Brand)
   const { merchant, problem } = view;
   const value = (form: SettingsView['form'], name: string, stored: string | null) => (view.form === form ? (view.values?.[name] ?? '') : (stored ?? ''));
   const business = html`<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
-<form method="post" action="${SETTINGS_PATH}/business" class="settings-form">${csrfInput(signedIn.csrfToken)}
+${onlyFor(
+  signedIn,
+  'business',
+  html`<form method="post" action="${SETTINGS_PATH}/business" class="settings-form">${csrfInput(signedIn.csrfToken)}
 ${labelledInput({ name: 'name', label: LABELS.name!, value: value('business', 'name', merchant.name), autocomplete: 'organization', required: true }, problem)}
 ${labelledInput({ name: 'support_email', label: LABELS.support_email!, type: 'email', value: value('business', 'support_email', merchant.supportEmail), autocomplete: 'email', hint: 'Optional. Where buyers can write to you.' }, problem)}
 ${labelledInput({ name: 'website_url', label: LABELS.website_url!, type: 'url', value: value('business', 'website_url', merchant.websiteUrl), autocomplete: 'url', hint: 'Optional. https://…' }, problem)}
-<p><button type="submit">Save business details</button></p></form></section>`;
+<p><button type="submit">Save business details</button></p></form>`,
+)}</section>`;
 
   const { mode } = signedIn.modes;
   const address = merchant.wallets[mode];
@@ -106,11 +111,15 @@ ${labelledInput({ name: 'website_url', label: LABELS.website_url!, type: 'url', 
   const wallet = html`<section aria-labelledby="wallet-heading"><h2 id="wallet-heading">Payout wallet${mode === 'sandbox' ? ' (test mode)' : ''}</h2>
 ${current}
 <p class="note">${perMode} Only you hold the keys of this address: Till never does. Check it twice, then confirm it with its last 4 characters and your password.</p>
-<form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}<input type="hidden" name="mode" value="${keyModeOf(mode)}">
+${onlyFor(
+  signedIn,
+  'wallet',
+  html`<form method="post" action="${SETTINGS_PATH}/wallet" class="settings-form">${csrfInput(signedIn.csrfToken)}<input type="hidden" name="mode" value="${keyModeOf(mode)}">
 ${labelledInput({ name: 'wallet', label: LABELS.wallet!, value: value('wallet', 'wallet', ''), hint: '0x followed by 40 hexadecimal characters, on Base.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" class="mono"` }, problem)}
 ${labelledInput({ name: 'confirm', label: LABELS.confirm!, value: value('wallet', 'confirm', ''), hint: 'Type the last 4 characters of the address again.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" maxlength="4" class="short mono"` }, problem)}
 ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', autocomplete: 'current-password', required: true }, problem)}
-<p><button type="submit">${address ? `Change ${modeLabel(mode)} payout wallet` : `Set ${modeLabel(mode)} payout wallet`}</button></p></form></section>`;
+<p><button type="submit">${address ? `Change ${modeLabel(mode)} payout wallet` : `Set ${modeLabel(mode)} payout wallet`}</button></p></form>`,
+)}</section>`;
 
   const ticked = view.form === 'chains' ? new Set(view.accepted) : new Set(merchant.acceptedChains.flatMap((c) => c.tokens.map((t) => `${c.chain}:${t}`)));
   const chainsInvalid = problem?.field === 'accept';
@@ -121,12 +130,16 @@ ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', a
     }),
   );
   const chains = html`<section aria-labelledby="chains-heading"><h2 id="chains-heading">Accepted chains and tokens</h2>
-<form method="post" action="${SETTINGS_PATH}/chains">${csrfInput(signedIn.csrfToken)}
+${onlyFor(
+  signedIn,
+  'business',
+  html`<form method="post" action="${SETTINGS_PATH}/chains">${csrfInput(signedIn.csrfToken)}
 <fieldset${chainsInvalid ? html` aria-describedby="accept-problem"` : ''}><legend>Buyers can pay with</legend><ul class="choices">${boxes}</ul>
 ${chainsInvalid ? html`<p id="accept-problem" class="field-problem">${`${LABELS.accept} ${problem.message}.`}</p>` : ''}</fieldset>
 <p class="note">Today Till supports USDC on Base; more chains and tokens will be listed here as they come.</p>
-<p><button type="submit">Save accepted chains</button></p></form></section>`;
-  return html`${business}${wallet}${chains}${brandSection(signedIn, view, brand)}`;
+<p><button type="submit">Save accepted chains</button></p></form>`,
+)}</section>`;
+  return html`${business}${wallet}${chains}${onlyFor(signedIn, 'business', brandSection(signedIn, view, brand))}`;
 }
 
 /** The settings page, as stored, or again with a refused form's values and the problem named. */
@@ -202,7 +215,12 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
   addDashboardRoute(
     app,
     context,
-    { method: 'GET', url: SETTINGS_PATH, summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens, brand" },
+    {
+      method: 'GET',
+      url: SETTINGS_PATH,
+      permission: 'view',
+      summary: "The signed-in merchant's settings: business details, payout wallet, accepted chains and tokens, brand",
+    },
     async (signedIn, request, reply) => {
       const saved = (request.query as Record<string, string | undefined>).saved;
       return sendSettings(context, reply, signedIn, 200, { merchant: await merchantOf(context, signedIn) }, saved ? SAVED[saved] : undefined);
@@ -214,13 +232,13 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     summary: string,
     description: string,
     handle: DashboardHandler,
-    options: Pick<DashboardRouteDoc, 'bodyLimit' | 'formLimits' | 'responses'> = {},
+    options: Partial<Pick<DashboardRouteDoc, 'bodyLimit' | 'formLimits' | 'responses' | 'permission'>> = {},
     scope: FastifyInstance = app,
   ) =>
     addDashboardRoute(
       scope,
       context,
-      { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, ...options, responses: { ...POST_RESPONSES, ...options.responses } },
+      { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, permission: 'business', ...options, responses: { ...POST_RESPONSES, ...options.responses } },
       handle,
     );
 
@@ -232,11 +250,14 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       const fields = formFields(request);
       const values = { name: fields.name ?? '', support_email: fields.support_email ?? '', website_url: fields.website_url ?? '' };
       try {
-        await setBusinessDetails(context.db, signedIn.user.merchantId, {
-          name: values.name,
-          supportEmail: values.support_email,
-          websiteUrl: values.website_url,
-        });
+        await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => setBusinessDetails(trx, signedIn.user.merchantId, { name: values.name, supportEmail: values.support_email, websiteUrl: values.website_url }),
+          () => ({ type: 'business_changed', mode: null, detail: { name: values.name, support_email: values.support_email, website: values.website_url } }),
+          context.now(),
+        );
       } catch (error) {
         if (!(error instanceof TillError) || !error.field) throw error;
         const merchant = await merchantOf(context, signedIn);
@@ -275,11 +296,12 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       const now = context.now();
       // The change and the mail that tells every user of it commit together.
       await context.db.transaction().execute(async (trx) => {
-        await changeWallet(trx, { merchantId: merchant.id, userId: signedIn.user.id, mode, walletAddress: checked.address }, now);
+        await changeWallet(trx, { merchantId: merchant.id, actor: actorOf(signedIn.user, request), mode, walletAddress: checked.address }, now);
         await queueWalletChanged(trx, merchant.id, { wallet: checked.address, previous: merchant.wallets[mode] }, mode, now);
       });
       return reply.redirect(`${SETTINGS_PATH}?saved=wallet`, 303);
     },
+    { permission: 'wallet' },
   );
 
   post(
@@ -298,10 +320,18 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
         byChain.set(chain, [...(byChain.get(chain) ?? []), token]);
       }
       try {
-        await setAcceptedChains(
+        await withActivity(
           context.db,
           merchant.id,
-          [...byChain].map(([chain, tokens]) => ({ chain, tokens })),
+          actorOf(signedIn.user, request),
+          (trx) =>
+            setAcceptedChains(
+              trx,
+              merchant.id,
+              [...byChain].map(([chain, tokens]) => ({ chain, tokens })),
+            ),
+          () => ({ type: 'chains_changed', mode: null, detail: { accepted: accepted.join(' ') } }),
+          context.now(),
         );
       } catch (error) {
         if (!(error instanceof TillError)) throw error;
@@ -344,7 +374,14 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       'Takes `logo` (a PNG, JPEG or WebP file of at most 256 KB and 1024×1024 pixels, at least 16×16; its type is read from its content, never from its name or declared type) and `csrf` as `multipart/form-data`, in a body of at most 1 MiB of at most 1 file and 8 fields. A larger body is answered 413 with the settings page naming the logo field, whatever its size; more parts, 413 `form_too_large`. Not signed in: on to sign-in before the body is read.',
       async (signedIn, request, reply) => {
         try {
-          await setLogo(context.db, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now());
+          await withActivity(
+            context.db,
+            signedIn.user.merchantId,
+            actorOf(signedIn.user, request),
+            (trx) => setLogo(trx, signedIn.user.merchantId, formFile(request, 'logo')?.bytes ?? new Uint8Array(), context.now()),
+            () => ({ type: 'brand_changed', mode: null, detail: { logo: 'uploaded' } }),
+            context.now(),
+          );
         } catch (error) {
           return refuseBrand(signedIn, reply, error, 'logo');
         }
@@ -359,8 +396,15 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     );
   });
 
-  post('logo/remove', 'Removes the logo (form post)', 'Takes `csrf`.', async (signedIn, _request, reply) => {
-    await removeLogo(context.db, signedIn.user.merchantId, context.now());
+  post('logo/remove', 'Removes the logo (form post)', 'Takes `csrf`.', async (signedIn, request, reply) => {
+    await withActivity(
+      context.db,
+      signedIn.user.merchantId,
+      actorOf(signedIn.user, request),
+      (trx) => removeLogo(trx, signedIn.user.merchantId, context.now()),
+      () => ({ type: 'brand_changed', mode: null, detail: { logo: 'removed' } }),
+      context.now(),
+    );
     return reply.redirect(`${SETTINGS_PATH}?saved=logo-removed`, 303);
   });
 
@@ -372,7 +416,14 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       const typed = formFields(request).accent_color ?? '';
       let color: string | null;
       try {
-        color = await setAccentColor(context.db, signedIn.user.merchantId, typed, context.now());
+        color = await withActivity(
+          context.db,
+          signedIn.user.merchantId,
+          actorOf(signedIn.user, request),
+          (trx) => setAccentColor(trx, signedIn.user.merchantId, typed, context.now()),
+          (set) => ({ type: 'brand_changed', mode: null, detail: { accent: set } }),
+          context.now(),
+        );
       } catch (error) {
         return refuseBrand(signedIn, reply, error, 'accent', { accent_color: typed });
       }

@@ -155,6 +155,21 @@ function wordsOf(data: MailData, baseUrl: string): MailText {
         action: { href: data.link, text: 'Choose a new password' },
         notes: ['If you did not ask for this, ignore this mail: your password stays as it is.'],
       };
+    case 'invitation':
+      return {
+        subject: `Join ${data.merchantName} on Till`,
+        heading: `You are invited to ${data.merchantName}`,
+        lines: [
+          `${data.invitedBy ?? 'The operator'} invites you to the Till dashboard of ${data.merchantName}, as ${data.role}.`,
+          `The link works once, until ${when(data.expiresAt)} (7 days): you choose your password there.`,
+        ],
+        rows: [
+          ['Business', data.merchantName],
+          ['Role', data.role],
+        ],
+        action: { href: data.link, text: 'Accept the invitation' },
+        notes: ['If you did not expect this, ignore this mail: nothing happens unless the link is used.'],
+      };
     case 'password_changed':
       return {
         subject: 'Your Till password was changed',

@@ -21,6 +21,7 @@ import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { html } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
+import { registerInvitationPages } from './invitation.route.ts';
 import { FORGOT_PATH, registerPasswordResetPages } from './reset.route.ts';
 
 const TAG = 'Merchant sign-in';
@@ -71,6 +72,7 @@ const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 /** The sign-in, sign-out and account pages of merchant users; registered in the web scope, which guards their form posts. */
 export function registerSignInPages(app: FastifyInstance, context: AppContext): void {
   registerPasswordResetPages(app, context);
+  registerInvitationPages(app, context);
   addRoute(
     app,
     { method: 'GET', url: '/sign-in', summary: 'The sign-in page of merchant users', tag: TAG, security: 'none', responses: { 200: HTML_RESPONSE } },
