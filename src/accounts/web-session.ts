@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
 import { clearCookie, cookieName, readCookies, setCookie } from '../http/forms.ts';
+import { type SecondFactorStanding, secondFactorStanding } from './two-factor.ts';
 import { readUserSession, type SessionTimeouts, type SignedInSession, sessionCsrfToken, startUserSession } from './user-sessions.ts';
 import { findUser, type User } from './users.ts';
 
@@ -41,22 +42,39 @@ export function rememberBrowser(context: AppContext, request: FastifyRequest, re
   });
 }
 
-export type SignedIn = { user: User; session: SignedInSession; csrfToken: string };
+/** `secondFactor`: whether the user has one, and whether the merchant requires one of everyone. */
+export type SignedIn = { user: User; session: SignedInSession; csrfToken: string; secondFactor: SecondFactorStanding };
 
-/** The signed-in user of a request, with the CSRF token its forms carry; undefined when signed out. */
-export async function currentUser(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
+/** The browser's session and its user, whether or not its second factor is still due. */
+async function browserSession(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
   const token = readCookies(request)[sessionCookie(context)];
   const session = await readUserSession(context.db, token, timeouts(context), context.now());
   if (!session) return undefined;
   const user = await findUser(context.db, session.userId);
   if (!user) return undefined;
-  return { user, session, csrfToken: sessionCsrfToken(context.config.secretKey, session.idHash) };
+  const secondFactor = await secondFactorStanding(context.db, user.id);
+  return { user, session, csrfToken: sessionCsrfToken(context.config.secretKey, session.idHash), secondFactor };
 }
 
-/** Starts a session for the user, ending the browser's previous one, and sets its cookie. */
-export async function signIn(context: AppContext, request: FastifyRequest, reply: FastifyReply, user: User): Promise<void> {
+/** The signed-in user of a request, with the CSRF token its forms carry; undefined when signed out or when its second factor is still due. */
+export async function currentUser(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
+  const signedIn = await browserSession(context, request);
+  return signedIn && !signedIn.session.secondFactorDue ? signedIn : undefined;
+}
+
+/** A browser past the password whose second factor is due (the second-factor page's), else undefined. */
+export async function awaitingSecondFactor(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
+  const signedIn = await browserSession(context, request);
+  return signedIn?.session.secondFactorDue ? signedIn : undefined;
+}
+
+/**
+ * Starts a session for the user, ending the browser's previous one, and sets its cookie. With
+ * `secondFactorDue` the browser is past the password only: signed in once it gives its second factor.
+ */
+export async function signIn(context: AppContext, request: FastifyRequest, reply: FastifyReply, user: User, options: { secondFactorDue?: boolean } = {}): Promise<void> {
   const previous = readCookies(request)[sessionCookie(context)];
-  const token = await startUserSession(context.db, user.id, previous, timeouts(context), context.now());
+  const token = await startUserSession(context.db, user.id, previous, timeouts(context), context.now(), options);
   setCookie(reply, sessionCookie(context), token, { secure: secureCookies(context), maxAgeSeconds: context.config.signInMaxSeconds });
   rememberBrowser(context, request, reply, user.email);
   // A new sign-in form token too, so one seen before sign-in is worth nothing after it.

@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify';
+import type { ApiKeyScope } from '../common/api-key-scopes.ts';
 import { TillError } from '../common/errors.ts';
 import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
-import { authenticateApiKey } from '../merchants/api-keys.ts';
+import { type AuthenticatedKey, authenticateApiKey } from '../merchants/api-keys.ts';
 import { activeClient } from '../oauth/clients.ts';
 import { otherMode, unservedMode } from '../oauth/credential-modes.ts';
 import { verifyCheckoutToken } from '../oauth/tokens.ts';
@@ -40,7 +41,20 @@ export async function requireMerchant(context: AppContext, request: FastifyReque
   if (!presented) throw new TillError('unauthorized', { presented: false });
   const key = await authenticateApiKey(context.db, presented.trim(), context.config.modes, context.now());
   if (!key) throw new TillError('unauthorized', { presented: true });
+  requireKeyScope(key, routeScope(request));
   return { merchantId: key.merchantId, walletConfigured: key.walletConfigured, mode: modeOfKey(key.mode), keyHash: key.keyHash };
+}
+
+/** The scope the request's route needs of a restricted key (its RouteDoc's `scope`). */
+export function routeScope(request: FastifyRequest): ApiKeyScope {
+  const scope = request.routeOptions.config.apiKeyScope;
+  if (!scope) throw new Error(`${request.method} ${request.routeOptions.url} checks an API key but names no scope`);
+  return scope;
+}
+
+/** A restricted key without the scope is refused (403, naming it); a full key has every scope. */
+export function requireKeyScope(key: Pick<AuthenticatedKey, 'scopes'>, scope: ApiKeyScope): void {
+  if (key.scopes && !key.scopes.includes(scope)) throw new TillError('insufficient_scope', { scope });
 }
 
 /** A client-credentials token acts in its client's mode, and only while the deployment serves it. */

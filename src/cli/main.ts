@@ -17,7 +17,7 @@ Commands (--mode test|live: the mode a command acts in; without it, live where t
   till merchant list [--json]                  merchants, wallets, API key ids (never the keys)
   till merchant set-wallet MERCHANT_ID 0x… [--mode test|live] [--json]
   till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--mode test|live] [--json]
-  till keys create --merchant MERCHANT_ID [--mode test|live] [--json]
+  till keys create --merchant MERCHANT_ID [--mode test|live] [--scopes a,b] [--json]
   till keys revoke KEY_ID [--json]
   till users create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json]
                                                a user who signs in for the merchant (password generated and shown once without --password-stdin)

@@ -69,6 +69,11 @@ export const ERROR_CATALOGUE = {
             ? 'The API key is not valid: it is unknown, revoked, or of a mode this deployment does not serve (sk_test_ keys need test mode, sk_live_ keys live mode: TILL_MODES)'
             : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
   ),
+  insufficient_scope: entry(
+    403,
+    'The API key is a restricted one without the scope this request needs; the message names the scope',
+    (p: { scope: string }) => `This API key is restricted and lacks the scope ${p.scope}, which this request needs; use a key with ${p.scope} (or a full key)`,
+  ),
   test_mode_only: entry(
     403,
     'The request makes test data, so it takes a test-mode credential (an sk_test_ key); a live one is refused',

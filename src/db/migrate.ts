@@ -31,6 +31,8 @@ import * as mail from './migrations/0028_mail.ts';
 import * as eventList from './migrations/0029_event_list.ts';
 import { webhookEndpointModes } from './migrations/0030_webhook_endpoint_modes.ts';
 import * as apiKeyNotifications from './migrations/0031_api_key_notifications.ts';
+import * as apiKeyScopes from './migrations/0034_api_key_scopes.ts';
+import * as twoFactor from './migrations/0035_two_factor.ts';
 
 /** Every migration, in order. A capability adds its own file and one line here. */
 export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Migration> => ({
@@ -65,6 +67,8 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0029_event_list': eventList,
   '0030_webhook_endpoint_modes': webhookEndpointModes(secretKey),
   '0031_api_key_notifications': apiKeyNotifications,
+  '0034_api_key_scopes': apiKeyScopes,
+  '0035_two_factor': twoFactor,
 });
 
 /** `secretKey` (TILL_SECRET_KEY) is needed by migrations that re-seal stored secrets, when there are any. */

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { API_KEY_SCOPES, type ApiKeyScope, parseApiKeyScopes } from '../../common/api-key-scopes.ts';
 import { keyModeOf } from '../../common/modes.ts';
 import type { AppContext } from '../../context.ts';
+import { formFields, formValues } from '../../http/forms.ts';
 import { createApiKey, type IssuedApiKey, listApiKeys, revokeApiKey } from '../../merchants/api-keys.ts';
 import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
@@ -20,6 +22,28 @@ const NOTICES: Record<string, string> = {
 
 type Shown = { apiKey?: IssuedApiKey; client?: IssuedClient };
 
+/** A key's access, as the list shows it: "Full access" or its scopes. */
+const accessOf = (scopes: readonly ApiKeyScope[] | null | undefined) =>
+  scopes ? joinHtml(scopes.map((scope) => html`<code>${scope}</code>`), html`, `) : html`Full access`;
+
+/** The creation form: a full key by default, or a restricted one with the scopes ticked. */
+function newKeyForm(csrf: Html, problem: string | undefined): Html {
+  const boxes = joinHtml(
+    API_KEY_SCOPES.map(
+      ({ scope, line }) =>
+        html`<li><input type="checkbox" id="scope-${scope.replace(':', '-')}" name="scopes" value="${scope}"> <label for="scope-${scope.replace(':', '-')}"><code>${scope}</code>: ${line}</label></li>`,
+    ),
+    html`\n`,
+  );
+  return html`<form method="post" action="${PATH}/api-keys" class="key-form">${csrf}
+<fieldset${problem ? html` aria-describedby="access-problem"` : ''}><legend>Access</legend>
+${problem ? html`<p id="access-problem" class="problem" role="alert">${problem}</p>` : ''}
+<p><input type="radio" id="access-full" name="access" value="full" checked> <label for="access-full">Full access: every request of the payment API</label></p>
+<p><input type="radio" id="access-restricted" name="access" value="restricted"> <label for="access-restricted">Restricted to the scopes ticked below</label></p>
+<ul class="scope-list">${boxes}</ul></fieldset>
+<p><button type="submit">Create an API key</button></p></form>`;
+}
+
 /** E1 as curl, with the service's API base path and (when just created) the key itself. */
 function curlSnippet(baseUrl: string, apiKey: string): string {
   const body = JSON.stringify({ amount: 25.5, currency: 'USD', concept: 'Order 1001', orderType: 'TRANSIENT' });
@@ -29,7 +53,7 @@ function curlSnippet(baseUrl: string, apiKey: string): string {
   -d '${body}'`;
 }
 
-async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: Shown): Promise<Html> {
+async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: Shown, keyProblem?: string): Promise<Html> {
   const merchantId = signedIn.user.merchantId;
   const { mode } = signedIn.modes;
   const keyMode = keyModeOf(mode);
@@ -39,18 +63,19 @@ async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: 
   const newKey = shown.apiKey
     ? html`<div class="secret" role="region" aria-labelledby="new-key-heading"><h3 id="new-key-heading">Your new API key</h3>
 <p>Copy it now and keep it on your server: it is shown this once, and only its last four characters afterwards.</p>
+<p>Access: ${accessOf(shown.apiKey.scopes)}.</p>
 ${copyField('new-api-key', 'API key', shown.apiKey.apiKey, { select: true })}</div>`
     : '';
   const keyRows = joinHtml(
     keys.map(
       (key) => html`<tr><td data-label="Key"><code>${key.masked}</code></td><td data-label="Mode">${key.mode}</td>
-<td data-label="Created">${moment(key.createdAt)}</td><td data-label="Last used">${moment(key.lastUsedAt)}</td>
+<td data-label="Access">${accessOf(key.scopes)}</td><td data-label="Created">${moment(key.createdAt)}</td><td data-label="Last used">${moment(key.lastUsedAt)}</td>
 <td><form method="post" action="${PATH}/api-keys/${encodeURIComponent(key.keyId)}/revoke">${csrf}<button type="submit" class="danger" aria-label="Revoke the key ending ${key.masked.slice(1)}">Revoke</button></form></td></tr>`,
     ),
     html`\n`,
   );
   const keyTable = keys.length
-    ? html`<h3 class="keys-heading">Active keys</h3><p class="note">Masked: the keys themselves are not stored.</p><table class="cards"><thead><tr><th scope="col">Key</th><th scope="col">Mode</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${keyRows}</tbody></table>`
+    ? html`<h3 class="keys-heading">Active keys</h3><p class="note">Masked: the keys themselves are not stored.</p><table class="cards"><thead><tr><th scope="col">Key</th><th scope="col">Mode</th><th scope="col">Access</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${keyRows}</tbody></table>`
     : html`<p>No active API key.</p>`;
 
   const newClient = shown.client
@@ -74,7 +99,7 @@ ${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { s
   return html`<p>Your server creates a payment session with an API key (or a client-credentials token), then sends the buyer to its <code>redirectUrl</code>.</p>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">API keys</h2>
 ${newKey}
-<form method="post" action="${PATH}/api-keys">${csrf}<button type="submit">Create an API key</button></form>
+${newKeyForm(csrf, keyProblem)}
 ${keyTable}</section>
 <section aria-labelledby="clients-heading"><h2 id="clients-heading">Client credentials</h2>
 <p>For a server that gets short-lived bearer tokens from <code>POST /oauth/token</code> instead of holding an API key.</p>
@@ -92,7 +117,7 @@ async function sendGetPaid(
   reply: FastifyReply,
   signedIn: DashboardUser,
   status: number,
-  view: { shown?: Shown; notice?: string; problem?: string },
+  view: { shown?: Shown; notice?: string; problem?: string; keyProblem?: string },
 ) {
   return sendPage(
     reply,
@@ -102,12 +127,21 @@ async function sendGetPaid(
       section: 'get-paid',
       ...(view.notice ? { notice: view.notice } : {}),
       ...(view.problem ? { problem: view.problem } : {}),
-      body: await getPaidBody(context, signedIn, view.shown ?? {}),
+      body: await getPaidBody(context, signedIn, view.shown ?? {}, view.keyProblem),
     }),
   );
 }
 
 const NOT_FOUND = { 404: HTML_RESPONSE };
+
+/** The form's access: a full key (no scopes) unless `restricted`, which needs one scope or more, each known. */
+function requestedScopes(access: string | undefined, ticked: string[]): { scopes?: ApiKeyScope[] } | { problem: string } {
+  if (access !== 'restricted') return access === undefined || access === 'full' ? {} : { problem: 'must be full or restricted' };
+  const parsed = parseApiKeyScopes(ticked);
+  if ('unknown' in parsed) return { problem: `"${parsed.unknown}" is not a scope` };
+  if (parsed.scopes.length === 0) return { problem: 'tick at least one scope for a restricted key' };
+  return { scopes: parsed.scopes };
+}
 
 /** Get paid: API keys and client credentials (create shown once, list, revoke) and a ready E1 curl command. */
 export function registerGetPaid(app: FastifyInstance, context: AppContext): void {
@@ -121,9 +155,16 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
   });
 
   route(
-    { method: 'POST', url: `${PATH}/api-keys`, summary: 'Creates an API key, shown on the answered page this once', responses: { 200: HTML_RESPONSE } },
-    async (signedIn, _request, reply) => {
-      const apiKey = await createApiKey(context.db, signedIn.user.merchantId, keyModeOf(signedIn.modes.mode), context.now());
+    {
+      method: 'POST',
+      url: `${PATH}/api-keys`,
+      summary: 'Creates an API key (full, or restricted to the ticked `scopes` with `access=restricted`), shown on the answered page this once',
+      responses: { 200: HTML_RESPONSE, 400: HTML_RESPONSE },
+    },
+    async (signedIn, request, reply) => {
+      const scopes = requestedScopes(formFields(request).access, formValues(request, 'scopes'));
+      if ('problem' in scopes) return sendGetPaid(context, reply, signedIn, 400, { problem: `Access: ${scopes.problem}`, keyProblem: scopes.problem });
+      const apiKey = await createApiKey(context.db, signedIn.user.merchantId, keyModeOf(signedIn.modes.mode), context.now(), scopes.scopes);
       return sendGetPaid(context, reply, signedIn, 200, { shown: { apiKey }, notice: `API key …${apiKey.lastFour} created.` });
     },
   );

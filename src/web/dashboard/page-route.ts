@@ -9,6 +9,9 @@ import { HTML_RESPONSE } from '../kit/page.ts';
 import { refuseDashboardPost, signedInOrRedirect } from './guard.ts';
 import type { DashboardUser } from './layout.ts';
 
+/** Where a user sets up a second factor (two-factor.route.ts, which imports this file). */
+export const TWO_FACTOR_PATH = '/dashboard/account/two-factor';
+
 export const DASHBOARD_TAG = 'Dashboard';
 export const SIGN_IN_REDIRECT = { description: 'Not signed in: on to the sign-in page' };
 
@@ -23,6 +26,8 @@ export type DashboardRouteDoc = {
   bodyLimit?: number;
   /** And other parts: its files and fields. */
   formLimits?: FormLimits;
+  /** Open to a user the merchant requires a second factor of who has none yet (the pages that set one up); every other page sends them there. */
+  enrolment?: boolean;
 };
 export type DashboardHandler = (signedIn: DashboardUser, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -40,9 +45,11 @@ const POST_RESPONSES: Responses = {
 export function addDashboardRoute(
   app: FastifyInstance,
   context: AppContext,
-  { bodyLimit, formLimits, ...doc }: DashboardRouteDoc,
+  { bodyLimit, formLimits, enrolment, ...doc }: DashboardRouteDoc,
   handler: DashboardHandler,
 ): void {
+  // The merchant requires a second factor and this user has none: every page but enrolment's sends them to set one up.
+  const mustEnrol = (signedIn: SignedIn) => !enrolment && signedIn.secondFactor.required && !signedIn.secondFactor.enrolled;
   if (doc.method === 'POST') {
     const responses = { ...POST_RESPONSES, ...doc.responses };
     addFormRoute(
@@ -54,7 +61,8 @@ export function addDashboardRoute(
         signedOut: (request, reply) => redirectToSignIn(reply, request.url),
         refuse: (request, reply, signedIn) => refuseDashboardPost(context, request, reply, signedIn),
       },
-      (signedIn: SignedIn, request, reply) => handler({ ...signedIn, modes: modeView(context, request) }, request, reply),
+      async (signedIn: SignedIn, request, reply) =>
+        mustEnrol(signedIn) ? reply.redirect(TWO_FACTOR_PATH, 303) : handler({ ...signedIn, modes: modeView(context, request) }, request, reply),
       { ...(bodyLimit ? { bodyLimit } : {}), ...(formLimits ? { formLimits } : {}) },
     );
     return;
@@ -63,6 +71,7 @@ export function addDashboardRoute(
   addRoute(app, { ...doc, tag: DASHBOARD_TAG, security: 'none', responses }, {}, async (request, reply) => {
     const signedIn = await signedInOrRedirect(context, request, reply);
     if (!signedIn) return reply;
+    if (mustEnrol(signedIn)) return reply.redirect(TWO_FACTOR_PATH, 303);
     return handler({ ...signedIn, modes: modeView(context, request) }, request, reply);
   });
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { RailsByMode } from '../../chain/rails.ts';
 import type { AppContext } from '../../context.ts';
 import { registerAccount } from './account.route.ts';
+import { registerTwoFactor } from './two-factor.route.ts';
 import { registerDevelopers } from './developers.route.ts';
 import { registerGetPaid } from './get-paid.route.ts';
 import { registerLinks } from './links.route.ts';
@@ -22,6 +23,7 @@ export function registerDashboard(app: FastifyInstance, context: AppContext, rai
     registerModeSwitch(pages, context);
     registerSettings(pages, context);
     registerAccount(pages, context);
+    registerTwoFactor(pages, context);
     registerGetPaid(pages, context);
     registerLinks(pages, context);
     registerOrders(pages, context);
