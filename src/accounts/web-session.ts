@@ -72,7 +72,13 @@ export async function awaitingSecondFactor(context: AppContext, request: Fastify
  * Starts a session for the user, ending the browser's previous one, and sets its cookie. With
  * `secondFactorDue` the browser is past the password only: signed in once it gives its second factor.
  */
-export async function signIn(context: AppContext, request: FastifyRequest, reply: FastifyReply, user: User, options: { secondFactorDue?: boolean } = {}): Promise<void> {
+export async function signIn(
+  context: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  options: { secondFactorDue?: boolean } = {},
+): Promise<void> {
   const previous = readCookies(request)[sessionCookie(context)];
   const token = await startUserSession(context.db, user.id, previous, timeouts(context), context.now(), options);
   setCookie(reply, sessionCookie(context), token, { secure: secureCookies(context), maxAgeSeconds: context.config.signInMaxSeconds });

@@ -84,7 +84,15 @@ for (const { engine, skip } of engines) {
       assert.equal((await read(writer)).statusCode, 403, 'sessions:write does not read');
 
       const count = async () =>
-        Number((await service.context.db.selectFrom('payment_sessions').select((eb) => eb.fn.countAll().as('n')).where('merchant_id', '=', merchantId).executeTakeFirstOrThrow()).n);
+        Number(
+          (
+            await service.context.db
+              .selectFrom('payment_sessions')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('merchant_id', '=', merchantId)
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
       const before = await count();
       const reader = await keyWith(['sessions:read', 'events:read']);
       for (const attempt of [1, 2]) {

@@ -30,5 +30,4 @@ export function parseApiKeyScopes(given: readonly string[]): { scopes: ApiKeySco
 /** Stored as space-separated text; null is a full key. */
 export const storedScopes = (scopes: readonly ApiKeyScope[] | undefined): string | null => (scopes && scopes.length > 0 ? scopes.join(' ') : null);
 
-export const scopesOfStored = (stored: string | null): ApiKeyScope[] | undefined =>
-  stored === null ? undefined : stored.split(' ').filter(isApiKeyScope);
+export const scopesOfStored = (stored: string | null): ApiKeyScope[] | undefined => (stored === null ? undefined : stored.split(' ').filter(isApiKeyScope));

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
+import { type ApiKeyScope, scopesOfStored, storedScopes } from '../common/api-key-scopes.ts';
 import { newId } from '../common/ids.ts';
 import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
 import { type ChangeWatch, watchChanges } from '../db/change-watch.ts';
 import type { Db } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
-import { type ApiKeyScope, scopesOfStored, storedScopes } from '../common/api-key-scopes.ts';
 import { walletOf } from './merchants.ts';
 
 export type { KeyMode };
@@ -71,7 +71,14 @@ export async function revokeMerchantKeys(db: Db, merchantId: string, mode: KeyMo
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** `scopes`: a restricted key's, undefined for a full key. */
-export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode; walletConfigured: boolean; keyHash: string; scopes: ApiKeyScope[] | undefined };
+export type AuthenticatedKey = {
+  keyId: string;
+  merchantId: string;
+  mode: KeyMode;
+  walletConfigured: boolean;
+  keyHash: string;
+  scopes: ApiKeyScope[] | undefined;
+};
 
 /** The key's row and its merchant's wallet, by the key's hash: one indexed read, built and compiled once. */
 const keyByHash = prepareQuery((db: Db, params: { hash: string }) =>

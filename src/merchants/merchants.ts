@@ -300,5 +300,9 @@ export async function listMerchants(db: Db): Promise<MerchantSummary[]> {
 
 /** Turns on or off the merchant's rule that every user signs in with a second factor. */
 export async function setRequireTwoFactor(db: Db, merchantId: string, required: boolean): Promise<void> {
-  await db.updateTable('merchants').set({ require_two_factor: required ? 1 : 0 }).where('id', '=', merchantId).execute();
+  await db
+    .updateTable('merchants')
+    .set({ require_two_factor: required ? 1 : 0 })
+    .where('id', '=', merchantId)
+    .execute();
 }

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { requireKeyScope } from '../auth/api-key-auth.ts';
 import { TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import { modeOfKey } from '../common/modes.ts';
@@ -6,7 +7,6 @@ import type { AppContext } from '../context.ts';
 import { type Db, isUniqueViolation } from '../db/index.ts';
 import { prepareQuery } from '../db/prepared.ts';
 import { normalizeAddress } from '../mail/address.ts';
-import { requireKeyScope } from '../auth/api-key-auth.ts';
 import { type ApiKeyUse, apiKeyUse, authenticateApiKey, usableApiKeyCtes } from '../merchants/api-keys.ts';
 import { createdBody, type SessionCreatedResult, type SessionDraft } from './create-session.ts';
 import { CREATION_LIMIT_NAME, CREATION_WINDOW_MS, creationLimit, creationShards, keySubject } from './creation-limit.ts';

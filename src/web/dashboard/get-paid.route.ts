@@ -24,7 +24,12 @@ type Shown = { apiKey?: IssuedApiKey; client?: IssuedClient };
 
 /** A key's access, as the list shows it: "Full access" or its scopes. */
 const accessOf = (scopes: readonly ApiKeyScope[] | null | undefined) =>
-  scopes ? joinHtml(scopes.map((scope) => html`<code>${scope}</code>`), html`, `) : html`Full access`;
+  scopes
+    ? joinHtml(
+        scopes.map((scope) => html`<code>${scope}</code>`),
+        html`, `,
+      )
+    : html`Full access`;
 
 /** The creation form: a full key by default, or a restricted one with the scopes ticked. */
 function newKeyForm(csrf: Html, problem: string | undefined): Html {

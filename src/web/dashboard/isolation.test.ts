@@ -54,6 +54,7 @@ for (const { engine, skip } of engines) {
       tool: 'shop_a_private_tool',
       name: 'Shop A Roastery',
       wallet: '',
+      userId: '',
     };
 
     before(async () => {
@@ -67,7 +68,7 @@ for (const { engine, skip } of engines) {
 
       // A's user makes the rest through the dashboard.
       const email = `shop-a-${engine}-${Date.now()}@shop.example`;
-      await createUser(shop.service.context.db, { merchantId: shop.merchantId, email, password: PASSWORD });
+      a.userId = (await createUser(shop.service.context.db, { merchantId: shop.merchantId, email, password: PASSWORD })).id;
       owner = new Browser(shop.service);
       assert.equal((await owner.signIn(email, PASSWORD)).statusCode, 303);
       const csrf = await owner.csrf('/dashboard/get-paid');
@@ -208,6 +209,25 @@ for (const { engine, skip } of engines) {
           });
         },
         'POST /dashboard/account/sign-out-everywhere': async () => {}, // tried last, below: it signs B out
+        // Second factors are the signed-in user's own, and the two-factor rule the signed-in merchant's: ids of A's change nothing of A's.
+        'GET /dashboard/account/two-factor': async () => {
+          await tryAs('GET', '/dashboard/account/two-factor');
+        },
+        'POST /dashboard/account/two-factor/totp': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/totp', { merchantId: shop.merchantId, userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/totp/confirm': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/totp/confirm', { code: '123456', userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/recovery-codes': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/recovery-codes', { userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/totp/remove': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/totp/remove', { userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/require': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/require', { required: 'yes', merchantId: shop.merchantId, merchant_id: shop.merchantId });
+        },
         'GET /dashboard/get-paid': async () => {
           const page = await tryAs('GET', '/dashboard/get-paid');
           assert.ok(!page.body.includes(`…${a.keyLastFour}<`));

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { RailsByMode } from '../../chain/rails.ts';
 import type { AppContext } from '../../context.ts';
 import { registerAccount } from './account.route.ts';
-import { registerTwoFactor } from './two-factor.route.ts';
 import { registerDevelopers } from './developers.route.ts';
 import { registerGetPaid } from './get-paid.route.ts';
 import { registerLinks } from './links.route.ts';
@@ -12,6 +11,7 @@ import { registerOrders } from './orders.route.ts';
 import { registerOverview } from './overview.route.ts';
 import { registerRefunds } from './refunds.route.ts';
 import { registerSettings } from './settings.route.ts';
+import { registerTwoFactor } from './two-factor.route.ts';
 
 /** Every dashboard page: each section registers its own routes (and form posts, through the web scope's guard) here. */
 export function registerDashboard(app: FastifyInstance, context: AppContext, rails: RailsByMode): void {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import QRCode from 'qrcode';
-import { beginTotpEnrolment, confirmTotp, pendingTotpSecret, removeTotp, replaceRecoveryCodes, totpState } from '../../accounts/two-factor.ts';
 import { otpauthUri } from '../../accounts/totp.ts';
+import { beginTotpEnrolment, confirmTotp, pendingTotpSecret, removeTotp, replaceRecoveryCodes, totpState } from '../../accounts/two-factor.ts';
 import { secondFactorGiven } from '../../accounts/user-sessions.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
@@ -12,7 +12,6 @@ import { csrfInput, labelledInput } from './form-controls.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute, TWO_FACTOR_PATH } from './page-route.ts';
 import { STEP_UP_FIELD, stepUpInput, stepUpRefusal } from './reauth.ts';
-
 
 /** What the page shows beyond the state: an enrolment under way (its secret), new recovery codes (once). */
 type View = { enrolling?: string; recoveryCodes?: string[]; notice?: string; problem?: { field: string; message: string }; status?: number };
@@ -104,14 +103,22 @@ export function registerTwoFactor(app: FastifyInstance, context: AppContext): vo
     addDashboardRoute(app, context, { ...doc, enrolment: true }, handler);
   const stepUpRefused = (message: string) => ({ status: 400, problem: { field: STEP_UP_FIELD, message } });
 
-  route({ method: 'GET', url: TWO_FACTOR_PATH, summary: "The signed-in user's second factors and the merchant's two-factor rule" }, async (signedIn, request, reply) => {
-    const done = (request.query as { done?: unknown }).done;
-    const notice = typeof done === 'string' ? NOTICES[done] : undefined;
-    return sendTwoFactor(context, reply, signedIn, notice ? { notice } : {});
-  });
+  route(
+    { method: 'GET', url: TWO_FACTOR_PATH, summary: "The signed-in user's second factors and the merchant's two-factor rule" },
+    async (signedIn, request, reply) => {
+      const done = (request.query as { done?: unknown }).done;
+      const notice = typeof done === 'string' ? NOTICES[done] : undefined;
+      return sendTwoFactor(context, reply, signedIn, notice ? { notice } : {});
+    },
+  );
 
   route(
-    { method: 'POST', url: `${TWO_FACTOR_PATH}/totp`, summary: 'Starts setting up an authenticator app: its key as a QR code and as text', responses: { 200: { description: 'The key' } } },
+    {
+      method: 'POST',
+      url: `${TWO_FACTOR_PATH}/totp`,
+      summary: 'Starts setting up an authenticator app: its key as a QR code and as text',
+      responses: { 200: { description: 'The key' } },
+    },
     async (signedIn, _request, reply) => {
       const secret = await beginTotpEnrolment(context.db, context.config.secretKey, signedIn.user.id, context.now());
       if (!secret) return sendTwoFactor(context, reply, signedIn, { status: 409, notice: 'An authenticator app is set up already.' });
@@ -123,7 +130,7 @@ export function registerTwoFactor(app: FastifyInstance, context: AppContext): vo
     {
       method: 'POST',
       url: `${TWO_FACTOR_PATH}/totp/confirm`,
-      summary: "Turns the authenticator app on with a code of it; the recovery codes are shown this once",
+      summary: 'Turns the authenticator app on with a code of it; the recovery codes are shown this once',
       responses: { 200: { description: 'On: the recovery codes' }, 400: { description: 'The code is not right: the QR code again' } },
     },
     async (signedIn, request, reply) => {
@@ -133,7 +140,11 @@ export function registerTwoFactor(app: FastifyInstance, context: AppContext): vo
       if (!recoveryCodes) {
         const secret = await pendingTotpSecret(context.db, context.config.secretKey, signedIn.user.id);
         if (!secret) return reply.redirect(TWO_FACTOR_PATH, 303);
-        return sendTwoFactor(context, reply, signedIn, { status: 400, enrolling: secret, problem: { field: 'code', message: 'is not right: type the 6 digits the app shows now' } });
+        return sendTwoFactor(context, reply, signedIn, {
+          status: 400,
+          enrolling: secret,
+          problem: { field: 'code', message: 'is not right: type the 6 digits the app shows now' },
+        });
       }
       await secondFactorGiven(context.db, signedIn.session.idHash, now);
       const fresh = { ...signedIn, secondFactor: { ...signedIn.secondFactor, enrolled: true }, session: { ...signedIn.session, secondFactorAt: now } };
@@ -142,7 +153,12 @@ export function registerTwoFactor(app: FastifyInstance, context: AppContext): vo
   );
 
   route(
-    { method: 'POST', url: `${TWO_FACTOR_PATH}/recovery-codes`, summary: 'Makes new recovery codes (the old ones stop working), shown this once; needs a fresh second factor', responses: { 200: { description: 'The codes' }, 400: { description: 'Step-up refused' } } },
+    {
+      method: 'POST',
+      url: `${TWO_FACTOR_PATH}/recovery-codes`,
+      summary: 'Makes new recovery codes (the old ones stop working), shown this once; needs a fresh second factor',
+      responses: { 200: { description: 'The codes' }, 400: { description: 'Step-up refused' } },
+    },
     async (signedIn, request, reply) => {
       const refusal = await stepUpRefusal(context, signedIn, formFields(request)[STEP_UP_FIELD]);
       if (refusal) return sendTwoFactor(context, reply, signedIn, stepUpRefused(refusal));
@@ -153,7 +169,12 @@ export function registerTwoFactor(app: FastifyInstance, context: AppContext): vo
   );
 
   route(
-    { method: 'POST', url: `${TWO_FACTOR_PATH}/totp/remove`, summary: 'Removes the authenticator app and its recovery codes; needs a fresh second factor', responses: { 400: { description: 'Step-up refused' } } },
+    {
+      method: 'POST',
+      url: `${TWO_FACTOR_PATH}/totp/remove`,
+      summary: 'Removes the authenticator app and its recovery codes; needs a fresh second factor',
+      responses: { 400: { description: 'Step-up refused' } },
+    },
     async (signedIn, request, reply) => {
       const refusal = await stepUpRefusal(context, signedIn, formFields(request)[STEP_UP_FIELD]);
       if (refusal) return sendTwoFactor(context, reply, signedIn, stepUpRefused(refusal));
@@ -176,7 +197,10 @@ export function registerTwoFactor(app: FastifyInstance, context: AppContext): vo
       const required = fields.required === 'yes';
       if (required) {
         if (!signedIn.secondFactor.enrolled)
-          return sendTwoFactor(context, reply, signedIn, { status: 400, problem: { field: STEP_UP_FIELD, message: 'is needed first: set up a second factor of your own before requiring one of everyone' } });
+          return sendTwoFactor(context, reply, signedIn, {
+            status: 400,
+            problem: { field: STEP_UP_FIELD, message: 'is needed first: set up a second factor of your own before requiring one of everyone' },
+          });
         const refusal = await stepUpRefusal(context, signedIn, fields[STEP_UP_FIELD]);
         if (refusal) return sendTwoFactor(context, reply, signedIn, stepUpRefused(refusal));
       }

@@ -3,7 +3,7 @@ import { attemptSucceeded, ipSubject, reserveAttempt, secondFactorSubject } from
 import { type CodeCheck, checkSecondFactorCode, secondFactorStanding } from '../../accounts/two-factor.ts';
 import { secondFactorGiven } from '../../accounts/user-sessions.ts';
 import type { User } from '../../accounts/users.ts';
-import { awaitingSecondFactor, currentUser, formCsrfToken, safeReturnPath, type SignedIn, signIn } from '../../accounts/web-session.ts';
+import { awaitingSecondFactor, currentUser, formCsrfToken, type SignedIn, safeReturnPath, signIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
 import { addRoute } from '../../http/routes.ts';
@@ -98,7 +98,11 @@ export function registerSecondFactorPages(app: FastifyInstance, context: AppCont
     {
       kind: 'signed-out',
       refuse: (_request, reply) =>
-        sendPage(reply, 403, page('Two-factor sign-in · Till', html`<main><h1>This form has expired</h1><p><a href="${SECOND_FACTOR_PATH}">Try again</a></p></main>`)),
+        sendPage(
+          reply,
+          403,
+          page('Two-factor sign-in · Till', html`<main><h1>This form has expired</h1><p><a href="${SECOND_FACTOR_PATH}">Try again</a></p></main>`),
+        ),
     },
     async (request, reply) => {
       const fields = formFields(request);
