@@ -8,11 +8,11 @@ import { type AgentMadeKey, keysMadeByAgentsSince, revokeApiKey } from '../../me
 import { listGrants } from '../../oauth/grants.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
+import { passwordRefusal } from '../kit/reauth.ts';
 import { revokeEveryGrant } from './agent-access.ts';
 import { csrfInput, type FieldProblem, labelledInput, utcMinute } from './form-controls.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute, TWO_FACTOR_PATH } from './page-route.ts';
-import { passwordRefusal } from './reauth.ts';
 
 export const ACCOUNT_PATH = '/dashboard/account';
 

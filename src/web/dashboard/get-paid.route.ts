@@ -8,6 +8,7 @@ import { PAYMENT_API_BASE_PATH } from '../../merchants/merchants.ts';
 import { createClient, type IssuedClient, listClients, revokeClient } from '../../oauth/clients.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
+import { STEP_UP_FIELD, STEP_UP_LABEL, stepUpInput, stepUpRefusal } from '../kit/reauth.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { copyField, csrfInput, dashboardScript, moment } from './page-parts.ts';
 import { addDashboardRoute } from './page-route.ts';
@@ -32,7 +33,7 @@ const accessOf = (scopes: readonly ApiKeyScope[] | null | undefined) =>
     : html`Full access`;
 
 /** The creation form: a full key by default, or a restricted one with the scopes ticked. */
-function newKeyForm(csrf: Html, problem: string | undefined): Html {
+function newKeyForm(csrf: Html, problem: string | undefined, stepUp: Html): Html {
   const boxes = joinHtml(
     API_KEY_SCOPES.map(
       ({ scope, line }) =>
@@ -46,6 +47,7 @@ ${problem ? html`<p id="access-problem" class="problem" role="alert">${problem}<
 <p><input type="radio" id="access-full" name="access" value="full" checked> <label for="access-full">Full access: every request of the payment API</label></p>
 <p><input type="radio" id="access-restricted" name="access" value="restricted"> <label for="access-restricted">Restricted to the scopes ticked below</label></p>
 <ul class="scope-list">${boxes}</ul></fieldset>
+${stepUp}
 <p><button type="submit">Create an API key</button></p></form>`;
 }
 
@@ -58,7 +60,13 @@ function curlSnippet(baseUrl: string, apiKey: string): string {
   -d '${body}'`;
 }
 
-async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: Shown, keyProblem?: string): Promise<Html> {
+/** A refusal to show by a form: which form (`key`, `client`), which field (`access` or the step-up's), and why. */
+type FormProblem = { form: 'key' | 'client'; field: 'access' | typeof STEP_UP_FIELD; message: string };
+
+async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: Shown, formProblem?: FormProblem): Promise<Html> {
+  const problemOf = (form: FormProblem['form'], field: FormProblem['field']) =>
+    formProblem?.form === form && formProblem.field === field ? formProblem.message : undefined;
+  const stepUp = (form: FormProblem['form']) => stepUpInput(signedIn, context.now(), form, problemOf(form, STEP_UP_FIELD));
   const merchantId = signedIn.user.merchantId;
   const { mode } = signedIn.modes;
   const keyMode = keyModeOf(mode);
@@ -104,12 +112,12 @@ ${copyField('new-client-secret', 'Client secret', shown.client.clientSecret, { s
   return html`<p>Your server creates a payment session with an API key (or a client-credentials token), then sends the buyer to its <code>redirectUrl</code>.</p>
 <section aria-labelledby="keys-heading"><h2 id="keys-heading">API keys</h2>
 ${newKey}
-${newKeyForm(csrf, keyProblem)}
+${newKeyForm(csrf, problemOf('key', 'access'), stepUp('key'))}
 ${keyTable}</section>
 <section aria-labelledby="clients-heading"><h2 id="clients-heading">Client credentials</h2>
 <p>For a server that gets short-lived bearer tokens from <code>POST /oauth/token</code> instead of holding an API key.</p>
 ${newClient}
-<form method="post" action="${PATH}/clients">${csrf}<button type="submit">Create a client</button></form>
+<form method="post" action="${PATH}/clients" class="key-form">${csrf}${stepUp('client')}<p><button type="submit">Create a client</button></p></form>
 ${clientTable}</section>
 <section aria-labelledby="curl-heading"><h2 id="curl-heading">Create a payment session</h2>
 <p>The payment API is at <code>${context.config.baseUrl + PAYMENT_API_BASE_PATH}</code>.${shown.apiKey ? ' This one carries your new key.' : html` Put your key in place of <code>${snippetKey}</code>.`}</p>
@@ -122,7 +130,7 @@ async function sendGetPaid(
   reply: FastifyReply,
   signedIn: DashboardUser,
   status: number,
-  view: { shown?: Shown; notice?: string; problem?: string; keyProblem?: string },
+  view: { shown?: Shown; notice?: string; problem?: string; formProblem?: FormProblem },
 ) {
   return sendPage(
     reply,
@@ -132,7 +140,7 @@ async function sendGetPaid(
       section: 'get-paid',
       ...(view.notice ? { notice: view.notice } : {}),
       ...(view.problem ? { problem: view.problem } : {}),
-      body: await getPaidBody(context, signedIn, view.shown ?? {}, view.keyProblem),
+      body: await getPaidBody(context, signedIn, view.shown ?? {}, view.formProblem),
     }),
   );
 }
@@ -152,6 +160,8 @@ function requestedScopes(access: string | undefined, ticked: string[]): { scopes
 export function registerGetPaid(app: FastifyInstance, context: AppContext): void {
   const route = (doc: Parameters<typeof addDashboardRoute>[2], handler: Parameters<typeof addDashboardRoute>[3]) =>
     addDashboardRoute(app, context, doc, handler);
+  const refuseStepUp = (reply: FastifyReply, signedIn: DashboardUser, form: FormProblem['form'], message: string) =>
+    sendGetPaid(context, reply, signedIn, 400, { problem: `${STEP_UP_LABEL} ${message}.`, formProblem: { form, field: STEP_UP_FIELD, message } });
 
   route({ method: 'GET', url: PATH, summary: "The signed-in merchant's API keys, clients and an E1 curl command" }, async (signedIn, request, reply) => {
     const done = (request.query as { done?: unknown }).done;
@@ -163,12 +173,20 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
     {
       method: 'POST',
       url: `${PATH}/api-keys`,
-      summary: 'Creates an API key (full, or restricted to the ticked `scopes` with `access=restricted`), shown on the answered page this once',
+      summary:
+        'Creates an API key (full, or restricted to the ticked `scopes` with `access=restricted`), shown on the answered page this once (a fresh second factor first, for a user with one)',
       responses: { 200: HTML_RESPONSE, 400: HTML_RESPONSE },
     },
     async (signedIn, request, reply) => {
-      const scopes = requestedScopes(formFields(request).access, formValues(request, 'scopes'));
-      if ('problem' in scopes) return sendGetPaid(context, reply, signedIn, 400, { problem: `Access: ${scopes.problem}`, keyProblem: scopes.problem });
+      const fields = formFields(request);
+      const scopes = requestedScopes(fields.access, formValues(request, 'scopes'));
+      if ('problem' in scopes)
+        return sendGetPaid(context, reply, signedIn, 400, {
+          problem: `Access: ${scopes.problem}`,
+          formProblem: { form: 'key', field: 'access', message: scopes.problem },
+        });
+      const stepUp = await stepUpRefusal(context, signedIn, fields[STEP_UP_FIELD]);
+      if (stepUp) return refuseStepUp(reply, signedIn, 'key', stepUp);
       const apiKey = await createApiKey(context.db, signedIn.user.merchantId, keyModeOf(signedIn.modes.mode), context.now(), scopes.scopes);
       return sendGetPaid(context, reply, signedIn, 200, { shown: { apiKey }, notice: `API key …${apiKey.lastFour} created.` });
     },
@@ -178,10 +196,12 @@ export function registerGetPaid(app: FastifyInstance, context: AppContext): void
     {
       method: 'POST',
       url: `${PATH}/clients`,
-      summary: 'Creates a client-credentials client, its secret shown on the answered page this once',
-      responses: { 200: HTML_RESPONSE },
+      summary: 'Creates a client-credentials client, its secret shown on the answered page this once (a fresh second factor first, for a user with one)',
+      responses: { 200: HTML_RESPONSE, 400: HTML_RESPONSE },
     },
-    async (signedIn, _request, reply) => {
+    async (signedIn, request, reply) => {
+      const stepUp = await stepUpRefusal(context, signedIn, formFields(request)[STEP_UP_FIELD]);
+      if (stepUp) return refuseStepUp(reply, signedIn, 'client', stepUp);
       const client = await createClient(context.db, signedIn.user.merchantId, signedIn.modes.mode, context.now());
       return sendGetPaid(context, reply, signedIn, 200, { shown: { client }, notice: `Client ${client.clientId} created.` });
     },

@@ -8,10 +8,10 @@ import { formFields } from '../../http/forms.ts';
 import { setRequireTwoFactor } from '../../merchants/merchants.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
+import { STEP_UP_FIELD, stepUpInput, stepUpRefusal } from '../kit/reauth.ts';
 import { csrfInput, labelledInput } from './form-controls.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute, TWO_FACTOR_PATH } from './page-route.ts';
-import { STEP_UP_FIELD, stepUpInput, stepUpRefusal } from './reauth.ts';
 
 /** What the page shows beyond the state: an enrolment under way (its secret), new recovery codes (once). */
 type View = { enrolling?: string; recoveryCodes?: string[]; notice?: string; problem?: { field: string; message: string }; status?: number };
@@ -57,8 +57,8 @@ ${labelledInput({ name: 'code', label: 'Code from the app', hint: 'The 6 digits 
 <p><button type="submit">Turn on</button></p></form></li></ol>`;
   } else if (state.enrolled) {
     authenticator = html`<p><strong>On.</strong> Sign-in asks for a code of your authenticator app after your password. ${state.recoveryCodesLeft} unused recovery code${state.recoveryCodesLeft === 1 ? '' : 's'} left.</p>
-<form method="post" action="${TWO_FACTOR_PATH}/recovery-codes" class="settings-form">${csrf}${stepUpInput(context, signedIn, 'recovery', stepUpProblem)}<p><button type="submit">Make new recovery codes</button></p></form>
-<form method="post" action="${TWO_FACTOR_PATH}/totp/remove" class="settings-form">${csrf}${stepUpInput(context, signedIn, 'remove', stepUpProblem)}<p><button type="submit" class="danger">Remove the authenticator app</button></p></form>`;
+<form method="post" action="${TWO_FACTOR_PATH}/recovery-codes" class="settings-form">${csrf}${stepUpInput(signedIn, context.now(), 'recovery', stepUpProblem)}<p><button type="submit">Make new recovery codes</button></p></form>
+<form method="post" action="${TWO_FACTOR_PATH}/totp/remove" class="settings-form">${csrf}${stepUpInput(signedIn, context.now(), 'remove', stepUpProblem)}<p><button type="submit" class="danger">Remove the authenticator app</button></p></form>`;
   } else {
     authenticator = html`<p>Off. With an authenticator app (any app that reads a QR code: 1Password, Google Authenticator, Aegis…), sign-in asks for its code after your password, and so do payout wallet changes, new API keys and authorizing a coding agent.</p>
 <form method="post" action="${TWO_FACTOR_PATH}/totp">${csrf}<button type="submit">Set up an authenticator app</button></form>`;
@@ -68,7 +68,7 @@ ${labelledInput({ name: 'code', label: 'Code from the app', hint: 'The 6 digits 
   const rule = html`<section aria-labelledby="require-heading"><h2 id="require-heading">For everyone on this merchant</h2>
 <p>${required ? 'Every user must sign in with a second factor: a user without one is sent here after signing in.' : 'A second factor is up to each user.'}</p>
 <form method="post" action="${TWO_FACTOR_PATH}/require" class="settings-form">${csrf}<input type="hidden" name="required" value="${required ? 'no' : 'yes'}">
-${required ? '' : stepUpInput(context, signedIn, 'require', stepUpProblem)}
+${required ? '' : stepUpInput(signedIn, context.now(), 'require', stepUpProblem)}
 <p><button type="submit"${required ? html` class="danger"` : ''}>${required ? 'Stop requiring a second factor' : 'Require a second factor of every user'}</button></p></form></section>`;
 
   const mustEnrol =

@@ -4,7 +4,7 @@ import { secondFactorGiven } from '../../accounts/user-sessions.ts';
 import { checkPassword } from '../../accounts/users.ts';
 import type { SignedIn } from '../../accounts/web-session.ts';
 import type { AppContext } from '../../context.ts';
-import { type Html, html } from '../kit/html.ts';
+import { type Html, html } from './html.ts';
 
 /**
  * Whether the signed-in user re-entered their own password, for the dashboard's sensitive changes
@@ -31,9 +31,9 @@ export const STEP_UP_FIELD = 'second_factor_code';
 export const STEP_UP_LABEL = 'Two-factor code';
 
 /** Whether a sensitive change by this user needs a second factor now: the user has one and has not given it in the last few minutes here. */
-export function stepUpDue(context: AppContext, signedIn: SignedIn): boolean {
+export function stepUpDue(signedIn: SignedIn, now: number): boolean {
   const at = signedIn.session.secondFactorAt;
-  return signedIn.secondFactor.enrolled && (at === null || context.now() - at > STEP_UP_FRESH_MS);
+  return signedIn.secondFactor.enrolled && (at === null || now - at > STEP_UP_FRESH_MS);
 }
 
 /**
@@ -45,7 +45,7 @@ export function stepUpDue(context: AppContext, signedIn: SignedIn): boolean {
  * undefined. Undefined when allowed, else the refusal of the field.
  */
 export async function stepUpRefusal(context: AppContext, signedIn: SignedIn, code: string | undefined): Promise<string | undefined> {
-  if (!stepUpDue(context, signedIn)) return undefined;
+  if (!stepUpDue(signedIn, context.now())) return undefined;
   if (!code?.trim()) return 'must be given: this change needs your second factor (a code of your authenticator app, a recovery code, or a passkey)';
   const subjects = [secondFactorSubject(signedIn.user.id)];
   const now = context.now();
@@ -59,8 +59,8 @@ export async function stepUpRefusal(context: AppContext, signedIn: SignedIn, cod
 }
 
 /** The step-up's field in a sensitive change's form (`form` makes its id unique on the page), when one is due (nothing otherwise). */
-export function stepUpInput(context: AppContext, signedIn: SignedIn, form: string, problem?: string): Html {
-  if (!stepUpDue(context, signedIn)) return html``;
+export function stepUpInput(signedIn: SignedIn, now: number, form: string, problem?: string): Html {
+  if (!stepUpDue(signedIn, now)) return html``;
   const id = `${form}-second-factor-code`;
   const described = problem ? `${id}-hint ${id}-problem` : `${id}-hint`;
   return html`<p class="field step-up"><label for="${id}">${STEP_UP_LABEL}</label><span id="${id}-hint" class="note hint">This change needs your second factor: the code your authenticator app shows now, or a recovery code.</span>
