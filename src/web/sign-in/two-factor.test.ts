@@ -164,5 +164,56 @@ for (const { engine, skip } of engines) {
       assert.equal((await member.browser.request('GET', '/dashboard/get-paid')).statusCode, 200);
       assert.ok(secret);
     });
+
+    test('step-up: minutes after the second factor, the payout wallet and a new API key need a fresh code; a wrong or replayed one changes nothing', async () => {
+      const user = await newUser();
+      const { secret } = await enrol(user.browser);
+      const wallet = async () =>
+        (await service.context.db.selectFrom('merchants').select('test_wallet_address').where('id', '=', user.merchantId).executeTakeFirstOrThrow()).test_wallet_address;
+      const keys = async () => (await service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', user.merchantId).execute()).length;
+      const changeWallet = async (code?: string) => {
+        const csrf = csrfField((await user.browser.request('GET', '/dashboard/settings')).body);
+        return user.browser.request('POST', '/dashboard/settings/wallet', {
+          csrf,
+          mode: 'test',
+          wallet: '0x2222222222222222222222222222222222222222',
+          confirm: '2222',
+          password: PASSWORD,
+          ...(code === undefined ? {} : { second_factor_code: code }),
+        });
+      };
+      // Fresh from the enrolment: no code asked.
+      assert.doesNotMatch((await user.browser.request('GET', '/dashboard/settings')).body, /name="second_factor_code"/);
+      clock += 6 * 60_000;
+      assert.match((await user.browser.request('GET', '/dashboard/settings')).body, /name="second_factor_code"/, 'the form asks for it');
+      const walletBefore = await wallet();
+      const missing = await changeWallet();
+      assert.equal(missing.statusCode, 400);
+      assert.match(missing.body, /Two-factor code must be given/);
+      const wrong = await changeWallet('000000' === totpCode(secret, totpStep(clock)) ? '111111' : '000000');
+      assert.equal(wrong.statusCode, 400);
+      assert.match(wrong.body, /Two-factor code is not right/);
+      assert.equal(await wallet(), walletBefore, 'nothing changed');
+      const right = await changeWallet(totpCode(secret, totpStep(clock)));
+      assert.equal(right.statusCode, 303, right.body.slice(0, 300));
+      assert.equal(await wallet(), '0x2222222222222222222222222222222222222222');
+
+      clock += 6 * 60_000;
+      const keysBefore = await keys();
+      const csrf = csrfField((await user.browser.request('GET', '/dashboard/get-paid')).body);
+      const replayed = await user.browser.request('POST', '/dashboard/get-paid/api-keys', { csrf, access: 'full', second_factor_code: totpCode(secret, totpStep(clock - 6 * 60_000)) });
+      assert.equal(replayed.statusCode, 400);
+      assert.match(replayed.body, /Two-factor code (is not right|was used already)/);
+      assert.equal(await keys(), keysBefore);
+      const made = await user.browser.request('POST', '/dashboard/get-paid/api-keys', {
+        csrf,
+        access: 'restricted',
+        scopes: 'sessions:write',
+        second_factor_code: totpCode(secret, totpStep(clock)),
+      });
+      assert.equal(made.statusCode, 200);
+      assert.match(made.body, /Access: <code>sessions:write<\/code>/);
+      assert.equal(await keys(), keysBefore + 1);
+    });
   });
 }
