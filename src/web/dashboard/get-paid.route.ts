@@ -44,9 +44,9 @@ function newKeyForm(csrf: Html, problem: string | undefined, stepUp: Html): Html
   return html`<form method="post" action="${PATH}/api-keys" class="key-form">${csrf}
 <fieldset${problem ? html` aria-describedby="access-problem"` : ''}><legend>Access</legend>
 ${problem ? html`<p id="access-problem" class="problem" role="alert">${problem}</p>` : ''}
-<p><input type="radio" id="access-full" name="access" value="full" checked> <label for="access-full">Full access: every request of the payment API</label></p>
-<p><input type="radio" id="access-restricted" name="access" value="restricted"> <label for="access-restricted">Restricted to the scopes ticked below</label></p>
-<ul class="scope-list">${boxes}</ul></fieldset>
+<p class="choice"><input type="radio" id="access-full" name="access" value="full" checked> <label for="access-full">Full access: every request of the payment API</label></p>
+<p class="choice"><input type="radio" id="access-restricted" name="access" value="restricted"> <label for="access-restricted">Restricted to the scopes ticked below</label></p>
+<ul class="choices scope-choices">${boxes}</ul></fieldset>
 ${stepUp}
 <p><button type="submit">Create an API key</button></p></form>`;
 }

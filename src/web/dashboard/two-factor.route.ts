@@ -65,11 +65,16 @@ ${labelledInput({ name: 'code', label: 'Code from the app', hint: 'The 6 digits 
   }
 
   const required = signedIn.secondFactor.required;
+  const canRequire = required || signedIn.secondFactor.enrolled;
   const rule = html`<section aria-labelledby="require-heading"><h2 id="require-heading">For everyone on this merchant</h2>
-<p>${required ? 'Every user must sign in with a second factor: a user without one is sent here after signing in.' : 'A second factor is up to each user.'}</p>
-<form method="post" action="${TWO_FACTOR_PATH}/require" class="settings-form">${csrf}<input type="hidden" name="required" value="${required ? 'no' : 'yes'}">
+<p>${required ? 'Every user must sign in with a second factor: a user without one is sent here after signing in.' : 'A second factor is up to each user.'}${canRequire ? '' : ' Set up your own second factor first to require one of everyone.'}</p>
+${
+  canRequire
+    ? html`<form method="post" action="${TWO_FACTOR_PATH}/require" class="settings-form">${csrf}<input type="hidden" name="required" value="${required ? 'no' : 'yes'}">
 ${required ? '' : stepUpInput(signedIn, context.now(), 'require', stepUpProblem)}
-<p><button type="submit"${required ? html` class="danger"` : ''}>${required ? 'Stop requiring a second factor' : 'Require a second factor of every user'}</button></p></form></section>`;
+<p><button type="submit"${required ? html` class="danger"` : ''}>${required ? 'Stop requiring a second factor' : 'Require a second factor of every user'}</button></p></form>`
+    : ''
+}</section>`;
 
   const mustEnrol =
     required && !signedIn.secondFactor.enrolled

@@ -169,7 +169,8 @@ for (const { engine, skip } of engines) {
       const user = await newUser();
       const { secret } = await enrol(user.browser);
       const wallet = async () =>
-        (await service.context.db.selectFrom('merchants').select('test_wallet_address').where('id', '=', user.merchantId).executeTakeFirstOrThrow()).test_wallet_address;
+        (await service.context.db.selectFrom('merchants').select('test_wallet_address').where('id', '=', user.merchantId).executeTakeFirstOrThrow())
+          .test_wallet_address;
       const keys = async () => (await service.context.db.selectFrom('api_keys').select('id').where('merchant_id', '=', user.merchantId).execute()).length;
       const changeWallet = async (code?: string) => {
         const csrf = csrfField((await user.browser.request('GET', '/dashboard/settings')).body);
@@ -201,7 +202,11 @@ for (const { engine, skip } of engines) {
       clock += 6 * 60_000;
       const keysBefore = await keys();
       const csrf = csrfField((await user.browser.request('GET', '/dashboard/get-paid')).body);
-      const replayed = await user.browser.request('POST', '/dashboard/get-paid/api-keys', { csrf, access: 'full', second_factor_code: totpCode(secret, totpStep(clock - 6 * 60_000)) });
+      const replayed = await user.browser.request('POST', '/dashboard/get-paid/api-keys', {
+        csrf,
+        access: 'full',
+        second_factor_code: totpCode(secret, totpStep(clock - 6 * 60_000)),
+      });
       assert.equal(replayed.statusCode, 400);
       assert.match(replayed.body, /Two-factor code (is not right|was used already)/);
       assert.equal(await keys(), keysBefore);
