@@ -130,7 +130,7 @@ export async function removeTotp(db: Db, userId: string): Promise<boolean> {
 }
 
 /** Whether the user has a second factor (an authenticator or a passkey), and whether the merchant requires one of everyone. */
-export type SecondFactorStanding = { enrolled: boolean; required: boolean };
+export type SecondFactorStanding = { enrolled: boolean; required: boolean; passkey: boolean };
 
 export async function secondFactorStanding(db: Db, userId: string): Promise<SecondFactorStanding> {
   const row = await db
@@ -143,5 +143,9 @@ export async function secondFactorStanding(db: Db, userId: string): Promise<Seco
     ])
     .where('users.id', '=', userId)
     .executeTakeFirst();
-  return { enrolled: !!row && (!!Number(row.totp) || !!Number(row.passkey)), required: Number(row?.require_two_factor ?? 0) === 1 };
+  return {
+    enrolled: !!row && (!!Number(row.totp) || !!Number(row.passkey)),
+    required: Number(row?.require_two_factor ?? 0) === 1,
+    passkey: !!row && !!Number(row.passkey),
+  };
 }

@@ -165,7 +165,7 @@ async function sendConsent(
     mode: keyModeOf(mode),
     bothModesServed: context.config.modes.length > 1,
     problem,
-    stepUp: stepUpInput(signedIn, context.now(), 'consent', stepUpProblem),
+    stepUp: stepUpInput(signedIn, context.now(), 'consent', stepUpProblem, `/oauth/consent/${pending.id}`),
   });
   return sendPage(reply, status, body);
 }

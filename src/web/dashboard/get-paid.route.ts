@@ -66,7 +66,7 @@ type FormProblem = { form: 'key' | 'client'; field: 'access' | typeof STEP_UP_FI
 async function getPaidBody(context: AppContext, signedIn: DashboardUser, shown: Shown, formProblem?: FormProblem): Promise<Html> {
   const problemOf = (form: FormProblem['form'], field: FormProblem['field']) =>
     formProblem?.form === form && formProblem.field === field ? formProblem.message : undefined;
-  const stepUp = (form: FormProblem['form']) => stepUpInput(signedIn, context.now(), form, problemOf(form, STEP_UP_FIELD));
+  const stepUp = (form: FormProblem['form']) => stepUpInput(signedIn, context.now(), form, problemOf(form, STEP_UP_FIELD), PATH);
   const merchantId = signedIn.user.merchantId;
   const { mode } = signedIn.modes;
   const keyMode = keyModeOf(mode);

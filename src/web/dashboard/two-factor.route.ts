@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import QRCode from 'qrcode';
+import { listPasskeys, registerPasskey, registrationOptions, removePasskey } from '../../accounts/passkeys.ts';
 import { otpauthUri } from '../../accounts/totp.ts';
 import { beginTotpEnrolment, confirmTotp, pendingTotpSecret, removeTotp, replaceRecoveryCodes, totpState } from '../../accounts/two-factor.ts';
 import { secondFactorGiven } from '../../accounts/user-sessions.ts';
@@ -8,8 +9,9 @@ import { formFields } from '../../http/forms.ts';
 import { setRequireTwoFactor } from '../../merchants/merchants.ts';
 import { type Html, html, joinHtml, trusted } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
+import { ceremonyAnswer, keepCeremony, passkeyScript, relyingParty, takeCeremony } from '../kit/passkeys.ts';
 import { STEP_UP_FIELD, stepUpInput, stepUpRefusal } from '../kit/reauth.ts';
-import { csrfInput, labelledInput } from './form-controls.ts';
+import { csrfInput, labelledInput, utcMinute } from './form-controls.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute, TWO_FACTOR_PATH } from './page-route.ts';
 
@@ -18,6 +20,8 @@ type View = { enrolling?: string; recoveryCodes?: string[]; notice?: string; pro
 
 const NOTICES: Record<string, string> = {
   removed: 'Authenticator app removed. Sign-in asks for your password only, unless you have a passkey.',
+  'passkey-added': 'Passkey added: sign-in can ask for it after your password.',
+  'passkey-removed': 'Passkey removed.',
   required: 'Every user of this merchant now signs in with a second factor; those without one are sent to set one up.',
   'not-required': 'A second factor is no longer required of every user.',
 };
@@ -64,6 +68,23 @@ ${labelledInput({ name: 'code', label: 'Code from the app', hint: 'The 6 digits 
 <form method="post" action="${TWO_FACTOR_PATH}/totp">${csrf}<button type="submit">Set up an authenticator app</button></form>`;
   }
 
+  const passkeys = await listPasskeys(context.db, signedIn.user.id);
+  const passkeyRows = joinHtml(
+    passkeys.map(
+      (
+        passkey,
+      ) => html`<li><strong>${passkey.name}</strong> <span class="note">added ${utcMinute(passkey.createdAt)}${passkey.lastUsedAt === null ? '' : `, last used ${utcMinute(passkey.lastUsedAt)}`}</span>
+<form method="post" action="${TWO_FACTOR_PATH}/passkeys/${encodeURIComponent(passkey.id)}/remove" class="settings-form">${csrf}${stepUpInput(signedIn, context.now(), `remove-${passkey.id.slice(0, 8)}`, stepUpProblem)}<button type="submit" class="danger" aria-label="Remove the passkey ${passkey.name}">Remove</button></form></li>`,
+    ),
+    html``,
+  );
+  const passkeySection = html`<section aria-labelledby="passkeys-heading"><h2 id="passkeys-heading">Passkeys</h2>
+<p>A passkey (your device's fingerprint or face unlock, or a security key) can stand for the code at sign-in and for sensitive changes.</p>
+${passkeys.length ? html`<ul class="passkeys">${passkeyRows}</ul>` : html`<p>No passkey yet.</p>`}
+<form method="post" action="${TWO_FACTOR_PATH}/passkeys" data-passkey="register" data-options="${TWO_FACTOR_PATH}/passkeys/options" class="settings-form">${csrf}<input type="hidden" name="response" value="">
+${labelledInput({ name: 'name', label: 'Name of the passkey', hint: 'So you can tell it apart: “Laptop”, “Security key”.', value: 'Passkey', required: true, attributes: html`maxlength="60"` }, problemOf('name'))}
+<p><button type="submit">Add a passkey</button> <span data-passkey-status role="status"></span></p></form></section>${passkeyScript()}`;
+
   const required = signedIn.secondFactor.required;
   const canRequire = required || signedIn.secondFactor.enrolled;
   const rule = html`<section aria-labelledby="require-heading"><h2 id="require-heading">For everyone on this merchant</h2>
@@ -81,11 +102,12 @@ ${required ? '' : stepUpInput(signedIn, context.now(), 'require', stepUpProblem)
       ? html`<p class="attention" role="alert">Your merchant requires a second factor: set one up to use the dashboard.</p>`
       : '';
   return html`${mustEnrol}${codes}<section aria-labelledby="totp-heading"><h2 id="totp-heading">Authenticator app</h2>${authenticator}</section>
+${passkeySection}
 ${rule}
 <p><a href="/dashboard/account">Back to your account</a></p>`;
 }
 
-const FIELD_LABELS: Record<string, string> = { code: 'Code from the app', [STEP_UP_FIELD]: 'Two-factor code', required: 'Required' };
+const FIELD_LABELS: Record<string, string> = { code: 'Code from the app', [STEP_UP_FIELD]: 'Two-factor code', required: 'Required', name: 'Passkey' };
 
 async function sendTwoFactor(context: AppContext, reply: FastifyReply, signedIn: DashboardUser, view: View) {
   return sendPage(
@@ -211,6 +233,63 @@ export function registerTwoFactor(app: FastifyInstance, context: AppContext): vo
       }
       await setRequireTwoFactor(context.db, signedIn.user.merchantId, required);
       return reply.redirect(`${TWO_FACTOR_PATH}?done=${required ? 'required' : 'not-required'}`, 303);
+    },
+  );
+
+  route(
+    {
+      method: 'POST',
+      url: `${TWO_FACTOR_PATH}/passkeys/options`,
+      summary: "The options of a new passkey (JSON, for the page's script)",
+      responses: { 200: { description: 'The options for navigator.credentials.create' } },
+    },
+    async (signedIn, _request, reply) => {
+      const { options, sealed } = await registrationOptions(context.db, relyingParty(context), signedIn.user, context.now());
+      keepCeremony(context, reply, sealed);
+      return reply.header('cache-control', 'no-store').send(options);
+    },
+  );
+
+  route(
+    {
+      method: 'POST',
+      url: `${TWO_FACTOR_PATH}/passkeys`,
+      summary: 'Adds a passkey (form post of the page’s script: `name`, and `response`, the browser’s answer)',
+      responses: { 303: { description: 'Added' }, 400: { description: 'Refused: the page, saying why' } },
+    },
+    async (signedIn, request, reply) => {
+      const fields = formFields(request);
+      const sealed = takeCeremony(context, request, reply);
+      const name = (fields.name ?? '').trim();
+      if (!name || name.length > 60)
+        return sendTwoFactor(context, reply, signedIn, { status: 400, problem: { field: 'name', message: 'must be 1 to 60 characters' } });
+      const answer = ceremonyAnswer(fields.response);
+      if (answer === undefined)
+        return sendTwoFactor(context, reply, signedIn, {
+          status: 400,
+          problem: { field: 'name', message: 'was not added: no passkey answer came (this needs the page’s script)' },
+        });
+      const registered = await registerPasskey(context.db, relyingParty(context), signedIn.user.id, sealed, answer, name, context.now());
+      if ('refused' in registered)
+        return sendTwoFactor(context, reply, signedIn, { status: 400, problem: { field: 'name', message: `was not added. ${registered.refused}` } });
+      await secondFactorGiven(context.db, signedIn.session.idHash, context.now());
+      return reply.redirect(`${TWO_FACTOR_PATH}?done=passkey-added`, 303);
+    },
+  );
+
+  route(
+    {
+      method: 'POST',
+      url: `${TWO_FACTOR_PATH}/passkeys/{id}/remove`,
+      summary: 'Removes one of the user’s passkeys; needs a fresh second factor',
+      responses: { 404: { description: 'Not one of yours' }, 400: { description: 'Step-up refused' } },
+    },
+    async (signedIn, request, reply) => {
+      const refusal = await stepUpRefusal(context, signedIn, formFields(request)[STEP_UP_FIELD]);
+      if (refusal) return sendTwoFactor(context, reply, signedIn, stepUpRefused(refusal));
+      if (!(await removePasskey(context.db, signedIn.user.id, (request.params as { id: string }).id)))
+        return sendTwoFactor(context, reply, signedIn, { status: 404, notice: 'No such passkey: it was removed already, or it is not yours.' });
+      return reply.redirect(`${TWO_FACTOR_PATH}?done=passkey-removed`, 303);
     },
   );
 }

@@ -16,6 +16,7 @@ export const ASSET_SOURCES = {
   'checkout.js': 'src/web/checkout/browser/checkout.ts',
   'checkout-sandbox-wallet.js': 'src/web/checkout/browser/sandbox-wallet.ts',
   'dashboard.js': 'src/web/dashboard/browser/dashboard.ts',
+  'passkeys.js': 'src/web/kit/browser/passkeys.ts',
 } as const;
 
 export type AssetName = keyof typeof ASSET_SOURCES;

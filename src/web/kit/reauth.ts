@@ -59,10 +59,14 @@ export async function stepUpRefusal(context: AppContext, signedIn: SignedIn, cod
 }
 
 /** The step-up's field in a sensitive change's form (`form` makes its id unique on the page), when one is due (nothing otherwise). */
-export function stepUpInput(signedIn: SignedIn, now: number, form: string, problem?: string): Html {
+export function stepUpInput(signedIn: SignedIn, now: number, form: string, problem?: string, returnTo = '/dashboard/account/two-factor'): Html {
   if (!stepUpDue(signedIn, now)) return html``;
+  // A passkey is confirmed on the second-factor page, which comes back here fresh.
+  const passkey = signedIn.secondFactor.passkey
+    ? html` <a href="/sign-in/second-factor?step_up=1&amp;return_to=${encodeURIComponent(returnTo)}">Confirm with a passkey instead</a>`
+    : '';
   const id = `${form}-second-factor-code`;
   const described = problem ? `${id}-hint ${id}-problem` : `${id}-hint`;
   return html`<p class="field step-up"><label for="${id}">${STEP_UP_LABEL}</label><span id="${id}-hint" class="note hint">This change needs your second factor: the code your authenticator app shows now, or a recovery code.</span>
-<input id="${id}" name="${STEP_UP_FIELD}" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="16" spellcheck="false" autocapitalize="off" class="short mono" aria-describedby="${described}"${problem ? html` aria-invalid="true" autofocus` : ''}>${problem ? html`<span id="${id}-problem" class="field-problem">${`${STEP_UP_LABEL} ${problem}.`}</span>` : ''}</p>`;
+<input id="${id}" name="${STEP_UP_FIELD}" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="16" spellcheck="false" autocapitalize="off" class="short mono" aria-describedby="${described}"${problem ? html` aria-invalid="true" autofocus` : ''}>${problem ? html`<span id="${id}-problem" class="field-problem">${`${STEP_UP_LABEL} ${problem}.`}</span>` : ''}${passkey}</p>`;
 }
