@@ -460,6 +460,9 @@ function specs(f: Fixture): Record<string, Spec> {
     'POST /dashboard/account/two-factor/recovery-codes': form({ second_factor_code: oneOf('000000', '') }),
     'POST /dashboard/account/two-factor/totp/remove': form({ second_factor_code: oneOf('000000', '') }),
     // Never `yes` with a second factor: the shop's user has none, so requiring one of everyone is refused.
+    'POST /dashboard/account/two-factor/passkeys/options': form({}),
+    'POST /dashboard/account/two-factor/passkeys': form({ name: oneOf('Laptop', ''), response: oneOf('{"id":"x","type":"public-key"}', 'not json', '') }),
+    'POST /dashboard/account/two-factor/passkeys/:id/remove': { params: { id: ['pk_unknown'] }, ...form({ second_factor_code: oneOf('000000') }) },
     'POST /dashboard/account/two-factor/require': form({ required: oneOf('yes', 'no', 'maybe'), second_factor_code: oneOf('000000') }),
     // Never a real key id: the shop's key must keep working for the other routes.
     'POST /dashboard/account/api-keys/:keyId/revoke': { params: { keyId: [] }, query: { since: oneOf('0', '1795600000000', 'x') }, ...form({}) },
@@ -549,6 +552,10 @@ function specs(f: Fixture): Record<string, Spec> {
     'GET /sign-in/second-factor': { query: { return_to: oneOf('/dashboard', '//evil.example') } },
     'POST /sign-in/second-factor': {
       body: { form: { csrf: text, code: oneOf('123456', 'abcde-fghij', '', '1234567890123456789'), return_to: oneOf('/dashboard') } },
+    },
+    'POST /sign-in/second-factor/passkey/options': { body: { form: { csrf: text, return_to: oneOf('/dashboard') } } },
+    'POST /sign-in/second-factor/passkey': {
+      body: { form: { csrf: text, response: oneOf('{"id":"x","type":"public-key"}', 'not json', ''), return_to: oneOf('/dashboard') } },
     },
     'GET /sign-in/forgot': {},
     'POST /sign-in/forgot': { body: { form: { csrf: text, email: oneOf(f.email, 'nobody@shop.example', 'not an address') } } },

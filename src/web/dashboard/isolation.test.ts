@@ -225,6 +225,13 @@ for (const { engine, skip } of engines) {
         'POST /dashboard/account/two-factor/totp/remove': async () => {
           await tryAs('POST', '/dashboard/account/two-factor/totp/remove', { userId: a.userId });
         },
+        'POST /dashboard/account/two-factor/passkeys/options': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/passkeys/options', { userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/passkeys': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/passkeys', { name: 'B', response: '{"id":"x"}', userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/passkeys/{id}/remove': () => notFound('POST', '/dashboard/account/two-factor/passkeys/pk_of_a/remove', {}),
         'POST /dashboard/account/two-factor/require': async () => {
           await tryAs('POST', '/dashboard/account/two-factor/require', { required: 'yes', merchantId: shop.merchantId, merchant_id: shop.merchantId });
         },
