@@ -183,7 +183,8 @@ for (const { engine, skip } of engines) {
       assert.equal(writer.scope, 'refunds:write');
       const second = await refund({ token: writer.access_token }, paymentId, '0.1');
       assert.equal(second.status, 201, JSON.stringify(second.body));
-      await decided({ token: writer.access_token }, (second.body as ApiRefund).id);
+      // Reading takes refunds:read: the full token follows the refund.
+      await decided({ token: full.access_token }, (second.body as ApiRefund).id);
 
       const reader = await tokenFor('refunds:read');
       assert.equal(reader.scope, 'refunds:read');

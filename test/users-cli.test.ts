@@ -3,10 +3,12 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { verify } from '@node-rs/argon2';
+import { totpCode, totpStep } from '../src/accounts/totp.ts';
+import { beginTotpEnrolment, confirmTotp, totpState } from '../src/accounts/two-factor.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/index.ts';
 import { recordToolCall } from '../src/mcp/audit.ts';
-import { createApiKey } from '../src/merchants/api-keys.ts';
+import { authenticateApiKey, createApiKey } from '../src/merchants/api-keys.ts';
 import { addConsent } from '../src/oauth/grants.ts';
 import { temporaryDirectories } from '../src/testing/environment.ts';
 
@@ -199,5 +201,49 @@ describe('till users', () => {
     assert.match(kept.stdout, /Coding agents keep their access/);
     assert.doesNotMatch(kept.stdout, /API keys coding agents made/, 'the agent key was made before the previous password was set');
     assert.equal(JSON.parse(till(['grants', 'list', '--merchant', merchantId, '--json'], env).stdout).grants.length, 1);
+  });
+
+  test('reset-two-factor removes a locked-out user’s authenticator and recovery codes, and signs it out', async () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Locked shop', '--json'], env).stdout);
+    const { userId } = JSON.parse(till(['users', 'create', '--merchant', merchantId, '--email', 'locked@shop.example', '--json'], env).stdout);
+    const config = loadConfig({ ...env, TILL_LOG_LEVEL: 'silent' });
+    const database = openDatabase(config);
+    try {
+      const now = Date.now();
+      const secret = (await beginTotpEnrolment(database.db, config.secretKey, userId, now))!;
+      assert.ok(await confirmTotp(database.db, config.secretKey, userId, totpCode(secret, totpStep(now)), now));
+      assert.deepEqual(await totpState(database.db, userId), { enrolled: true, recoveryCodesLeft: 10 });
+      const reset = till(['users', 'reset-two-factor', '--email', 'locked@shop.example', '--json'], env);
+      assert.equal(reset.status, 0, reset.stderr);
+      assert.deepEqual(JSON.parse(reset.stdout), { userId, email: 'locked@shop.example', authenticatorRemoved: true, passkeysRemoved: 0 });
+      assert.deepEqual(await totpState(database.db, userId), { enrolled: false, recoveryCodesLeft: 0 });
+      assert.match(till(['users', 'reset-two-factor', '--email', 'nobody@shop.example'], env).stderr, /no user with email nobody@shop.example/);
+    } finally {
+      await database.close();
+    }
+  });
+
+  test('keys create --scopes makes a restricted key; an unknown or empty scope is refused and nothing is made', async () => {
+    const { merchantId } = JSON.parse(till(['merchant', 'create', '--name', 'Scoped shop', '--json'], env).stdout);
+    const made = till(['keys', 'create', '--merchant', merchantId, '--scopes', 'sessions:read, sessions:write', '--json'], env);
+    assert.equal(made.status, 0, made.stderr);
+    const key = JSON.parse(made.stdout);
+    assert.deepEqual(key.scopes, ['sessions:write', 'sessions:read']);
+    const config = loadConfig({ ...env, TILL_LOG_LEVEL: 'silent' });
+    const database = openDatabase(config);
+    try {
+      assert.deepEqual((await authenticateApiKey(database.db, key.apiKey, config.modes))?.scopes, ['sessions:write', 'sessions:read']);
+      const full = JSON.parse(till(['keys', 'create', '--merchant', merchantId, '--json'], env).stdout);
+      assert.equal(full.scopes, null, 'a full key by default');
+      const count = async () => (await database.db.selectFrom('api_keys').select('id').where('merchant_id', '=', merchantId).execute()).length;
+      const before = await count();
+      const unknown = till(['keys', 'create', '--merchant', merchantId, '--scopes', 'sessions:write,refunds:everything'], env);
+      assert.equal(unknown.status, 2);
+      assert.match(unknown.stderr, /--scopes: "refunds:everything" is not a scope; the scopes are sessions:write, sessions:read, events:read, webhooks:write/);
+      assert.match(till(['keys', 'create', '--merchant', merchantId, '--scopes', ','], env).stderr, /--scopes needs one scope or more/);
+      assert.equal(await count(), before);
+    } finally {
+      await database.close();
+    }
   });
 });

@@ -14,7 +14,8 @@ import type { Db } from '../db/index.ts';
  * (it holds a known-browser cookie) counts against that browser only; any other sign-in counts
  * against the pair email and IP (the tight limit), the email from everywhere (a loose limit against
  * guessing spread over many addresses) and the IP. The password re-check of a signed-in user counts
- * against that user's re-checks only. So nobody can lock a merchant out of a browser it has used,
+ * against that user's re-checks only; a second factor (after the password, or at a step-up) against
+ * that user's second-factor guesses (and the IP, after the password). So nobody can lock a merchant out of a browser it has used,
  * nor out of the re-check, and an attacker from one address locks only that address's attempts.
  */
 export type ThrottlePolicy = { freeFailures: number; slowdownMaxMs: number; lockAfter: number; lockMs: number; forgetAfterMs: number };
@@ -35,6 +36,12 @@ export const accountSubject = (email: string): Subject => ({ key: `email:${email
 export const ipSubject = (ip: string): Subject => ({ key: `ip:${ip}`, policy: IP_POLICY, clearOnSuccess: false });
 export const knownBrowserSubject = (browserId: string): Subject => ({ key: `browser:${browserId}`, policy: EMAIL_POLICY, clearOnSuccess: true });
 export const reauthSubject = (userId: string): Subject => ({ key: `reauth:${userId}`, policy: EMAIL_POLICY, clearOnSuccess: true });
+/**
+ * The second factor typed after the password, and at a step-up: one user's guesses, wherever they
+ * come from (only a browser past that user's password can make them), slowed and locked as a
+ * password's; the IP's count takes them too.
+ */
+export const secondFactorSubject = (userId: string): Subject => ({ key: `second-factor:${userId}`, policy: EMAIL_POLICY, clearOnSuccess: true });
 
 /** The subjects of a sign-in attempt: its known browser's alone, else the email from this IP, the email, the IP. */
 export const signInSubjects = (email: string, ip: string, knownBrowserId: string | undefined): Subject[] =>

@@ -3,7 +3,18 @@ import { sha256Hex } from '../common/secrets.ts';
 import type { Db } from '../db/index.ts';
 
 export type SessionTimeouts = { idleSeconds: number; absoluteSeconds: number };
-export type SignedInSession = { idHash: string; userId: string; createdAt: number; expiresAt: number };
+/**
+ * `secondFactorDue`: past the password, the second factor still to give (not signed in yet);
+ * `secondFactorAt`: when this browser last gave one.
+ */
+export type SignedInSession = {
+  idHash: string;
+  userId: string;
+  createdAt: number;
+  expiresAt: number;
+  secondFactorDue: boolean;
+  secondFactorAt: number | null;
+};
 
 /** Activity is written back at most this often, so reading pages does not write on every request. */
 const TOUCH_EVERY_MS = 60_000;
@@ -18,16 +29,24 @@ export async function startUserSession(
   previousToken: string | undefined,
   timeouts: SessionTimeouts,
   now: number,
-  /** Runs in the session's transaction (the activity log's line of a sign-in from a new browser). */
-  alongside?: (trx: Db) => Promise<void>,
+  /** `alongside` runs in the session's transaction (the activity log's line of a sign-in from a new browser). */
+  options: { secondFactorDue?: boolean; alongside?: (trx: Db) => Promise<void> } = {},
 ): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   await db.transaction().execute(async (trx) => {
-    await alongside?.(trx);
+    await options.alongside?.(trx);
     if (previousToken) await trx.deleteFrom('user_sessions').where('id_hash', '=', sha256Hex(previousToken)).execute();
     await trx
       .insertInto('user_sessions')
-      .values({ id_hash: sha256Hex(token), user_id: userId, created_at: now, last_seen_at: now, expires_at: now + timeouts.absoluteSeconds * 1000 })
+      .values({
+        id_hash: sha256Hex(token),
+        user_id: userId,
+        created_at: now,
+        last_seen_at: now,
+        expires_at: now + timeouts.absoluteSeconds * 1000,
+        second_factor_due: options.secondFactorDue ? 1 : 0,
+        second_factor_at: null,
+      })
       .execute();
   });
   return token;
@@ -45,7 +64,19 @@ export async function readUserSession(db: Db, token: string | undefined, timeout
     return undefined;
   }
   if (now - lastSeen >= TOUCH_EVERY_MS) await db.updateTable('user_sessions').set({ last_seen_at: now }).where('id_hash', '=', idHash).execute();
-  return { idHash, userId: row.user_id, createdAt: Number(row.created_at), expiresAt: Number(row.expires_at) };
+  return {
+    idHash,
+    userId: row.user_id,
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    secondFactorDue: Number(row.second_factor_due) === 1,
+    secondFactorAt: row.second_factor_at === null ? null : Number(row.second_factor_at),
+  };
+}
+
+/** The browser gave its second factor: signed in now (when it was due), and fresh for a step-up. */
+export async function secondFactorGiven(db: Db, idHash: string, now: number): Promise<void> {
+  await db.updateTable('user_sessions').set({ second_factor_due: 0, second_factor_at: now }).where('id_hash', '=', idHash).execute();
 }
 
 export async function endUserSession(db: Db, token: string): Promise<void> {

@@ -4,6 +4,7 @@ import { constantTimeEqual } from '../common/secrets.ts';
 import type { AppContext } from '../context.ts';
 import { clearCookie, cookieName, readCookies, setCookie } from '../http/forms.ts';
 import { type Actor, recordActivity } from '../merchants/events.ts';
+import { type SecondFactorStanding, secondFactorStanding } from './two-factor.ts';
 import { readUserSession, type SessionTimeouts, type SignedInSession, sessionCsrfToken, startUserSession } from './user-sessions.ts';
 import { findUser, type User } from './users.ts';
 
@@ -42,28 +43,54 @@ export function rememberBrowser(context: AppContext, request: FastifyRequest, re
   });
 }
 
-export type SignedIn = { user: User; session: SignedInSession; csrfToken: string };
+/** `secondFactor`: whether the user has one, and whether the merchant requires one of everyone. */
+export type SignedIn = { user: User; session: SignedInSession; csrfToken: string; secondFactor: SecondFactorStanding };
 
-/** The signed-in user of a request, with the CSRF token its forms carry; undefined when signed out. */
-export async function currentUser(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
+/** The browser's session and its user, whether or not its second factor is still due. */
+async function browserSession(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
   const token = readCookies(request)[sessionCookie(context)];
   const session = await readUserSession(context.db, token, timeouts(context), context.now());
   if (!session) return undefined;
   const user = await findUser(context.db, session.userId);
   if (!user) return undefined;
-  return { user, session, csrfToken: sessionCsrfToken(context.config.secretKey, session.idHash) };
+  const secondFactor = await secondFactorStanding(context.db, user.id);
+  return { user, session, csrfToken: sessionCsrfToken(context.config.secretKey, session.idHash), secondFactor };
 }
 
-/** Starts a session for the user, ending the browser's previous one, and sets its cookie. */
-export async function signIn(context: AppContext, request: FastifyRequest, reply: FastifyReply, user: User): Promise<void> {
+/** The signed-in user of a request, with the CSRF token its forms carry; undefined when signed out or when its second factor is still due. */
+export async function currentUser(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
+  const signedIn = await browserSession(context, request);
+  return signedIn && !signedIn.session.secondFactorDue ? signedIn : undefined;
+}
+
+/** A browser past the password whose second factor is due (the second-factor page's), else undefined. */
+export async function awaitingSecondFactor(context: AppContext, request: FastifyRequest): Promise<SignedIn | undefined> {
+  const signedIn = await browserSession(context, request);
+  return signedIn?.session.secondFactorDue ? signedIn : undefined;
+}
+
+/**
+ * Starts a session for the user, ending the browser's previous one, and sets its cookie. With
+ * `secondFactorDue` the browser is past the password only: signed in once it gives its second factor.
+ */
+export async function signIn(
+  context: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  options: { secondFactorDue?: boolean } = {},
+): Promise<void> {
   const previous = readCookies(request)[sessionCookie(context)];
   const now = context.now();
   // A browser this user never signed in from is a line of the activity log, written with the session.
   const newBrowser = knownBrowserId(context, request, user.email) === undefined;
-  const token = await startUserSession(context.db, user.id, previous, timeouts(context), now, async (trx) => {
-    if (!newBrowser) return;
-    const actor: Actor = { kind: 'user', id: user.id, label: user.email, ip: request.ip, userAgent: request.headers['user-agent'] ?? null };
-    await recordActivity(trx, user.merchantId, actor, { type: 'signed_in_new_browser', mode: null, detail: { email: user.email } }, now);
+  const token = await startUserSession(context.db, user.id, previous, timeouts(context), now, {
+    ...options,
+    alongside: async (trx) => {
+      if (!newBrowser) return;
+      const actor: Actor = { kind: 'user', id: user.id, label: user.email, ip: request.ip, userAgent: request.headers['user-agent'] ?? null };
+      await recordActivity(trx, user.merchantId, actor, { type: 'signed_in_new_browser', mode: null, detail: { email: user.email } }, now);
+    },
   });
   setCookie(reply, sessionCookie(context), token, { secure: secureCookies(context), maxAgeSeconds: context.config.signInMaxSeconds });
   rememberBrowser(context, request, reply, user.email);

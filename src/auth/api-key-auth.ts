@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
+import type { ApiKeyScope } from '../common/api-key-scopes.ts';
 import { TillError } from '../common/errors.ts';
 import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
-import { authenticateApiKey } from '../merchants/api-keys.ts';
+import { type AuthenticatedKey, authenticateApiKey } from '../merchants/api-keys.ts';
 import { activeClient } from '../oauth/clients.ts';
 import { otherMode, unservedMode } from '../oauth/credential-modes.ts';
-import type { PaymentApiScope } from '../oauth/scopes.ts';
 import { verifyCheckoutToken } from '../oauth/tokens.ts';
 
 export const API_KEY_HEADER = 'x-sc-apikey';
@@ -22,11 +22,6 @@ export type AuthenticatedMerchant = {
   /** The scopes a client-credentials token was narrowed to; none for an API key or a token asked without `scope`: every scope. */
   scopes?: readonly string[];
 };
-
-/** Refuses (403 insufficient_scope) a credential narrowed to scopes without `scope`; an API key has every scope. */
-export function requireApiScope(merchant: AuthenticatedMerchant, scope: PaymentApiScope): void {
-  if (merchant.scopes !== undefined && !merchant.scopes.includes(scope)) throw new TillError('insufficient_scope', { scope });
-}
 
 /**
  * The merchant behind the request: its X-SC-ApiKey, or a client-credentials bearer token for the
@@ -49,11 +44,29 @@ export async function requireMerchant(context: AppContext, request: FastifyReque
   const header = request.headers[API_KEY_HEADER];
   const presented = Array.isArray(header) ? undefined : header;
   const authorization = request.headers.authorization;
-  if (!presented && authorization && /^bearer /i.test(authorization)) return requireBearer(context, authorization.slice(7).trim());
+  if (!presented && authorization && /^bearer /i.test(authorization)) {
+    const merchant = await requireBearer(context, authorization.slice(7).trim());
+    // A token asked with `scope` is narrowed as a restricted key is, by the route's scope.
+    if (merchant.scopes) requireKeyScope(merchant, routeScope(request));
+    return merchant;
+  }
   if (!presented) throw new TillError('unauthorized', { presented: false });
   const key = await authenticateApiKey(context.db, presented.trim(), context.config.modes, context.now());
   if (!key) throw new TillError('unauthorized', { presented: true });
+  requireKeyScope(key, routeScope(request));
   return { merchantId: key.merchantId, walletConfigured: key.walletConfigured, mode: modeOfKey(key.mode), keyHash: key.keyHash };
+}
+
+/** The scope the request's route needs of a restricted key (its RouteDoc's `scope`). */
+export function routeScope(request: FastifyRequest): ApiKeyScope {
+  const scope = request.routeOptions.config.apiKeyScope;
+  if (!scope) throw new Error(`${request.method} ${request.routeOptions.url} checks an API key but names no scope`);
+  return scope;
+}
+
+/** A restricted key without the scope is refused (403, naming it); a full key has every scope. */
+export function requireKeyScope(key: { scopes?: readonly string[] | undefined }, scope: ApiKeyScope): void {
+  if (key.scopes && !key.scopes.includes(scope)) throw new TillError('insufficient_scope', { scope });
 }
 
 /** A client-credentials token acts in its client's mode, and only while the deployment serves it. */

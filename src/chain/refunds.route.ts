@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { type AuthenticatedMerchant, requireApiScope, requireMerchant } from '../auth/api-key-auth.ts';
+import { requireMerchant } from '../auth/api-key-auth.ts';
 import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
@@ -33,11 +33,10 @@ const REFUSED = {
 };
 const NO_ORDER = { description: 'No settled payment with this order id for this merchant in the credential’s mode', schema: ErrorResponse };
 
-/** The merchant and mode a request acts in, once its credential may use `scope`. */
-async function refundScope(context: AppContext, request: Parameters<typeof requireMerchant>[1], scope: 'refunds:read' | 'refunds:write') {
-  const merchant: AuthenticatedMerchant = await requireMerchant(context, request);
-  requireApiScope(merchant, scope);
-  return { merchantId: merchant.merchantId, mode: merchant.mode } satisfies RefundReadScope;
+/** The merchant and mode a request acts in; its credential's scopes are checked against the route's (`scope` in its doc). */
+async function refundScope(context: AppContext, request: Parameters<typeof requireMerchant>[1]): Promise<RefundReadScope> {
+  const merchant = await requireMerchant(context, request);
+  return { merchantId: merchant.merchantId, mode: merchant.mode };
 }
 
 /** A refund just made or read, with its order id, as the API answers it. */
@@ -60,6 +59,7 @@ export const registerRefundRoutes =
       {
         method: 'POST',
         url: '/api/checkout/v2/payments/{paymentId}/refunds/prepare',
+        scope: 'refunds:write',
         tag: TAG,
         summary: 'Prepare a refund: the typed data its payout wallet signs',
         description:
@@ -77,7 +77,7 @@ export const registerRefundRoutes =
       },
       {},
       async (request) => {
-        const scope = await refundScope(context, request, 'refunds:write');
+        const scope = await refundScope(context, request);
         const { paymentId } = validate(PrepareRefundParams, request.params);
         const { amount } = validate(PrepareRefundBody, request.body);
         const { payment, typedData } = await prepareRefund(context, scope, paymentId, amount);
@@ -90,6 +90,7 @@ export const registerRefundRoutes =
       {
         method: 'POST',
         url: '/api/checkout/v2/refunds',
+        scope: 'refunds:write',
         tag: TAG,
         summary: 'Make a refund from a signed authorization',
         description:
@@ -107,7 +108,7 @@ export const registerRefundRoutes =
       },
       {},
       async (request, reply) => {
-        const scope = await refundScope(context, request, 'refunds:write');
+        const scope = await refundScope(context, request);
         const body = validate(CreateRefundBody, request.body);
         const services = rails[scope.mode];
         const refund = await makeRefund(context, services, scope, body.paymentId, { ...body, reason: body.reason }, { origin: 'api' });
@@ -120,6 +121,7 @@ export const registerRefundRoutes =
       {
         method: 'GET',
         url: '/api/checkout/v2/refunds/{refundId}',
+        scope: 'refunds:read',
         tag: TAG,
         summary: 'Read a refund',
         description: 'Needs `refunds:read` (or `refunds:write`).',
@@ -135,7 +137,7 @@ export const registerRefundRoutes =
       },
       {},
       async (request) => {
-        const scope = await readScope(context, request);
+        const scope = await refundScope(context, request);
         const { refundId } = validate(RefundParams, request.params);
         return readRefund(context, scope, refundId);
       },
@@ -146,6 +148,7 @@ export const registerRefundRoutes =
       {
         method: 'GET',
         url: '/api/checkout/v2/refunds',
+        scope: 'refunds:read',
         tag: TAG,
         summary: 'List refunds',
         description:
@@ -161,7 +164,7 @@ export const registerRefundRoutes =
       },
       {},
       async (request) => {
-        const scope = await readScope(context, request);
+        const scope = await refundScope(context, request);
         const given = (request.query ?? {}) as Record<string, unknown>;
         const repeated = Object.keys(RefundListQuery.shape).find((name) => Array.isArray(given[name]));
         if (repeated) throw new TillError('invalid_field', { field: repeated, problem: 'must be given once' });
@@ -169,10 +172,3 @@ export const registerRefundRoutes =
       },
     );
   };
-
-/** Reading refunds takes `refunds:read`; a token narrowed to `refunds:write` alone may read what it makes. */
-async function readScope(context: AppContext, request: Parameters<typeof requireMerchant>[1]) {
-  const merchant = await requireMerchant(context, request);
-  if (merchant.scopes !== undefined && !merchant.scopes.includes('refunds:write')) requireApiScope(merchant, 'refunds:read');
-  return { merchantId: merchant.merchantId, mode: merchant.mode };
-}

@@ -17,11 +17,13 @@ Commands (--mode test|live: the mode a command acts in; without it, live where t
   till merchant list [--json]                  merchants, wallets, API key ids (never the keys)
   till merchant set-wallet MERCHANT_ID 0x… [--mode test|live] [--json]
   till merchant set-webhook MERCHANT_ID --url URL [--events a,b] [--rotate [--overlap HOURS]] [--mode test|live] [--json]
-  till keys create --merchant MERCHANT_ID [--mode test|live] [--json]
+  till keys create --merchant MERCHANT_ID [--mode test|live] [--scopes a,b] [--json]
   till keys revoke KEY_ID [--json]
   till users create --merchant MERCHANT_ID --email EMAIL [--password-stdin] [--json]
                                                a user who signs in for the merchant (password generated and shown once without --password-stdin)
   till users reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json]
+  till users reset-two-factor --email EMAIL [--json]
+                                               removes a locked-out user's authenticator app, recovery codes and passkeys
   till clients create --merchant MERCHANT_ID [--mode test|live] [--json]
                                                client credentials for a merchant's server (secret shown once)
   till clients revoke CLIENT_ID [--json]

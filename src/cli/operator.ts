@@ -1,3 +1,4 @@
+import { API_KEY_SCOPE_NAMES, type ApiKeyScope, parseApiKeyScopes } from '../common/api-key-scopes.ts';
 import { TillError } from '../common/errors.ts';
 import { keyModeOf } from '../common/modes.ts';
 import { migrateToLatest } from '../db/migrate.ts';
@@ -115,13 +116,20 @@ export async function keysCommand(args: string[]): Promise<void> {
   if (sub === 'create') {
     const merchantId = takeOption(args, '--merchant');
     const givenMode = takeOption(args, '--mode');
+    const givenScopes = takeOption(args, '--scopes');
     noneLeft(args);
     if (!merchantId) throw new UsageError('keys create needs --merchant MERCHANT_ID');
+    const scopes = scopesOption(givenScopes);
     const key = await withDatabase(async ({ db }, config) => {
       if (!(await findMerchant(db, merchantId))) throw new UsageError(`no merchant ${merchantId}`);
-      return createApiKey(db, merchantId, keyModeOf(modeOption(givenMode, config)));
+      return createApiKey(db, merchantId, keyModeOf(modeOption(givenMode, config)), Date.now(), scopes);
     });
-    printResult(json, { keyId: key.keyId, apiKey: key.apiKey }, `API key ${key.keyId} (shown once, store it now): ${key.apiKey}`);
+    const access = key.scopes ? `restricted to ${key.scopes.join(', ')}` : 'full access';
+    printResult(
+      json,
+      { keyId: key.keyId, apiKey: key.apiKey, scopes: key.scopes ?? null },
+      `API key ${key.keyId}, ${access} (shown once, store it now): ${key.apiKey}`,
+    );
     return;
   }
   if (sub === 'revoke') {
@@ -133,5 +141,15 @@ export async function keysCommand(args: string[]): Promise<void> {
     printResult(json, { keyId, revoked: true }, `API key ${keyId} revoked.`);
     return;
   }
-  throw new UsageError('keys commands: create --merchant MERCHANT_ID [--json] | revoke KEY_ID [--json]');
+  throw new UsageError('keys commands: create --merchant MERCHANT_ID [--mode test|live] [--scopes a,b] [--json] | revoke KEY_ID [--json]');
+}
+
+/** `--scopes a,b`: a restricted key's scopes, each known; absent, a full key. */
+function scopesOption(given: string | undefined): ApiKeyScope[] | undefined {
+  if (given === undefined) return undefined;
+  const parsed = parseApiKeyScopes(given.split(','));
+  const known = API_KEY_SCOPE_NAMES.join(', ');
+  if ('unknown' in parsed) throw new UsageError(`--scopes: "${parsed.unknown}" is not a scope; the scopes are ${known}`);
+  if (parsed.scopes.length === 0) throw new UsageError(`--scopes needs one scope or more, comma-separated: ${known}`);
+  return parsed.scopes;
 }

@@ -1,5 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { isRole, ROLES } from '../accounts/roles.ts';
+import { removeAllPasskeys } from '../accounts/passkeys.ts';
+import { removeTotp } from '../accounts/two-factor.ts';
 import { endAllUserSessions } from '../accounts/user-sessions.ts';
 import { changeRole, createUser, findUserByEmail, LastOwnerError, listMembers, passwordSetAt, setPassword, UserError } from '../accounts/users.ts';
 import { keysMadeByAgentsSince } from '../merchants/api-keys.ts';
@@ -129,8 +131,28 @@ export async function usersCommand(args: string[]): Promise<void> {
     );
     return;
   }
+  if (sub === 'reset-two-factor') {
+    const email = takeOption(args, '--email');
+    noneLeft(args);
+    if (!email) throw new UsageError('users reset-two-factor needs --email EMAIL');
+    // A locked-out user (no authenticator, no recovery code, no passkey): the operator checks who asks, then removes them all.
+    const reset = await withDatabase(async ({ db }) => {
+      const user = await findUserByEmail(db, email);
+      if (!user) throw new UsageError(`no user with email ${email}`);
+      const totp = await removeTotp(db, user.id);
+      const passkeys = await removeAllPasskeys(db, user.id);
+      await endAllUserSessions(db, user.id);
+      return { user, totp, passkeys };
+    });
+    printResult(
+      json,
+      { userId: reset.user.id, email: reset.user.email, authenticatorRemoved: reset.totp, passkeysRemoved: reset.passkeys },
+      `Second factors of ${reset.user.email} removed (authenticator app: ${reset.totp ? 'yes' : 'none'}, passkeys: ${reset.passkeys}); its sessions are signed out. It signs in with its password and sets up a second factor again.`,
+    );
+    return;
+  }
   throw new UsageError(
-    `users commands: create --merchant MERCHANT_ID --email EMAIL [--role ${ROLES.join('|')}] [--password-stdin] [--json] | list --merchant MERCHANT_ID [--json] | set-role --email EMAIL --role ${ROLES.join('|')} [--json] | reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json]`,
+    `users commands: create --merchant MERCHANT_ID --email EMAIL [--role ${ROLES.join('|')}] [--password-stdin] [--json] | list --merchant MERCHANT_ID [--json] | set-role --email EMAIL --role ${ROLES.join('|')} [--json] | reset-password --email EMAIL [--password-stdin] [--keep-agents] [--json] | reset-two-factor --email EMAIL [--json]`,
   );
 }
 

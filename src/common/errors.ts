@@ -74,16 +74,16 @@ export const ERROR_CATALOGUE = {
             ? 'The API key is not valid: it is unknown, revoked, or of a mode this deployment does not serve (sk_test_ keys need test mode, sk_live_ keys live mode: TILL_MODES)'
             : 'A valid API key is required in the X-SC-ApiKey header (or a bearer token in Authorization)',
   ),
+  insufficient_scope: entry(
+    403,
+    'The credential is narrowed to scopes (a restricted API key, or a client-credentials token asked with `scope`) without the one this request needs; the message names it',
+    (p: { scope: string }) =>
+      `This request needs the scope ${p.scope}, which this credential lacks; use an API key or token with ${p.scope} (or a full key, or a token asked without scope)`,
+  ),
   test_mode_only: entry(
     403,
     'The request makes test data, so it takes a test-mode credential (an sk_test_ key); a live one is refused',
     () => 'This request works only with a test-mode credential (an sk_test_ key), never a live one',
-  ),
-  insufficient_scope: entry(
-    403,
-    'The client-credentials token was issued for scopes (`scope` at the token endpoint) that do not include the one this request needs; the message names it',
-    (p: { scope: string }) =>
-      `This request needs the scope ${p.scope}, which this token was not issued for; ask the token endpoint for it (or for no scope: every scope)`,
   ),
   not_found: entry(404, 'The object does not exist, belongs to another merchant, or the route is unknown', (p: { what: string }) => `${p.what} was not found`),
   method_not_allowed: entry(

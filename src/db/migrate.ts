@@ -32,6 +32,8 @@ import * as eventList from './migrations/0029_event_list.ts';
 import { webhookEndpointModes } from './migrations/0030_webhook_endpoint_modes.ts';
 import * as apiKeyNotifications from './migrations/0031_api_key_notifications.ts';
 import * as teams from './migrations/0032_teams.ts';
+import * as apiKeyScopes from './migrations/0034_api_key_scopes.ts';
+import * as twoFactor from './migrations/0035_two_factor.ts';
 import * as agentRefunds from './migrations/0036_agent_refunds.ts';
 import * as paymentIdentifiers from './migrations/0038_payment_identifiers.ts';
 import * as discoverableLinks from './migrations/0039_discoverable_links.ts';
@@ -70,6 +72,8 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0030_webhook_endpoint_modes': webhookEndpointModes(secretKey),
   '0031_api_key_notifications': apiKeyNotifications,
   '0032_teams': teams,
+  '0034_api_key_scopes': apiKeyScopes,
+  '0035_two_factor': twoFactor,
   '0036_agent_refunds': agentRefunds,
   '0038_payment_identifiers': paymentIdentifiers,
   '0039_discoverable_links': discoverableLinks,

@@ -18,6 +18,8 @@ export interface MerchantsTable {
   /** Where buyers write to; set on the dashboard. */
   support_email: string | null;
   website_url: string | null;
+  /** 1: every user of the merchant signs in with a second factor (one without is sent to enrol). */
+  require_two_factor: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -30,6 +32,8 @@ export interface ApiKeysTable {
   revoked_at: number | null;
   /** When the key last authenticated a request; written at most once a minute. */
   last_used_at: number | null;
+  /** A restricted key's scopes, space-separated; null for a full key. */
+  scopes: string | null;
 }
 
 /**
@@ -241,6 +245,9 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   users: UsersTable;
   user_sessions: UserSessionsTable;
+  user_totp: UserTotpTable;
+  user_recovery_codes: UserRecoveryCodesTable;
+  user_passkeys: UserPasskeysTable;
   sign_in_throttle: SignInThrottleTable;
   oauth_clients: OAuthClientsTable;
   signing_keys: SigningKeysTable;
@@ -342,6 +349,41 @@ export interface UserSessionsTable {
   last_seen_at: number;
   /** The absolute end of the session, whatever its activity. */
   expires_at: number;
+  /** 1 while the browser, past the password, has not given its second factor: it is not signed in yet. */
+  second_factor_due: Generated<number>;
+  /** When the browser last gave a second factor (sign-in or step-up). */
+  second_factor_at: number | null;
+}
+
+/** A user's authenticator (TOTP) secret, sealed; `last_step` the time step of the last code taken. */
+export interface UserTotpTable {
+  user_id: string;
+  secret_sealed: string;
+  confirmed_at: number | null;
+  last_step: number | null;
+  created_at: number;
+}
+
+/** A one-use recovery code, as its SHA-256. */
+export interface UserRecoveryCodesTable {
+  id: string;
+  user_id: string;
+  code_hash: string;
+  created_at: number;
+  used_at: number | null;
+}
+
+/** A WebAuthn credential (passkey) of a user: `id` the credential id (base64url), `public_key` base64url COSE. */
+export interface UserPasskeysTable {
+  id: string;
+  user_id: string;
+  public_key: string;
+  counter: number;
+  /** JSON array of the authenticator's transports. */
+  transports: string;
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
 }
 
 /** Sign-in failures of one subject (`email:…` or `ip:…`) in the current window. */

@@ -76,7 +76,8 @@ export function buildOpenApi(baseUrl: string, routes: readonly RouteDoc[]) {
       tags: [route.tag],
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
-      ...(route.security === 'apiKey' ? { security: [{ apiKey: [] }] } : {}),
+      // The scope a restricted key needs (OpenAPI 3.1 lets an apiKey requirement list roles).
+      ...(route.security === 'apiKey' ? { security: [{ apiKey: route.scope ? [route.scope] : [] }] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: components.add(route.body, 'input') } } } } : {}),
       responses: Object.fromEntries(

@@ -1,5 +1,6 @@
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import type { ApiKeyScope } from '../common/api-key-scopes.ts';
 import type { AppContext } from '../context.ts';
 import { jsonContentTypeProblem } from './json.ts';
 
@@ -11,6 +12,8 @@ export type RouteDoc = {
   description?: string;
   tag: string;
   security?: 'apiKey' | 'none';
+  /** What an `apiKey` route needs of a restricted key: one of its scopes (a full key has them all). */
+  scope?: ApiKeyScope;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
@@ -21,6 +24,10 @@ export type RouteDoc = {
 export type RouteRegistrar = (app: FastifyInstance, context: AppContext) => void;
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope of a restricted API key the route needs (its doc's `scope`), read by the API key check. */
+    apiKeyScope?: ApiKeyScope;
+  }
   interface FastifyInstance {
     /** The docs of the routes added with addRoute to this app (and its plugins), for its own /openapi.json. */
     readonly routeDocs: RouteDoc[];
@@ -50,14 +57,16 @@ export function addRoute(
   },
   handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
 ): void {
+  if (doc.security === 'apiKey' && !doc.scope) throw new Error(`${doc.method} ${doc.url} takes an API key: its doc names the scope it needs`);
   const onRequest = [...(doc.body ? [requireJsonBody] : []), ...(options.onRequest ? [options.onRequest] : [])];
+  const config = doc.scope ? { ...options.config, apiKeyScope: doc.scope } : options.config;
   app.route({
     ...(onRequest.length > 0 ? { onRequest } : {}),
     method: doc.method,
     url: doc.url.replace(/\{(\w+)\}/g, ':$1'),
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     ...(options.preHandler ? { preHandler: options.preHandler } : {}),
-    ...(options.config ? { config: options.config } : {}),
+    ...(config ? { config } : {}),
     handler,
   });
   app.routeDocs.push(doc);

@@ -137,6 +137,31 @@ for (const { engine, skip } of engines) {
       }
     });
 
+    test('create_api_key restricts a key only to scopes its own token holds; the key is refused outside them', async () => {
+      const { merchantId, accessToken } = await agentOn(['keys:write']);
+      const beyond = await call(accessToken, 'create_api_key', { scopes: ['sessions:write'] });
+      assert.equal(beyond.isError, true);
+      assert.match(beyond.content[0].text, /does not hold sessions:write, so it cannot give it to a key; nothing was made/);
+      assert.ok(
+        (await audited(merchantId)).some((row) => row.join() === 'create_api_key,refused,scope_not_held'),
+        'audited as refused',
+      );
+      const unknown = await call(accessToken, 'create_api_key', { scopes: ['refunds:everything'] });
+      assert.equal(unknown.isError, true);
+
+      const writer = await agentOn(['keys:write', 'sessions:write']);
+      const made = await call(writer.accessToken, 'create_api_key', { scopes: ['sessions:write'] });
+      assert.deepEqual(made.structuredContent.scopes, ['sessions:write']);
+      const read = await service.app.inject({
+        method: 'GET',
+        url: '/api/checkout/v2/payment_session',
+        headers: { 'x-sc-apikey': made.structuredContent.apiKey },
+      });
+      assert.equal(read.statusCode, 403);
+      assert.equal(read.json().error.code, 'insufficient_scope');
+      assert.equal((await call(writer.accessToken, 'create_api_key')).structuredContent.scopes, null, 'a full key when no scopes are asked for');
+    });
+
     test(`create_api_key: at most ${KEYS_PER_ACCOUNT} keys on an account`, async () => {
       const { merchantId, accessToken } = await agentOn(['keys:write']);
       // service.merchant() made one key; the account is filled up to the limit.

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
+import { type ApiKeyScope, scopesOfStored, storedScopes } from '../common/api-key-scopes.ts';
 import { newId } from '../common/ids.ts';
 import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import { constantTimeEqual, sha256Hex } from '../common/secrets.ts';
@@ -10,12 +11,17 @@ import { walletOf } from './merchants.ts';
 
 export type { KeyMode };
 
-export type IssuedApiKey = { keyId: string; apiKey: string; mode: KeyMode; lastFour: string };
+/** `scopes`: a restricted key's; none for a full key. */
+export type IssuedApiKey = { keyId: string; apiKey: string; mode: KeyMode; lastFour: string; scopes?: ApiKeyScope[] };
 
 const KEY_PATTERN = /^sk_(test|live)_[A-Za-z0-9_-]{43}$/;
 
-/** Issues a 256-bit key; only its SHA-256 is stored, so it can be shown this once. */
-export async function createApiKey(db: Db, merchantId: string, mode: KeyMode, now = Date.now()): Promise<IssuedApiKey> {
+/**
+ * Issues a 256-bit key; only its SHA-256 is stored, so it can be shown this once. With `scopes` a
+ * restricted key (at least one scope: an empty list is a mistake, never a full key).
+ */
+export async function createApiKey(db: Db, merchantId: string, mode: KeyMode, now = Date.now(), scopes?: readonly ApiKeyScope[]): Promise<IssuedApiKey> {
+  if (scopes && scopes.length === 0) throw new Error('a restricted key needs at least one scope');
   const apiKey = `sk_${mode}_${randomBytes(32).toString('base64url')}`;
   const keyId = newId('key_');
   const lastFour = apiKey.slice(-4);
@@ -30,9 +36,10 @@ export async function createApiKey(db: Db, merchantId: string, mode: KeyMode, no
       created_at: now,
       revoked_at: null,
       last_used_at: null,
+      scopes: storedScopes(scopes),
     })
     .execute();
-  return { keyId, apiKey, mode, lastFour };
+  return { keyId, apiKey, mode, lastFour, ...(scopes ? { scopes: [...scopes] } : {}) };
 }
 
 /** Revokes an active key; with `merchantId`, only a key of that merchant (another's is left alone and false answered). */
@@ -63,7 +70,15 @@ export async function revokeMerchantKeys(db: Db, merchantId: string, mode: KeyMo
 /** How stale `last_used_at` may get: a key in constant use is written once a minute, not on every request. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
-export type AuthenticatedKey = { keyId: string; merchantId: string; mode: KeyMode; walletConfigured: boolean; keyHash: string };
+/** `scopes`: a restricted key's, undefined for a full key. */
+export type AuthenticatedKey = {
+  keyId: string;
+  merchantId: string;
+  mode: KeyMode;
+  walletConfigured: boolean;
+  keyHash: string;
+  scopes: ApiKeyScope[] | undefined;
+};
 
 /** The key's row and its merchant's wallet, by the key's hash: one indexed read, built and compiled once. */
 const keyByHash = prepareQuery((db: Db, params: { hash: string }) =>
@@ -77,6 +92,7 @@ const keyByHash = prepareQuery((db: Db, params: { hash: string }) =>
       'api_keys.key_hash',
       'api_keys.revoked_at',
       'api_keys.last_used_at',
+      'api_keys.scopes',
       'merchants.wallet_address',
       'merchants.test_wallet_address',
     ])
@@ -139,6 +155,7 @@ export async function authenticateApiKey(
       mode: row.mode,
       walletConfigured: walletOf(row, modeOfKey(row.mode)) !== null,
       lastUsedAt: row.last_used_at,
+      scopes: scopesOfStored(row.scopes),
     };
     // Kept only when nothing changed while it was read: a change seen meanwhile may be newer than the row.
     if (known.watch.keeps(ticket)) {
@@ -158,7 +175,7 @@ export async function authenticateApiKey(
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - LAST_USED_RESOLUTION_MS)]))
       .execute();
   }
-  return { keyId: key.keyId, merchantId: key.merchantId, mode: key.mode, walletConfigured: key.walletConfigured, keyHash: hash };
+  return { keyId: key.keyId, merchantId: key.merchantId, mode: key.mode, walletConfigured: key.walletConfigured, keyHash: hash, scopes: key.scopes };
 }
 
 /** The mode a presented key's prefix names, when it has a key's shape and the deployment serves that mode. */
@@ -172,6 +189,9 @@ function servedKeyMode(presented: string | undefined, servedModes: readonly Mode
 /** What {@link usableApiKeyCtes} is given: the presented key's hash, the mode the service takes, and the time. */
 export type ApiKeyUse = { keyHash: string; keyMode: KeyMode; now: number; usedBefore: number };
 
+/** The SQL condition of {@link usableApiKeyCtes}'s `usable` on a key's scopes: a full key, or one holding `scope`. */
+const holdsScope = (scope: ApiKeyScope) => sql`(k.scopes IS NULL OR (' ' || k.scopes || ' ') LIKE ${`% ${scope} %`})`;
+
 /** The values for {@link usableApiKeyCtes}, or undefined when the presented text cannot be a key. */
 export function apiKeyUse(presented: string | undefined, servedModes: readonly Mode[], now: number): ApiKeyUse | undefined {
   const keyMode = servedKeyMode(presented, servedModes);
@@ -183,20 +203,20 @@ export function apiKeyUse(presented: string | undefined, servedModes: readonly M
  * The key lookup of {@link authenticateApiKey} as the opening of one PostgreSQL statement, so a
  * write that needs the key's merchant goes to the server in the same round trip: `key` is the
  * presented key's row (with the merchant's payout wallet of the key's mode), whatever its state; `usable` is that row only
- * when the key is active and of the service's mode; `touched` writes `last_used_at` as
+ * when the key is active, of the service's mode and holds `scope`; `touched` writes `last_used_at` as
  * authenticateApiKey does, at most once a minute (skipped while another request is writing it, so
  * concurrent requests never wait on, or deadlock over, the key's row). The statement answers 401
  * when `usable` is empty. `lock_timeout` is set for this statement only: a write that waits behind
  * another transaction gives up after 5 s (55P03) instead of waiting for ever.
  */
-export function usableApiKeyCtes(use: ApiKeyUse): RawBuilder<unknown> {
+export function usableApiKeyCtes(use: ApiKeyUse, scope: ApiKeyScope): RawBuilder<unknown> {
   return sql`key AS (
-      SELECT k.id, k.merchant_id, k.mode, k.revoked_at,
+      SELECT k.id, k.merchant_id, k.mode, k.revoked_at, ${holdsScope(scope)} AS in_scope,
         CASE WHEN k.mode = 'test' THEN m.test_wallet_address ELSE m.wallet_address END AS wallet_address, set_config('lock_timeout', '5s', true) AS lock_timeout
       FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
       WHERE k.key_hash = ${use.keyHash}
     ),
-    usable AS (SELECT * FROM key WHERE revoked_at IS NULL AND mode = ${use.keyMode}),
+    usable AS (SELECT * FROM key WHERE revoked_at IS NULL AND mode = ${use.keyMode} AND in_scope),
     touched AS (
       UPDATE api_keys SET last_used_at = ${use.now}::bigint
       WHERE id IN (
@@ -207,13 +227,14 @@ export function usableApiKeyCtes(use: ApiKeyUse): RawBuilder<unknown> {
     )`;
 }
 
-export type MaskedApiKey = { keyId: string; masked: string; mode: KeyMode; createdAt: string; lastUsedAt: string | null };
+/** `scopes`: a restricted key's; null for a full key. */
+export type MaskedApiKey = { keyId: string; masked: string; mode: KeyMode; createdAt: string; lastUsedAt: string | null; scopes: ApiKeyScope[] | null };
 
 /** A merchant's active API keys, oldest first, masked as "…" and the last four characters (the keys themselves are never stored). */
 export async function listApiKeys(db: Db, merchantId: string, mode?: KeyMode): Promise<{ keys: MaskedApiKey[]; count: number }> {
   const rows = await db
     .selectFrom('api_keys')
-    .select(['id', 'mode', 'last_four', 'created_at', 'last_used_at'])
+    .select(['id', 'mode', 'last_four', 'created_at', 'last_used_at', 'scopes'])
     .where('merchant_id', '=', merchantId)
     .where('revoked_at', 'is', null)
     .$if(mode !== undefined, (qb) => qb.where('mode', '=', mode!))
@@ -226,6 +247,7 @@ export async function listApiKeys(db: Db, merchantId: string, mode?: KeyMode): P
     mode: row.mode,
     createdAt: new Date(row.created_at).toISOString(),
     lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at).toISOString(),
+    scopes: scopesOfStored(row.scopes) ?? null,
   }));
   return { keys, count: keys.length };
 }
@@ -265,7 +287,7 @@ export async function keysMadeByAgentsSince(db: Db, merchantId: string, since: n
   if (calls.length === 0) return [];
   const keys = await db
     .selectFrom('api_keys')
-    .select(['id', 'mode', 'last_four', 'created_at', 'last_used_at', 'revoked_at'])
+    .select(['id', 'mode', 'last_four', 'created_at', 'last_used_at', 'revoked_at', 'scopes'])
     .where('merchant_id', '=', merchantId)
     .where('created_at', '>=', since)
     .orderBy('created_at', 'desc')
@@ -289,6 +311,7 @@ export async function keysMadeByAgentsSince(db: Db, merchantId: string, since: n
         mode: row.mode,
         createdAt: new Date(Number(row.created_at)).toISOString(),
         lastUsedAt: row.last_used_at === null ? null : new Date(Number(row.last_used_at)).toISOString(),
+        scopes: scopesOfStored(row.scopes) ?? null,
         ...maker,
       },
     ];

@@ -297,3 +297,12 @@ export async function listMerchants(db: Db): Promise<MerchantSummary[]> {
       .map((key) => ({ keyId: key.id, mode: key.mode, lastFour: key.last_four, createdAt: key.created_at })),
   }));
 }
+
+/** Turns on or off the merchant's rule that every user signs in with a second factor. */
+export async function setRequireTwoFactor(db: Db, merchantId: string, required: boolean): Promise<void> {
+  await db
+    .updateTable('merchants')
+    .set({ require_two_factor: required ? 1 : 0 })
+    .where('id', '=', merchantId)
+    .execute();
+}

@@ -1,3 +1,4 @@
+import { API_KEY_SCOPE_NAMES } from '../common/api-key-scopes.ts';
 /**
  * Every scope a coding agent can be granted (spec 5.3), with the line the consent screen shows.
  * The first two are granted on first authorization; the others are opt-in (elevated): never
@@ -24,7 +25,7 @@ export const DEFAULT_SCOPES: Scope[] = SCOPES.filter((s) => !s.elevated).map((s)
 
 /**
  * The scopes a client-credentials token of the payment API may be narrowed to (`scope` at the token
- * endpoint). A token asked without `scope`, like an API key, may do everything the payment API does.
+ * endpoint): those of a restricted API key, checked the same way against the route's scope. A token
+ * asked without `scope`, like a full API key, may do everything the payment API does.
  */
-export const PAYMENT_API_SCOPES = ['refunds:read', 'refunds:write'] as const;
-export type PaymentApiScope = (typeof PAYMENT_API_SCOPES)[number];
+export const PAYMENT_API_SCOPES = API_KEY_SCOPE_NAMES;

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { requireKeyScope } from '../auth/api-key-auth.ts';
 import { TillError } from '../common/errors.ts';
 import { newId } from '../common/ids.ts';
 import { modeOfKey } from '../common/modes.ts';
@@ -48,6 +49,9 @@ type Params = ApiKeyUse & {
   receiptAddressId: string;
 };
 
+/** E1's scope: a restricted key without it is no usable key here, and is then told so (requireKeyScope). */
+const CREATE_SCOPE = 'sessions:write';
+
 // Stands for the merchant id in the stored body; ids are base64url, so they need no JSON escaping.
 const MERCHANT = '\u0000merchant\u0000';
 
@@ -66,7 +70,7 @@ const statement = (idempotent: boolean, withBuyerEmail: boolean) =>
       claim ? sql`EXISTS (SELECT 1 FROM claim WHERE position(${p.sessionId} IN claim.response_body) > 0)` : undefined,
     );
     // The key's count this minute (the limits' table, as consume() writes it): over the limit, nothing is claimed or inserted.
-    const query = sql<Outcome>`WITH ${usableApiKeyCtes(p)},
+    const query = sql<Outcome>`WITH ${usableApiKeyCtes(p, CREATE_SCOPE)},
       counted AS (
         INSERT INTO rate_limit_windows (limit_name, subject, window_start, hits, expires_at)
         SELECT ${CREATION_LIMIT_NAME}, ${p.limitSubject}, ${p.windowStart}::bigint, 1, ${p.windowEnd}::bigint FROM usable
@@ -155,7 +159,12 @@ export async function createSessionWithApiKey(
     if (isUniqueViolation(error)) await authenticateApiKey(context.db, presentedKey, context.config.modes, now);
     return orderIdInUse(error, draft.order_id);
   }
-  if (!outcome || outcome.usable === 0) throw new TillError('unauthorized', { presented: true });
+  if (!outcome || outcome.usable === 0) {
+    // A second round trip tells a restricted key without the scope (403) from no key (401).
+    const key = outcome && (await authenticateApiKey(context.db, presentedKey, context.config.modes, now));
+    if (key) requireKeyScope(key, CREATE_SCOPE);
+    throw new TillError('unauthorized', { presented: true });
+  }
   if (outcome.hits !== null && outcome.hits > limit.points)
     throw new TillError('rate_limited', { what: limit.what, retryAfterSeconds: Math.max(1, Math.ceil((params.windowEnd - now) / 1000)) });
   if (outcome.created === 1) {

@@ -19,6 +19,7 @@ const doc: RouteDoc = {
   description:
     "Creates a session and returns its id and the hosted payment page URL. Send `Idempotency-Key` to make retries safe. One API key (or one merchant's bearer tokens) may create `TILL_SESSIONS_PER_MINUTE_PER_KEY` sessions a minute (6000 by default), counted across instances: past that, 429 `rate_limited` with Retry-After.",
   security: 'apiKey',
+  scope: 'sessions:write',
   body: CreateSessionBody,
   responses: {
     ...SESSION_WRITE_REFUSALS,

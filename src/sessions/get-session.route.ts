@@ -16,6 +16,7 @@ const doc: RouteDoc = {
   summary: 'Read a payment session',
   description: 'Status, amounts, expiry and the payments made so far, each with its order id and receipt once settled.',
   security: 'apiKey',
+  scope: 'sessions:read',
   params: SessionParams,
   responses: {
     200: { description: 'The session', schema: SessionDetails },

@@ -16,6 +16,7 @@ const doc: RouteDoc = {
   description:
     'The merchant’s sessions, newest first, filtered by status, orderId and creation time, a page at a time: pass `nextCursor` as `cursor` for the next page. Each session is as the read of one answers it.',
   security: 'apiKey',
+  scope: 'sessions:read',
   query: SessionListQuery,
   responses: {
     200: { description: 'A page of sessions', schema: SessionList },

@@ -15,6 +15,7 @@ const doc: RouteDoc = {
   summary: 'Update a payment session (E2)',
   description: 'Changes only the fields sent; `null` clears an optional field. Used for sessions that take several payments, such as donation links.',
   security: 'apiKey',
+  scope: 'sessions:write',
   body: UpdateSessionBody,
   responses: {
     ...SESSION_WRITE_REFUSALS,

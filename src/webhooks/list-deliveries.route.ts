@@ -44,6 +44,7 @@ const doc: RouteDoc = {
   summary: 'List webhook deliveries',
   description: 'The merchant’s webhook deliveries, newest first, each with every attempt (time, HTTP status, latency, start of the response).',
   security: 'apiKey',
+  scope: 'events:read',
   query: Query,
   responses: {
     200: { description: 'Deliveries', schema: z.object({ deliveries: z.array(WebhookDelivery) }) },

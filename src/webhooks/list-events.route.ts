@@ -60,6 +60,7 @@ const listDoc: RouteDoc = {
   summary: 'List events',
   description: `The merchant’s webhook events of the credential’s mode (delivered or not, whatever the subscription), newest first or oldest first, filtered by type and creation time, a page at a time: pass \`nextCursor\` as \`cursor\` for the next page. Each event carries the exact body its webhook carried. Events are kept at least ${EVENT_RETENTION_DAYS} days.`,
   security: 'apiKey',
+  scope: 'events:read',
   query: EventListQuery,
   responses: {
     200: { description: 'A page of events', schema: EventList },
@@ -77,6 +78,7 @@ const readDoc: RouteDoc = {
   summary: 'Read an event',
   description: 'One of the merchant’s webhook events of the credential’s mode, with the exact body its webhook carried.',
   security: 'apiKey',
+  scope: 'events:read',
   params: Params,
   responses: {
     200: { description: 'The event', schema: WebhookEvent },

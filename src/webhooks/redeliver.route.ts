@@ -18,6 +18,7 @@ const doc: RouteDoc = {
   summary: 'Redeliver a webhook event',
   description: 'Queues the event again, with the same id and the same body as first sent, to the current webhook URL.',
   security: 'apiKey',
+  scope: 'webhooks:write',
   params: Params,
   responses: {
     202: { description: 'Queued', schema: DeliveryQueued },

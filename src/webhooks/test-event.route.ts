@@ -15,6 +15,7 @@ const doc: RouteDoc = {
   description:
     "Queues a `webhook.test` event with sample values, signed like every other event, to the webhook URL. At most `TILL_WEBHOOK_TEST_EVENTS_PER_HOUR` (20 by default) per merchant per hour, with the dashboard's test events: past that, 429 with Retry-After.",
   security: 'apiKey',
+  scope: 'webhooks:write',
   responses: {
     202: { description: 'Queued', schema: DeliveryQueued },
     401: UNAUTHORIZED_RESPONSE,

@@ -25,6 +25,7 @@ const doc: RouteDoc = {
   description:
     'Makes a test-mode event of the type with made-up values (fresh fake session, order and payment ids) in the shape of a real one, for trying a receiver: listed by the events API, so `till listen` forwards it, and delivered to the test-mode webhook URL when it is subscribed to the type (`webhook.test` whatever the subscription). Counts against `TILL_WEBHOOK_TEST_EVENTS_PER_HOUR` with the other test events. Test-mode credentials only.',
   security: 'apiKey',
+  scope: 'webhooks:write',
   body: Body,
   responses: {
     201: { description: 'The event made', schema: z.object({ event: WebhookEvent, deliveryId: z.string().nullable() }) },

@@ -25,6 +25,7 @@ import { addFormRoute } from '../kit/forms.ts';
 import type { Html } from '../kit/html.ts';
 import { viewedMode } from '../kit/mode.ts';
 import { HTML_RESPONSE, pageCsp, sendPage } from '../kit/page.ts';
+import { STEP_UP_FIELD, STEP_UP_LABEL, stepUpInput, stepUpRefusal } from '../kit/reauth.ts';
 import { authorizationErrorPage, consentPage } from './page.ts';
 
 const TAG = 'OAuth';
@@ -133,6 +134,9 @@ export const registerConsentPages =
         // The mode the screen showed, not whatever the dashboard shows now: the merchant agreed to that one.
         if (fields.mode !== undefined && fields.mode !== 'test' && fields.mode !== 'live') return refusal(reply, 403, FORM_REFUSED);
         const mode = fields.mode === undefined ? viewedMode(context, request) : modeOfKey(fields.mode);
+        // Allowing an agent needs a fresh second factor of a user with one; denying never does.
+        const stepUp = fields.decision === 'allow' ? await stepUpRefusal(context, signedIn, fields[STEP_UP_FIELD]) : undefined;
+        if (stepUp) return sendConsent(reply, 400, context, pending, signedIn, mode, `${STEP_UP_LABEL} ${stepUp}.`, stepUp);
         const answered: Answered =
           fields.decision === 'allow'
             ? await allowAuthorization(context, pending, signedIn.user, formValues(request, 'scope'), mode, (trx, scopes) =>
@@ -165,6 +169,7 @@ async function sendConsent(
   signedIn: SignedIn,
   mode: Mode,
   problem?: string,
+  stepUpProblem?: string,
 ): Promise<FastifyReply> {
   const granted = await alreadyGranted(context, signedIn.user.merchantId, pending.clientId, mode);
   reply.header('content-security-policy', pageCsp([new URL(pending.redirectUri).origin]));
@@ -176,6 +181,7 @@ async function sendConsent(
     mode: keyModeOf(mode),
     bothModesServed: context.config.modes.length > 1,
     problem,
+    stepUp: stepUpInput(signedIn, context.now(), 'consent', stepUpProblem, `/oauth/consent/${pending.id}`),
   });
   return sendPage(reply, status, body);
 }

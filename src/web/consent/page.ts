@@ -23,6 +23,8 @@ export function consentPage(view: {
   mode: KeyMode;
   bothModesServed: boolean;
   problem?: string;
+  /** The step-up's field, when allowing needs a fresh second factor. */
+  stepUp: Html;
 }): Html {
   const { request } = view;
   const redirectHost = new URL(request.redirectUri).host;
@@ -64,6 +66,7 @@ ${joinHtml(
 )}
 </ul></fieldset>
 <p class="note">You can revoke this access at any time under <a href="/dashboard/developers">Developers</a> in your dashboard.</p>
+${view.stepUp}
 <p class="actions"><button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny" class="secondary">Deny</button></p>
 </form></main>`,
   );

@@ -10,11 +10,11 @@ import { listGrants } from '../../oauth/grants.ts';
 import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { sendPage } from '../kit/page.ts';
+import { passwordRefusal } from '../kit/reauth.ts';
 import { revokeEveryGrant } from './agent-access.ts';
 import { csrfInput, type FieldProblem, labelledInput, utcMinute } from './form-controls.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
-import { addDashboardRoute } from './page-route.ts';
-import { passwordRefusal } from './reauth.ts';
+import { addDashboardRoute, TWO_FACTOR_PATH } from './page-route.ts';
 
 export const ACCOUNT_PATH = '/dashboard/account';
 
@@ -55,6 +55,9 @@ ${labelledInput({ name: 'new_password_again', label: LABELS.new_password_again!,
 ${agents}
 <p><button type="submit">Change password</button></p>
 <p class="note">Your other browsers are signed out when the password changes; this one stays signed in. Agents you keep, and API keys, keep working: review them below and on the <a href="/dashboard/developers">Developers</a> and <a href="/dashboard/get-paid">Get paid</a> pages.</p></form></section>
+<section aria-labelledby="two-factor-heading"><h2 id="two-factor-heading">Two-factor sign-in</h2>
+<p>${signedIn.secondFactor.enrolled ? 'On: sign-in asks for your second factor after your password.' : 'Off: sign-in asks for your password only.'}${signedIn.secondFactor.required ? ' Your merchant requires it of every user.' : ''}</p>
+<p><a href="${TWO_FACTOR_PATH}">${signedIn.secondFactor.enrolled ? 'Manage two-factor sign-in' : 'Set up two-factor sign-in'}</a></p></section>
 ${agentKeysSection(signedIn, view)}
 <section aria-labelledby="everywhere-heading"><h2 id="everywhere-heading">Sign out everywhere</h2>
 <p>Ends every session of yours, in every browser, this one included.</p>

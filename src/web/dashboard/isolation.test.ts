@@ -216,6 +216,32 @@ for (const { engine, skip } of engines) {
           });
         },
         'POST /dashboard/account/sign-out-everywhere': async () => {}, // tried last, below: it signs B out
+        // Second factors are the signed-in user's own, and the two-factor rule the signed-in merchant's: ids of A's change nothing of A's.
+        'GET /dashboard/account/two-factor': async () => {
+          await tryAs('GET', '/dashboard/account/two-factor');
+        },
+        'POST /dashboard/account/two-factor/totp': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/totp', { merchantId: shop.merchantId, userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/totp/confirm': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/totp/confirm', { code: '123456', userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/recovery-codes': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/recovery-codes', { userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/totp/remove': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/totp/remove', { userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/passkeys/options': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/passkeys/options', { userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/passkeys': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/passkeys', { name: 'B', response: '{"id":"x"}', userId: a.userId });
+        },
+        'POST /dashboard/account/two-factor/passkeys/{id}/remove': () => notFound('POST', '/dashboard/account/two-factor/passkeys/pk_of_a/remove', {}),
+        'POST /dashboard/account/two-factor/require': async () => {
+          await tryAs('POST', '/dashboard/account/two-factor/require', { required: 'yes', merchantId: shop.merchantId, merchant_id: shop.merchantId });
+        },
         'GET /dashboard/get-paid': async () => {
           const page = await tryAs('GET', '/dashboard/get-paid');
           assert.ok(!page.body.includes(`…${a.keyLastFour}<`));

@@ -25,11 +25,11 @@ import { limitTestEvents } from '../../webhooks/test-event-limit.ts';
 import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
+import { passwordRefusal } from '../kit/reauth.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { statusText } from './links.route.ts';
 import { noticeSection, readNoticeForm, undeliveredSection } from './mail-notices.ts';
 import { addDashboardRoute } from './page-route.ts';
-import { passwordRefusal } from './reauth.ts';
 import { csrfInput, cursorPager, moment } from './views.ts';
 
 const PATH = '/dashboard/notifications';

@@ -10,6 +10,9 @@ import { HTML_RESPONSE } from '../kit/page.ts';
 import { refuseDashboardPost, refuseRole, signedInOrRedirect } from './guard.ts';
 import type { DashboardUser } from './layout.ts';
 
+/** Where a user sets up a second factor (two-factor.route.ts, which imports this file). */
+export const TWO_FACTOR_PATH = '/dashboard/account/two-factor';
+
 export const DASHBOARD_TAG = 'Dashboard';
 export const SIGN_IN_REDIRECT = { description: 'Not signed in: on to the sign-in page' };
 
@@ -26,6 +29,8 @@ export type DashboardRouteDoc = {
   formLimits?: FormLimits;
   /** What the signed-in user's role must allow (accounts/roles.ts); any other role gets the 403 page. */
   permission: Permission;
+  /** Open to a user the merchant requires a second factor of who has none yet (the pages that set one up); every other page sends them there. */
+  enrolment?: boolean;
 };
 export type DashboardHandler = (signedIn: DashboardUser, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -48,12 +53,14 @@ export const permissionOf = (doc: object): Permission | undefined => permissions
 export function addDashboardRoute(
   app: FastifyInstance,
   context: AppContext,
-  { bodyLimit, formLimits, permission, ...doc }: DashboardRouteDoc,
+  { bodyLimit, formLimits, permission, enrolment, ...doc }: DashboardRouteDoc,
   handler: DashboardHandler,
 ): void {
   if (!permission) throw new Error(`${doc.method} ${doc.url}: a dashboard route names the permission it needs`);
   const allowed: DashboardHandler = async (signedIn, request, reply) =>
     can(signedIn.user.role, permission) ? handler(signedIn, request, reply) : refuseRole(reply, signedIn, permission);
+  // The merchant requires a second factor and this user has none: every page but enrolment's sends them to set one up.
+  const mustEnrol = (signedIn: SignedIn) => !enrolment && signedIn.secondFactor.required && !signedIn.secondFactor.enrolled;
   const description = `${doc.description ? `${doc.description} ` : ''}Needs the \`${permission}\` permission (docs/dashboard.md, "Roles").`;
   if (doc.method === 'POST') {
     const responses = { ...POST_RESPONSES, ...doc.responses };
@@ -68,7 +75,8 @@ export function addDashboardRoute(
         signedOut: (request, reply) => redirectToSignIn(reply, request.url),
         refuse: (request, reply, signedIn) => refuseDashboardPost(context, request, reply, signedIn),
       },
-      (signedIn: SignedIn, request, reply) => allowed({ ...signedIn, modes: modeView(context, request) }, request, reply),
+      async (signedIn: SignedIn, request, reply) =>
+        mustEnrol(signedIn) ? reply.redirect(TWO_FACTOR_PATH, 303) : allowed({ ...signedIn, modes: modeView(context, request) }, request, reply),
       { ...(bodyLimit ? { bodyLimit } : {}), ...(formLimits ? { formLimits } : {}) },
     );
     return;
@@ -79,6 +87,7 @@ export function addDashboardRoute(
   addRoute(app, routeDoc, {}, async (request, reply) => {
     const signedIn = await signedInOrRedirect(context, request, reply);
     if (!signedIn) return reply;
+    if (mustEnrol(signedIn)) return reply.redirect(TWO_FACTOR_PATH, 303);
     return allowed({ ...signedIn, modes: modeView(context, request) }, request, reply);
   });
 }

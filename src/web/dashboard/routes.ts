@@ -13,6 +13,7 @@ import { registerOverview } from './overview.route.ts';
 import { registerRefunds } from './refunds.route.ts';
 import { registerSettings } from './settings.route.ts';
 import { registerTeam } from './team.route.ts';
+import { registerTwoFactor } from './two-factor.route.ts';
 
 /** Every dashboard page: each section registers its own routes (and form posts, through the web scope's guard) here. */
 export function registerDashboard(app: FastifyInstance, context: AppContext, rails: RailsByMode): void {
@@ -24,6 +25,7 @@ export function registerDashboard(app: FastifyInstance, context: AppContext, rai
     registerModeSwitch(pages, context);
     registerSettings(pages, context);
     registerAccount(pages, context);
+    registerTwoFactor(pages, context);
     registerGetPaid(pages, context);
     registerLinks(pages, context);
     registerOrders(pages, context);

@@ -16,10 +16,10 @@ import { accentStylesheetPath, brandLogo } from '../kit/brand.ts';
 import { type Html, html } from '../kit/html.ts';
 import { modeView } from '../kit/mode.ts';
 import { sendPage } from '../kit/page.ts';
+import { passwordRefusal, STEP_UP_FIELD, STEP_UP_LABEL, stepUpInput, stepUpRefusal } from '../kit/reauth.ts';
 import { csrfInput, type FieldProblem, labelledInput } from './form-controls.ts';
 import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { addDashboardRoute, type DashboardHandler, type DashboardRouteDoc } from './page-route.ts';
-import { passwordRefusal } from './reauth.ts';
 
 export const SETTINGS_PATH = '/dashboard/settings';
 
@@ -31,6 +31,7 @@ const LABELS: Record<string, string> = {
   wallet: 'Wallet address',
   confirm: 'Last 4 characters',
   password: 'Your password',
+  [STEP_UP_FIELD]: STEP_UP_LABEL,
   accept: 'Accepted chains and tokens',
   logo: 'Logo',
   accent_color: 'Accent colour',
@@ -85,7 +86,7 @@ ${labelledInput({ name: 'accent_color', label: LABELS.accent_color!, value: acce
 <p><button type="submit">Save accent colour</button></p></form></section>`;
 }
 
-function settingsBody(signedIn: DashboardUser, view: SettingsView, brand: Brand): Html {
+function settingsBody(signedIn: DashboardUser, view: SettingsView, brand: Brand, now: number): Html {
   const { merchant, problem } = view;
   const value = (form: SettingsView['form'], name: string, stored: string | null) => (view.form === form ? (view.values?.[name] ?? '') : (stored ?? ''));
   const business = html`<section aria-labelledby="business-heading"><h2 id="business-heading">Business details</h2>
@@ -118,6 +119,7 @@ ${onlyFor(
 ${labelledInput({ name: 'wallet', label: LABELS.wallet!, value: value('wallet', 'wallet', ''), hint: '0x followed by 40 hexadecimal characters, on Base.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" class="mono"` }, problem)}
 ${labelledInput({ name: 'confirm', label: LABELS.confirm!, value: value('wallet', 'confirm', ''), hint: 'Type the last 4 characters of the address again.', autocomplete: 'off', required: true, attributes: html`spellcheck="false" autocapitalize="off" maxlength="4" class="short mono"` }, problem)}
 ${labelledInput({ name: 'password', label: LABELS.password!, type: 'password', autocomplete: 'current-password', required: true }, problem)}
+${stepUpInput(signedIn, now, 'wallet', problem?.field === STEP_UP_FIELD ? problem.message : undefined, SETTINGS_PATH)}
 <p><button type="submit">${address ? `Change ${modeLabel(mode)} payout wallet` : `Set ${modeLabel(mode)} payout wallet`}</button></p></form>`,
 )}</section>`;
 
@@ -154,7 +156,7 @@ async function sendSettings(context: AppContext, reply: FastifyReply, signedIn: 
       section: 'settings',
       ...(notice ? { notice } : {}),
       ...(problem ? { problem: `${LABELS[problem.field] ?? problem.field} ${problem.message}.` } : {}),
-      body: settingsBody(signedIn, view, brand),
+      body: settingsBody(signedIn, view, brand, context.now()),
     }),
   );
 }
@@ -285,6 +287,8 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
       if ('field' in checked) return refuse(checked);
       const wrongPassword = await passwordRefusal(context, signedIn, fields.password);
       if (wrongPassword) return refuse({ field: 'password', message: wrongPassword });
+      const stepUp = await stepUpRefusal(context, signedIn, fields[STEP_UP_FIELD]);
+      if (stepUp) return refuse({ field: STEP_UP_FIELD, message: stepUp });
       const { mode } = signedIn.modes;
       // The form names the mode it was shown in: a switch made in another tab since never sets the other mode's wallet.
       if (fields.mode !== undefined && fields.mode !== keyModeOf(mode))

@@ -17,6 +17,7 @@ export const ASSET_SOURCES = {
   'checkout-sandbox-wallet.js': 'src/web/checkout/browser/sandbox-wallet.ts',
   'dashboard.js': 'src/web/dashboard/browser/dashboard.ts',
   'dashboard-sandbox-wallet.js': 'src/web/dashboard/browser/sandbox-payout-wallet.ts',
+  'passkeys.js': 'src/web/kit/browser/passkeys.ts',
 } as const;
 
 export type AssetName = keyof typeof ASSET_SOURCES;

@@ -34,8 +34,17 @@ function registeredRoutes(service: TestService): { url: string; methods: string[
  */
 const NOT_WEB = /^\/(?:api\/|oauth\/(?:token|revoke)$|mcp$|sandbox\/|x402\/|checkout\/v2\/x402\/|mail\/unsubscribe$|mail\/receipt\/?\.json$)/;
 
-/** Web form posts whose guard is their own form token, before any session: sign-in, password reset, and the buyer's receipt form. */
-const SIGNED_OUT_FORMS = ['/sign-in', '/sign-in/forgot', '/sign-in/reset', '/invitations/accept', '/mail/receipt'];
+/** Web form posts whose guard is their own form token, before any session: sign-in (and its second factor), password reset, and the buyer's receipt form. */
+const SIGNED_OUT_FORMS = [
+  '/sign-in',
+  '/sign-in/second-factor',
+  '/sign-in/second-factor/passkey',
+  '/sign-in/second-factor/passkey/options',
+  '/sign-in/forgot',
+  '/sign-in/reset',
+  '/invitations/accept',
+  '/mail/receipt',
+];
 
 const BOUNDARY = 'hostile-boundary';
 const PART = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="f"\r\n\r\nx\r\n`;

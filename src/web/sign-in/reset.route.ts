@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { completePasswordReset, RESET_LIFETIME_MS, RESET_PATH, requestPasswordReset, resetLinkUser } from '../../accounts/password-resets.ts';
 import { emailProblem, normalizeEmail, PASSWORD_MIN_LENGTH, UserError } from '../../accounts/users.ts';
-import { formCsrfToken, signIn } from '../../accounts/web-session.ts';
+import { formCsrfToken } from '../../accounts/web-session.ts';
 import { TillError } from '../../common/errors.ts';
 import type { AppContext } from '../../context.ts';
 import { formFields } from '../../http/forms.ts';
@@ -10,6 +10,7 @@ import { accountMailMode } from '../../mail/notices.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { type Html, html } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
+import { afterFirstFactor } from './second-factor.route.ts';
 
 const TAG = 'Merchant sign-in';
 export const FORGOT_PATH = '/sign-in/forgot';
@@ -149,8 +150,8 @@ export function registerPasswordResetPages(app: FastifyInstance, context: AppCon
         throw error;
       }
       if (!reset) return sendPage(reply, 404, expiredPage);
-      await signIn(context, request, reply, reset);
-      return reply.redirect('/dashboard', 303);
+      // A new password is no second factor: a user with one still gives it.
+      return afterFirstFactor(context, request, reply, reset, '/dashboard');
     },
   );
 }

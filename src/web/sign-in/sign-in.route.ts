@@ -12,7 +12,6 @@ import {
   safeReturnPath,
   secureCookies,
   sessionCookie,
-  signIn,
 } from '../../accounts/web-session.ts';
 import { openSecret, sealSecret } from '../../common/secrets.ts';
 import type { AppContext } from '../../context.ts';
@@ -23,6 +22,7 @@ import { html } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
 import { registerInvitationPages } from './invitation.route.ts';
 import { FORGOT_PATH, registerPasswordResetPages } from './reset.route.ts';
+import { afterFirstFactor, registerSecondFactorPages } from './second-factor.route.ts';
 
 const TAG = 'Merchant sign-in';
 
@@ -73,6 +73,7 @@ const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 export function registerSignInPages(app: FastifyInstance, context: AppContext): void {
   registerPasswordResetPages(app, context);
   registerInvitationPages(app, context);
+  registerSecondFactorPages(app, context);
   addRoute(
     app,
     { method: 'GET', url: '/sign-in', summary: 'The sign-in page of merchant users', tag: TAG, security: 'none', responses: { 200: HTML_RESPONSE } },
@@ -133,8 +134,7 @@ export function registerSignInPages(app: FastifyInstance, context: AppContext): 
       const user = email && fields.password ? await checkPassword(context.db, email, fields.password) : undefined;
       if (!user) return again(401, WRONG_CREDENTIALS);
       await attemptSucceeded(context.db, subjects);
-      await signIn(context, request, reply, user);
-      return reply.redirect(returnTo, 303);
+      return afterFirstFactor(context, request, reply, user, returnTo);
     },
   );
 
@@ -198,8 +198,7 @@ export function registerSignInPages(app: FastifyInstance, context: AppContext): 
       if (!user)
         return refused(403, `No Till user has the email ${email}. Ask your operator to add one: till users create --merchant MERCHANT_ID --email ${email}`);
       clearCookie(reply, oidcCookie(context), { secure: secureCookies(context) });
-      await signIn(context, request, reply, user);
-      return reply.redirect(pending.returnTo, 303);
+      return afterFirstFactor(context, request, reply, user, pending.returnTo);
     },
   );
 
