@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
-import { isRole, ROLES } from '../accounts/roles.ts';
 import { removeAllPasskeys } from '../accounts/passkeys.ts';
+import { isRole, ROLES } from '../accounts/roles.ts';
 import { removeTotp } from '../accounts/two-factor.ts';
 import { endAllUserSessions } from '../accounts/user-sessions.ts';
 import { changeRole, createUser, findUserByEmail, LastOwnerError, listMembers, passwordSetAt, setPassword, UserError } from '../accounts/users.ts';

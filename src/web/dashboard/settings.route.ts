@@ -240,7 +240,15 @@ export function registerSettings(app: FastifyInstance, context: AppContext): voi
     addDashboardRoute(
       scope,
       context,
-      { method: 'POST', url: `${SETTINGS_PATH}/${url}`, summary, description, permission: 'business', ...options, responses: { ...POST_RESPONSES, ...options.responses } },
+      {
+        method: 'POST',
+        url: `${SETTINGS_PATH}/${url}`,
+        summary,
+        description,
+        permission: 'business',
+        ...options,
+        responses: { ...POST_RESPONSES, ...options.responses },
+      },
       handle,
     );
 

@@ -1,7 +1,7 @@
-import type { Permission } from '../../accounts/roles.ts';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import QRCode from 'qrcode';
 import { listPasskeys, registerPasskey, registrationOptions, removePasskey } from '../../accounts/passkeys.ts';
+import type { Permission } from '../../accounts/roles.ts';
 import { otpauthUri } from '../../accounts/totp.ts';
 import { beginTotpEnrolment, confirmTotp, pendingTotpSecret, removeTotp, replaceRecoveryCodes, totpState } from '../../accounts/two-factor.ts';
 import { secondFactorGiven } from '../../accounts/user-sessions.ts';

@@ -7,7 +7,7 @@ import { mailAddressProblem } from '../../../mail/address.ts';
 import { RECEIPT_MAIL_JSON_PATH, RECEIPT_MAIL_PATH } from '../../../mail/receipt-request.ts';
 import { formatMinor, MAX_AMOUNT_MAJOR_UNITS } from '../../../money/decimal.ts';
 import { formatUsdc } from '../../../money/usdc.ts';
-import { discoverWallets, type Eip1193, switchToChain, type Wallet } from '../../kit/wallets.ts';
+import { discoverWallets, switchToChain, type Wallet } from '../../kit/wallets.ts';
 import { REQUOTE_CODES, X402_SENTENCES } from './messages.ts';
 
 type Offer = { asset: string; payTo: string; maxAmountRequired: string; maxTimeoutSeconds: number; extra: { name?: string; version?: string } };
