@@ -9,20 +9,22 @@ import { createPaymentSessionJson, draftSession, type NewSessionInput, type Sess
 import { createSessionWithApiKey } from './create-session-postgres.ts';
 import { limitCreation } from './creation-limit.ts';
 import { checkIdempotencyKey } from './idempotency.ts';
-import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
+import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_EXAMPLES, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
 
 const doc: RouteDoc = {
   method: 'POST',
   url: '/api/checkout/v2/payment_session',
+  operationId: 'createPaymentSession',
   tag: 'Payment sessions',
   summary: 'Create a payment session (E1)',
   description:
     "Creates a session and returns its id and the hosted payment page URL. Send `Idempotency-Key` to make retries safe. One API key (or one merchant's bearer tokens) may create `TILL_SESSIONS_PER_MINUTE_PER_KEY` sessions a minute (6000 by default), counted across instances: past that, 429 `rate_limited` with Retry-After.",
   security: 'apiKey',
   body: CreateSessionBody,
+  bodyExample: SESSION_EXAMPLES.create,
   responses: {
     ...SESSION_WRITE_REFUSALS,
-    201: { description: 'Session created', schema: SessionCreated },
+    201: { description: 'Session created', schema: SessionCreated, example: SESSION_EXAMPLES.answer },
     409: { description: '`orderId` already used by this merchant, or the Idempotency-Key is in flight', schema: ErrorResponse },
     422: { description: 'Idempotency-Key reused with a different body', schema: ErrorResponse },
     429: { description: 'Too many sessions created with this key this minute; Retry-After says when to try again', schema: ErrorResponse },

@@ -14,6 +14,7 @@ import { pageOfSessions, parseSessionsCursor, type SessionCondition, type Sessio
 const doc: RouteDoc = {
   method: 'GET',
   url: '/api/checkout/v2/payment_session',
+  operationId: 'listPaymentSessions',
   tag: 'Payment sessions',
   summary: 'List payment sessions',
   description:
