@@ -18,7 +18,7 @@ const QUICK_EXCLUDED = [
   /^src\/sandbox\/persistence\.test\.ts$/, // a sandbox chain process stopped and started again
   /^test\/(cluster|reliability)\//,
   /^test\/x402-[^/]+\.test\.ts$/,
-  /^test\/(walkthrough|live-rehearsal|going-live|browser-sign-in|mcp-login|query-plans|cli|users-cli|session-pay-to|x402-clients|refunds|refunds-model|mcp-crash)\.test\.ts$/,
+  /^test\/(walkthrough|live-rehearsal|going-live|browser-sign-in|mcp-login|query-plans|cli|cli-help|users-cli|session-pay-to|x402-clients|refunds|refunds-model|mcp-crash)\.test\.ts$/,
 ];
 
 if (quick) {
