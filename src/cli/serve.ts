@@ -90,7 +90,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const sandboxReady = withSandbox(given);
   // Its failure is reported where it is awaited below, not as an unhandled rejection meanwhile.
   sandboxReady.catch(() => {});
-  let createService: (config: Config) => Promise<Service>;
+  let createService: typeof import('../main.ts').createService;
   try {
     ({ createService } = await import('../main.ts'));
   } catch (error) {
@@ -98,7 +98,8 @@ export async function serveCommand(args: string[]): Promise<void> {
     throw error;
   }
   const { config, sandbox } = await sandboxReady;
-  const service = await createService(config);
+  // A person at a terminal reads lines; anything else (a file, a pipe, a log collector) gets JSON.
+  const service = await createService(config, { logFormat: process.stdout.isTTY ? 'pretty' : 'json' });
   const { log, db } = service.context;
   // Beside test mode, a sandbox database is test mode's data and stays; a live-only deployment still refuses it until prepared.
   if (config.mode === 'live' && !config.modes.includes('sandbox')) {
