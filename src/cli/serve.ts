@@ -4,7 +4,6 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createUser, findUserByEmail } from '../accounts/users.ts';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import type { Db } from '../db/index.ts';
-import type { Service } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { countMerchants, createMerchant } from '../merchants/merchants.ts';
 import { DEMO_USER_EMAIL, SANDBOX_PAYOUT_KEY_FILE } from './demo.ts';
