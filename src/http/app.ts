@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify';
 import { invalidField, TillError } from '../common/errors.ts';
 import type { Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
@@ -88,7 +88,7 @@ export async function buildApp(context: AppContext, registrars: RouteRegistrar[]
   const app = Fastify({
     loggerInstance: context.log as FastifyBaseLogger,
     // One line per request, written when it is answered (onResponse), instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestIdOf,
     trustProxy: trustedProxies(context.config.trustProxy),
     bodyLimit: 1024 * 1024,
