@@ -18,7 +18,7 @@ const QUICK_EXCLUDED = [
   /^src\/sandbox\/persistence\.test\.ts$/, // a sandbox chain process stopped and started again
   /^test\/(cluster|reliability)\//,
   /^test\/x402-[^/]+\.test\.ts$/,
-  /^test\/(walkthrough|live-rehearsal|going-live|browser-sign-in|mcp-login|query-plans|cli|users-cli|session-pay-to|x402-clients|refunds|refunds-model|mcp-crash)\.test\.ts$/,
+  /^test\/(walkthrough|live-rehearsal|going-live|browser-sign-in|mcp-login|query-plans|cli|cli-help|users-cli|session-pay-to|x402-clients|refunds|refunds-model|mcp-crash)\.test\.ts$/,
 ];
 
 if (quick) {
@@ -29,7 +29,7 @@ if (quick) {
     '\nNOTICE: TILL_TEST_POSTGRES_URL is not set — the PostgreSQL tests are SKIPPED; only SQLite runs.\n       Set it (e.g. postgres://postgres@127.0.0.1:5432/test) to run both engines.\n\n',
   );
 }
-const patterns = given.length > 0 ? given : ['src/**/*.test.ts', 'test/**/*.test.ts'];
+const patterns = given.length > 0 ? given : ['src/**/*.test.ts', 'test/**/*.test.ts', 'packages/*/test/**/*.test.ts'];
 // Globbed here, so installed packages (test/tools/*/node_modules) are left out as the test runner's own glob does.
 const files = quick
   ? patterns

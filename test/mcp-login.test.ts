@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { createUser } from '../src/accounts/users.ts';
+import { inspectorCommand, MCP_INSPECTOR } from '../src/cli/mcp.ts';
 import { listGrants } from '../src/oauth/grants.ts';
 import { mcpRequest } from '../src/testing/agent.ts';
 import { runNodeScript } from '../src/testing/child-process.ts';
@@ -91,7 +92,9 @@ for (const { engine, skip } of engines) {
       assert.equal(listed.body.result.tools.length, 10);
 
       // The Inspector command it prints, run as printed (through the Inspector's own launcher rather than npx).
-      const printed = /npx @modelcontextprotocol\/inspector (--cli \S+ --transport http --header "Authorization: Bearer \S+" --method tools\/list)/.exec(
+      // It is the command src/mcp/inspector.test.ts runs through npx on Node 20.
+      assert.ok(stdout.includes(`  ${inspectorCommand(`${service.baseUrl}/mcp`, accessToken)}\n`), stdout);
+      const printed = new RegExp(`npx -y ${MCP_INSPECTOR} (--cli \\S+ --transport http --header "Authorization: Bearer \\S+" --method tools/list)`).exec(
         stdout,
       )?.[1];
       assert.ok(printed, stdout);

@@ -1,23 +1,17 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { validate as validateStrictly } from '@readme/openapi-parser';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { ERROR_CATALOGUE } from '../src/common/errors.ts';
 import { API_PATHS } from '../src/http/openapi.ts';
+import { CLIENT_TYPES_FILE, clientTypes, EVERY_ROUTE } from '../src/testing/api-document.ts';
 import { startTestService, type TestService } from '../src/testing/harness.ts';
-
-// Every route registered, x402 and sandbox ones included; nothing is called, so the URLs lead nowhere.
-const EVERY_ROUTE = {
-  TILL_SANDBOX: 'true',
-  TILL_FACILITATOR_URL: 'http://127.0.0.1:9',
-  TILL_USDC_ADDRESS: '0xae47EB9b9c9E6903b1e91C471308F98b5d2C3049',
-  TILL_SANDBOX_URL: 'http://127.0.0.1:9',
-};
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -117,6 +111,71 @@ describe('the OpenAPI document', () => {
       '/.well-known/oauth-authorization-server',
     ])
       assert.ok(paths.includes(api), `${api} is missing`);
+  });
+
+  /** Every operation of the document, the API's and the webhooks', with where it is. */
+  const operations = () =>
+    (['paths', 'webhooks'] as const).flatMap((section) =>
+      Object.entries(document[section] as Record<string, Record<string, Record<string, unknown>>>).flatMap(([path, methods]) =>
+        Object.entries(methods).map(([method, operation]) => ({ where: `${method.toUpperCase()} ${path}`, operation })),
+      ),
+    );
+
+  test('names every operation (operationId, camelCase, unique), so generated clients have a method per operation', () => {
+    const unnamed = operations().filter(({ operation }) => typeof operation.operationId !== 'string');
+    assert.deepEqual(
+      unnamed.map(({ where }) => where),
+      [],
+      'give each of these routes an operationId in its RouteDoc',
+    );
+    const ids = operations().map(({ operation }) => operation.operationId as string);
+    for (const id of ids) assert.match(id, /^[a-z][A-Za-z0-9]+$/);
+    assert.equal(new Set(ids).size, ids.length, `operationIds repeat: ${ids}`);
+    assert.ok(ids.includes('createPaymentSession') && ids.includes('receiveEvent'));
+  });
+
+  test('declares the API key and client-credentials bearer tokens; merchant operations take either, public ones say security: []', () => {
+    const { securitySchemes } = document.components as { securitySchemes: Record<string, Record<string, string>> };
+    assert.deepEqual(securitySchemes.apiKey, { ...securitySchemes.apiKey, type: 'apiKey', in: 'header', name: 'X-SC-ApiKey' });
+    assert.deepEqual(securitySchemes.clientCredentials, { ...securitySchemes.clientCredentials, type: 'http', scheme: 'bearer' });
+    const securityOf = (path: string, method: string) => (document.paths as Record<string, Record<string, { security: unknown }>>)[path]![method]!.security;
+    assert.deepEqual(securityOf('/api/checkout/v2/payment_session', 'post'), [{ apiKey: [] }, { clientCredentials: [] }]);
+    for (const [path, method] of [
+      ['/x402/session/{sessionId}', 'get'],
+      ['/checkout/v2/orders/receipt/{publicOrderId}', 'get'],
+      ['/oauth/token', 'post'],
+      ['/.well-known/jwks.json', 'get'],
+    ] as const)
+      assert.deepEqual(securityOf(path, method), [], `${method} ${path} is public`);
+    for (const { where, operation } of operations()) assert.ok(Array.isArray(operation.security), `${where} says who may call it`);
+  });
+
+  test("passes Redocly's recommended ruleset without an error or a warning (examples checked against their schemas)", async () => {
+    const problems = await lintFromString({
+      source: JSON.stringify(document),
+      absoluteRef: 'openapi.json',
+      config: await createConfig({ extends: ['recommended'] }),
+    });
+    assert.deepEqual(
+      problems.map((problem) => `${problem.severity} ${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer}`),
+      [],
+    );
+    const create = (document.paths as Record<string, Record<string, { requestBody: { content: Record<string, { example?: unknown }> } }>>)[
+      '/api/checkout/v2/payment_session'
+    ]!.post!;
+    assert.ok(create.requestBody.content['application/json']!.example, 'E1 shows an example body');
+  });
+
+  test(`the client's committed types (${CLIENT_TYPES_FILE}) are what the document generates now, and the package type-checks`, async () => {
+    assert.equal(
+      readFileSync(join(ROOT, CLIENT_TYPES_FILE), 'utf8'),
+      await clientTypes(document),
+      'the API changed: run `npm run generate:client` and commit packages/client/src/openapi.ts',
+    );
+    const compiled = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'packages/client'), '--noEmit'], {
+      encoding: 'utf8',
+    });
+    assert.equal(compiled.status, 0, compiled.stdout + compiled.stderr);
   });
 
   test('lists every code of the error catalogue, as the enum of Error.error.code and with its status', () => {

@@ -407,7 +407,7 @@ for (const { engine, skip } of engines) {
   });
 }
 
-test('with info logging, an answer of the fast lane is logged as the framework logs a request', async () => {
+test('with info logging, an answer of the fast lane is logged in one line, as the framework logs a request', async () => {
   const lines: Record<string, unknown>[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const storage = await createServiceStorage('sqlite');
@@ -425,9 +425,10 @@ test('with info logging, an answer of the fast lane is logged as the framework l
     const mine = lines.filter((line) => line.reqId === 'lane-log-1');
     assert.deepEqual(
       mine.map((line) => line.msg),
-      ['incoming request', 'request completed'],
+      ['request completed'],
     );
-    assert.equal((mine[1]!.res as { statusCode: number }).statusCode, 402);
+    assert.equal((mine[0]!.res as { statusCode: number }).statusCode, 402);
+    assert.deepEqual(mine[0]!.req, { method: 'GET', url: new URL(x402Url(baseUrl, sessionId)).pathname });
   } finally {
     await service.close();
     await storage.drop();

@@ -15,6 +15,18 @@ const USAGE = 'mcp commands: login [--url SERVICE_URL] [--scope "settings:read o
 const DEFAULT_SCOPE = 'settings:read orders:read';
 const CLIENT_NAME = 'till mcp login (development client)';
 
+/**
+ * The MCP Inspector release the printed command runs. Pinned: on Node 20, an unpinned `npx` picks
+ * the last release that declares Node 20 support (0.15), whose CLI refuses arguments for a URL
+ * server; this one runs on Node 20 as on newer ones (src/mcp/inspector.test.ts runs it on Node 20).
+ * test/tools/mcp-inspector/ installs the same version for the test suite.
+ */
+export const MCP_INSPECTOR = '@modelcontextprotocol/inspector@2.12.0';
+
+/** The Inspector command `till mcp login` prints: the server's tools, listed with the token. */
+export const inspectorCommand = (mcpUrl: string, accessToken: string) =>
+  `npx -y ${MCP_INSPECTOR} --cli ${mcpUrl} --transport http --header "Authorization: Bearer ${accessToken}" --method tools/list`;
+
 type Discovered = { resource: string; issuer: string; authorizationEndpoint: string; tokenEndpoint: string };
 type Tokens = { access_token: string; token_type: string; expires_in: number; refresh_token?: string; scope?: string };
 
@@ -217,7 +229,7 @@ async function login(args: string[]): Promise<void> {
       resource: discovered.resource,
     });
     const mode = modeOfToken(tokens.access_token);
-    const inspector = `npx @modelcontextprotocol/inspector --cli ${discovered.resource} --transport http --header "Authorization: Bearer ${tokens.access_token}" --method tools/list`;
+    const inspector = inspectorCommand(discovered.resource, tokens.access_token);
     printResult(
       json,
       {

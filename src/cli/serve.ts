@@ -4,7 +4,6 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createUser, findUserByEmail } from '../accounts/users.ts';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import type { Db } from '../db/index.ts';
-import type { Service } from '../main.ts';
 import { createApiKey } from '../merchants/api-keys.ts';
 import { countMerchants, createMerchant } from '../merchants/merchants.ts';
 import { DEMO_USER_EMAIL, SANDBOX_PAYOUT_KEY_FILE } from './demo.ts';
@@ -90,7 +89,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const sandboxReady = withSandbox(given);
   // Its failure is reported where it is awaited below, not as an unhandled rejection meanwhile.
   sandboxReady.catch(() => {});
-  let createService: (config: Config) => Promise<Service>;
+  let createService: typeof import('../main.ts').createService;
   try {
     ({ createService } = await import('../main.ts'));
   } catch (error) {
@@ -98,7 +97,8 @@ export async function serveCommand(args: string[]): Promise<void> {
     throw error;
   }
   const { config, sandbox } = await sandboxReady;
-  const service = await createService(config);
+  // A person at a terminal reads lines; anything else (a file, a pipe, a log collector) gets JSON.
+  const service = await createService(config, { logFormat: process.stdout.isTTY ? 'pretty' : 'json' });
   const { log, db } = service.context;
   // Beside test mode, a sandbox database is test mode's data and stays; a live-only deployment still refuses it until prepared.
   if (config.mode === 'live' && !config.modes.includes('sandbox')) {

@@ -49,7 +49,7 @@ export const ERROR_CATALOGUE = {
     400,
     'The body tries to set a payout wallet, which the payment API never changes; `field` names it',
     (p: Field) =>
-      `Field "${p.field}" is refused: the payout wallet cannot be set or changed over the payment API (the operator sets it with till merchant set-wallet)`,
+      `Field "${p.field}" is refused: the payout wallet cannot be set or changed over the payment API; the merchant sets it in the dashboard under Settings → Payout wallet (/dashboard/settings), an operator with till merchant set-wallet`,
   ),
   invalid_payment_identifier: entry(
     400,

@@ -11,7 +11,7 @@ const described = new WeakMap<object, OpenApiDocument>();
 export function apiDescription(app: FastifyInstance, context: AppContext): OpenApiDocument {
   let openapi = described.get(app.routeDocs);
   if (!openapi) {
-    openapi = buildOpenApi(context.config.baseUrl, app.routeDocs);
+    openapi = buildOpenApi(context.config.baseUrl, app.routeDocs, app.webhookDocs);
     described.set(app.routeDocs, openapi);
   }
   return openapi;

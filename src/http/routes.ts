@@ -8,6 +8,12 @@ import { jsonContentTypeProblem } from './json.ts';
 export type RouteDoc = {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   url: string;
+  /**
+   * The operation's name in the OpenAPI document, which generated clients name their methods after:
+   * verb and object in camelCase (createPaymentSession), never changed once published. Every API
+   * route has one (test/openapi.test.ts); pages and form posts need none.
+   */
+  operationId?: string;
   summary: string;
   description?: string;
   tag: string;
@@ -17,8 +23,13 @@ export type RouteDoc = {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
-  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  /** A request body as a client sends it, shown in the OpenAPI document (and checked against `body` by its lint). */
+  bodyExample?: unknown;
+  responses: Record<number, { description: string; schema?: z.ZodType; example?: unknown }>;
 };
+
+/** An event the service sends to a merchant's endpoint: the OpenAPI document's `webhooks`. */
+export type WebhookDoc = { name: string; operationId: string; summary: string; description: string; schema: z.ZodType };
 
 /** Registers a group of routes on an app; buildApp calls one per capability. */
 export type RouteRegistrar = (app: FastifyInstance, context: AppContext) => void;
@@ -31,12 +42,20 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The docs of the routes added with addRoute to this app (and its plugins), for its own /openapi.json. */
     readonly routeDocs: RouteDoc[];
+    /** The webhooks the app sends, for its /openapi.json. */
+    readonly webhookDocs: WebhookDoc[];
   }
 }
 
 /** Gives a new app its own, empty list of route docs; plugins registered on it share the list. */
 export function decorateRouteDocs(app: FastifyInstance): void {
   app.decorate('routeDocs', []);
+  app.decorate('webhookDocs', []);
+}
+
+/** Remembers a webhook the app sends, for its /openapi.json. */
+export function addWebhookDoc(app: FastifyInstance, doc: WebhookDoc): void {
+  app.webhookDocs.push(doc);
 }
 
 /** A route that takes a body refuses a non-JSON one before anything else runs, even an empty one. */

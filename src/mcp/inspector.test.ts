@@ -3,10 +3,15 @@
 // tools, calls a read tool, reads the quickstart, and is refused without a token. SQLite only: what
 // is tested is the protocol as the Inspector speaks it, which does not depend on the engine.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { inspectorCommand, MCP_INSPECTOR } from '../cli/mcp.ts';
 import { revokeGrant } from '../oauth/grants.ts';
 import { authorizedAgent } from '../testing/agent.ts';
-import { runNodeScript, type ScriptRun } from '../testing/child-process.ts';
+import { runNodeScript, runShellCommand, type ScriptRun } from '../testing/child-process.ts';
 import { temporaryDirectories } from '../testing/environment.ts';
 import { startListeningTestService, type TestService } from '../testing/harness.ts';
 import { MCP_INSPECTOR_CLI } from '../testing/tools.ts';
@@ -98,5 +103,60 @@ describe('the MCP Inspector CLI with a bearer token', () => {
     const revoked = await withToken(accessToken, '--method', 'tools/list');
     assert.notEqual(revoked.code, 0, revoked.stdout);
     assert.match(revoked.stderr, /401|unauthori[sz]ed|auth/i);
+  });
+});
+
+/**
+ * The oldest Node the README supports (20), as a developer has it system-wide: TILL_TEST_NODE20, or
+ * /usr/bin/node when that is a Node 20. The suite itself runs on the project's Node 24.
+ */
+function node20(): string | undefined {
+  const candidate = process.env.TILL_TEST_NODE20 ?? '/usr/bin/node';
+  if (!existsSync(candidate)) return undefined;
+  return execFileSync(candidate, ['--version'], { encoding: 'utf8' }).startsWith('v20.') ? candidate : undefined;
+}
+
+const NODE20 = node20();
+
+describe('the Inspector command till mcp login prints and docs/mcp.md shows', () => {
+  test('pins the Inspector the test suite installs, in every command of docs/mcp.md', () => {
+    const tool = JSON.parse(readFileSync(new URL('../../test/tools/mcp-inspector/package.json', import.meta.url), 'utf8'));
+    assert.equal(`@modelcontextprotocol/inspector@${tool.dependencies['@modelcontextprotocol/inspector']}`, MCP_INSPECTOR);
+    const docs = readFileSync(new URL('../../docs/mcp.md', import.meta.url), 'utf8');
+    const commands = docs.match(/npx [^\n`]*@modelcontextprotocol\/inspector[^\s`]*/g) ?? [];
+    assert.ok(commands.length >= 5, 'docs/mcp.md shows the Inspector commands');
+    for (const command of commands) assert.equal(command, `npx -y ${MCP_INSPECTOR}`);
+  });
+
+  test('runs as printed, through npx, on Node 20', { skip: NODE20 ? false : 'no Node 20 here (set TILL_TEST_NODE20 to one)' }, async () => {
+    const service = await startListeningTestService('sqlite');
+    try {
+      const { merchantId } = await service.merchant({ name: 'Node 20 Shop' });
+      const { accessToken } = await authorizedAgent(service.context, merchantId, ['settings:read', 'orders:read']);
+      // Node 20's npx and node first on PATH, npm's own settings of this run left out; npm's cache is
+      // kept between runs so only the first one downloads the Inspector.
+      const cache = join(tmpdir(), 'till-test-npx-cache');
+      mkdirSync(cache, { recursive: true });
+      const home = temporaryDirectory();
+      const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+      const run = await runShellCommand(inspectorCommand(`${service.baseUrl}/mcp`, accessToken), {
+        env: {
+          ...env,
+          PATH: `${dirname(NODE20!)}:${process.env.PATH}`,
+          HOME: home,
+          npm_config_cache: cache,
+          MCP_CATALOG_PATH: `${home}/mcp.json`,
+          NO_COLOR: '1',
+        },
+        timeoutMs: 300_000,
+      });
+      assert.equal(run.code, 0, `exit ${run.code}: ${run.stderr}`);
+      assert.deepEqual(
+        JSON.parse(run.stdout).tools.map((tool: { name: string }) => tool.name),
+        ['get_payment_settings', 'list_orders', 'get_receipt', 'list_api_keys', 'create_payment_session', 'create_api_key'],
+      );
+    } finally {
+      await service.stop();
+    }
   });
 });

@@ -49,12 +49,18 @@ const metadata = (reply: FastifyReply, body: object) =>
   reply.header('cache-control', 'public, max-age=3600').header('access-control-allow-origin', '*').send(body);
 
 export function registerDiscoveryRoutes(app: FastifyInstance, context: AppContext): void {
-  for (const url of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+  // RFC 9728 §3.1: clients ask for the resource's path after the well-known one, or for the bare one.
+  const protectedResource = {
+    '/.well-known/oauth-protected-resource': 'getProtectedResourceMetadata',
+    '/.well-known/oauth-protected-resource/mcp': 'getMcpProtectedResourceMetadata',
+  };
+  for (const [url, operationId] of Object.entries(protectedResource)) {
     addRoute(
       app,
       {
         method: 'GET',
         url,
+        operationId,
         summary: 'Protected resource metadata of the MCP endpoint (RFC 9728)',
         tag: 'OAuth',
         security: 'none',
@@ -69,6 +75,7 @@ export function registerDiscoveryRoutes(app: FastifyInstance, context: AppContex
     {
       method: 'GET',
       url: '/.well-known/oauth-authorization-server',
+      operationId: 'getAuthorizationServerMetadata',
       summary: 'Authorization server metadata (RFC 8414)',
       tag: 'OAuth',
       security: 'none',

@@ -74,6 +74,7 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
       {
         method: 'POST',
         url: '/oauth/token',
+        operationId: 'requestToken',
         summary: 'Token endpoint: client credentials for the payment API; authorization code and refresh token for coding agents',
         description:
           '`grant_type=client_credentials` takes `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body, or HTTP Basic, and an optional `scope` narrowing the token to `refunds:read` and/or `refunds:write` (without it the token may do everything the payment API does, as an API key may); the token is valid 24 h. `grant_type=authorization_code` takes `code`, `redirect_uri`, `code_verifier` (PKCE) and `client_id` (the metadata document URL; no secret); `grant_type=refresh_token` takes `refresh_token` and `client_id`, and answers a new refresh token each time (a used one presented again revokes the authorization). Coding agents get a 15-minute token for `{mcp_url}/mcp` with a `refresh_token` and `scope`. Tokens are ES256 JWTs (`typ` `at+jwt`), verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.',
@@ -133,6 +134,7 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
       {
         method: 'POST',
         url: '/oauth/revoke',
+        operationId: 'revokeToken',
         summary: 'Token revocation (RFC 7009) for coding agents',
         description:
           'Takes `token` (a refresh token or an access token), optional `token_type_hint`, and `client_id` as a form (or JSON) body. Revoking either ends the whole authorization: its refresh tokens stop at once and its access tokens at their next call. Answers 200 whether or not the token was known, as RFC 7009 asks; a token of another client is left alone.',
@@ -163,6 +165,7 @@ export function registerTokenRoute(app: FastifyInstance, context: AppContext): v
     {
       method: 'GET',
       url: '/.well-known/jwks.json',
+      operationId: 'getSigningKeys',
       summary: 'The public keys that sign access tokens (JWKS)',
       tag: 'OAuth',
       security: 'none',

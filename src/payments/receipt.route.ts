@@ -14,6 +14,7 @@ const Params = z.strictObject({ publicOrderId: z.string().min(1).max(64) });
 const doc: RouteDoc = {
   method: 'GET',
   url: '/checkout/v2/orders/receipt/{publicOrderId}',
+  operationId: 'getOrderReceipt',
   tag: 'Orders',
   summary: 'Durable receipt of a settled order (E4)',
   description:

@@ -9,11 +9,12 @@ import { createPaymentSessionJson, draftSession, type NewSessionInput, type Sess
 import { createSessionWithApiKey } from './create-session-postgres.ts';
 import { limitCreation } from './creation-limit.ts';
 import { checkIdempotencyKey } from './idempotency.ts';
-import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
+import { BODY_LIMIT, CreateSessionBody, refusePayoutWalletFields, SESSION_EXAMPLES, SESSION_WRITE_REFUSALS, SessionCreated } from './schemas.ts';
 
 const doc: RouteDoc = {
   method: 'POST',
   url: '/api/checkout/v2/payment_session',
+  operationId: 'createPaymentSession',
   tag: 'Payment sessions',
   summary: 'Create a payment session (E1)',
   description:
@@ -21,9 +22,10 @@ const doc: RouteDoc = {
   security: 'apiKey',
   scope: 'sessions:write',
   body: CreateSessionBody,
+  bodyExample: SESSION_EXAMPLES.create,
   responses: {
     ...SESSION_WRITE_REFUSALS,
-    201: { description: 'Session created', schema: SessionCreated },
+    201: { description: 'Session created', schema: SessionCreated, example: SESSION_EXAMPLES.answer },
     409: { description: '`orderId` already used by this merchant, or the Idempotency-Key is in flight', schema: ErrorResponse },
     422: { description: 'Idempotency-Key reused with a different body', schema: ErrorResponse },
     429: { description: 'Too many sessions created with this key this minute; Retry-After says when to try again', schema: ErrorResponse },

@@ -177,6 +177,7 @@ for (const { engine, skip } of engines) {
           assert.equal(error.code, 'payout_wallet_not_settable');
           assert.equal(error.field, field);
           assert.match(error.message, new RegExp(`"${field}"`));
+          assert.match(error.message, /in the dashboard under Settings → Payout wallet \(\/dashboard\/settings\), an operator with till merchant set-wallet$/);
         }
         assert.equal(await count(), before);
       });
@@ -188,6 +189,7 @@ for (const { engine, skip } of engines) {
           assert.equal(response.statusCode, 400, field);
           assert.equal(response.json().error.code, 'payout_wallet_not_settable');
           assert.equal(response.json().error.field, field);
+          assert.match(response.json().error.message, /Settings → Payout wallet/);
         }
         const row = await findSession(service.context.db, sessionId);
         assert.equal(row?.amount_minor, 400n);

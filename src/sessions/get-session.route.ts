@@ -12,6 +12,7 @@ import { findMerchantSession } from './sessions.ts';
 const doc: RouteDoc = {
   method: 'GET',
   url: '/api/checkout/v2/payment_session/{sessionId}',
+  operationId: 'getPaymentSession',
   tag: 'Payment sessions',
   summary: 'Read a payment session',
   description: 'Status, amounts, expiry and the payments made so far, each with its order id and receipt once settled.',

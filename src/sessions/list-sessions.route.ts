@@ -11,6 +11,7 @@ import { SessionList, SessionListQuery } from './schemas.ts';
 const doc: RouteDoc = {
   method: 'GET',
   url: '/api/checkout/v2/payment_session',
+  operationId: 'listPaymentSessions',
   tag: 'Payment sessions',
   summary: 'List payment sessions',
   description:

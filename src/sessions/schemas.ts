@@ -99,6 +99,13 @@ export const UpdateSessionBody = z
   })
   .meta({ id: 'UpdatePaymentSession' });
 
+/** What the OpenAPI document shows E1 and E2 sending and answering. */
+export const SESSION_EXAMPLES = {
+  create: { amount: 12.5, currency: 'USD', orderId: 'order-1001', concept: 'Two coffees', successUrl: 'https://shop.example/thanks' },
+  update: { sessionId: 'ps_3q2Hf0aZ', amount: 15, concept: 'Three coffees' },
+  answer: { sessionId: 'ps_3q2Hf0aZ', redirectUrl: 'https://till.example/checkout/pay?uid=ps_3q2Hf0aZ' },
+};
+
 /** Bodies of E1 and E2 are small; anything larger is refused before it is parsed. */
 export const BODY_LIMIT = 16 * 1024;
 

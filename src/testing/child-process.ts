@@ -7,8 +7,17 @@ export type ScriptRun = { code: number | null; stdout: string; stderr: string };
  * the service the script talks to usually runs in the test's own process.
  */
 export function runNodeScript(script: string, args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<ScriptRun> {
+  return runProgram(process.execPath, [script, ...args], options);
+}
+
+/** A command line run by the shell, exactly as a developer would paste it, and its output. */
+export function runShellCommand(command: string, options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<ScriptRun> {
+  return runProgram('/bin/sh', ['-c', command], options);
+}
+
+function runProgram(program: string, args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<ScriptRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], {
+    const child = spawn(program, args, {
       env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: options.timeoutMs ?? 120_000,

@@ -17,3 +17,6 @@ export const DEFAULT_EVENTS: readonly WebhookEventType[] = ['payment.succeeded',
 
 /** Sent only on request (CLI, API); never subscribed to. */
 export const TEST_EVENT_TYPE = 'webhook.test';
+
+/** Every type an event may have: the subscribable ones and `webhook.test`. */
+export const EVENT_TYPE_NAMES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;

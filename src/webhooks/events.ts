@@ -1,9 +1,11 @@
 import type { Selectable } from 'kysely';
+import type { z } from 'zod';
 import { newId } from '../common/ids.ts';
 import { NETWORK_V1, TOKEN_SYMBOL } from '../common/network.ts';
 import type { Db } from '../db/index.ts';
 import type { PaymentSessionsTable, PaymentsTable } from '../db/schema.ts';
 import { decimalNumber } from '../money/iso4217.ts';
+import type { WebhookEventBody } from './event-body.ts';
 import { TEST_EVENT_TYPE, type WebhookEventType } from './event-types.ts';
 import { writeEvent } from './outbox.ts';
 
@@ -24,28 +26,8 @@ export type WebhookSession = Pick<
 >;
 export type WebhookPayment = Pick<Selectable<PaymentsTable>, 'id' | 'amount_minor' | 'currency' | 'public_order_id' | 'tx_hash'>;
 
-/** The body of spec part 6, plus the stable event `id` and the order's `paymentId` (TX-…). */
-export type WebhookBody = {
-  id: string;
-  event: string;
-  timestamp: number;
-  orderId: string | null;
-  amount: number;
-  currency: string;
-  token: string;
-  successUrl: string | null;
-  failUrl: string | null;
-  cancelUrl: string | null;
-  paymentSessionId: string;
-  paymentId: string | null;
-  status: string;
-  chain: string;
-  receipts: string[];
-  /** Refund events only: the refund, whose amount and currency are the body's. */
-  refund?: WebhookRefundBody;
-};
-
-export type WebhookRefundBody = { id: string; reason: string | null; tokenAmount: string; transactionHash: string | null; failureReason: string | null };
+/** The body of spec part 6, plus the stable event `id` and the order's `paymentId` (TX-…): the schema the OpenAPI document publishes. */
+export type WebhookBody = z.output<typeof WebhookEventBody>;
 
 /** What a refund event tells of its refund: `amount_minor` and `currency` are the refund's share in the payment's currency. */
 export type WebhookRefund = {

@@ -40,6 +40,7 @@ export const WebhookDelivery = z
 const doc: RouteDoc = {
   method: 'GET',
   url: '/api/checkout/v2/webhooks/deliveries',
+  operationId: 'listWebhookDeliveries',
   tag: 'Webhooks',
   summary: 'List webhook deliveries',
   description: 'The merchant’s webhook deliveries, newest first, each with every attempt (time, HTTP status, latency, start of the response).',

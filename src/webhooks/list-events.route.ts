@@ -8,10 +8,7 @@ import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { EVENT_RETENTION_DAYS, type EventFilter, findEvent, MAX_EVENTS_PAGE_SIZE, pageOfEvents } from './event-log.ts';
-import { EVENT_TYPES, TEST_EVENT_TYPE } from './event-types.ts';
-
-/** Every type an event may have: the subscribable ones and `webhook.test`. */
-export const EVENT_TYPE_NAMES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
+import { EVENT_TYPE_NAMES } from './event-types.ts';
 
 const isTypeList = (value: string) => value.split(',').every((type) => (EVENT_TYPE_NAMES as readonly string[]).includes(type));
 
@@ -56,6 +53,7 @@ const EventList = z
 const listDoc: RouteDoc = {
   method: 'GET',
   url: '/api/checkout/v2/events',
+  operationId: 'listEvents',
   tag: 'Webhooks',
   summary: 'List events',
   description: `The merchant’s webhook events of the credential’s mode (delivered or not, whatever the subscription), newest first or oldest first, filtered by type and creation time, a page at a time: pass \`nextCursor\` as \`cursor\` for the next page. Each event carries the exact body its webhook carried. Events are kept at least ${EVENT_RETENTION_DAYS} days.`,
@@ -74,6 +72,7 @@ const Params = z.strictObject({ eventId: z.string().min(1).max(64) });
 const readDoc: RouteDoc = {
   method: 'GET',
   url: '/api/checkout/v2/events/{eventId}',
+  operationId: 'getEvent',
   tag: 'Webhooks',
   summary: 'Read an event',
   description: 'One of the merchant’s webhook events of the credential’s mode, with the exact body its webhook carried.',

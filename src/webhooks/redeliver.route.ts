@@ -14,6 +14,7 @@ export const DeliveryQueued = z.object({ eventId: z.string(), deliveryId: z.stri
 const doc: RouteDoc = {
   method: 'POST',
   url: '/api/checkout/v2/webhooks/events/{eventId}/redeliver',
+  operationId: 'redeliverEvent',
   tag: 'Webhooks',
   summary: 'Redeliver a webhook event',
   description: 'Queues the event again, with the same id and the same body as first sent, to the current webhook URL.',

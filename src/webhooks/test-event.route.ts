@@ -10,6 +10,7 @@ import { limitTestEvents } from './test-event-limit.ts';
 const doc: RouteDoc = {
   method: 'POST',
   url: '/api/checkout/v2/webhooks/test',
+  operationId: 'sendTestWebhook',
   tag: 'Webhooks',
   summary: 'Send a test webhook',
   description:

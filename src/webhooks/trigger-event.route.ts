@@ -8,7 +8,8 @@ import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
 import { validate } from '../http/validation.ts';
 import { triggerTestEvent } from './event-log.ts';
-import { EVENT_TYPE_NAMES, WebhookEvent } from './list-events.route.ts';
+import { EVENT_TYPE_NAMES } from './event-types.ts';
+import { WebhookEvent } from './list-events.route.ts';
 import { limitTestEvents } from './test-event-limit.ts';
 
 const Body = z.strictObject({
@@ -20,6 +21,7 @@ const Body = z.strictObject({
 const doc: RouteDoc = {
   method: 'POST',
   url: '/api/checkout/v2/events/test',
+  operationId: 'triggerTestEvent',
   tag: 'Webhooks',
   summary: 'Trigger a test event',
   description:

@@ -13,6 +13,8 @@ import type { PayerFlow, X402Services } from './services.ts';
 
 const SESSION_ID_MAX = 64;
 export const X402_PATHS = ['/x402/session/{sessionId}', '/checkout/v2/x402/session/{sessionId}'];
+/** One operation per path, for clients generated from the OpenAPI document. */
+const OPERATION_IDS: Record<string, string> = { [X402_PATHS[0]!]: 'payX402Session', [X402_PATHS[1]!]: 'payX402SessionUnderCheckout' };
 const Params = z.strictObject({ sessionId: z.string().min(1).max(SESSION_ID_MAX) });
 const Query = z.strictObject({
   amount: z.string().optional().meta({ description: 'Buyer-chosen amount in the session currency; editable sessions only, on both requests' }),
@@ -40,6 +42,7 @@ function docFor(url: string): RouteDoc {
   return {
     method: 'GET',
     url,
+    operationId: OPERATION_IDS[url]!,
     tag: 'x402',
     summary: 'Pay a session over x402 (E3)',
     description:
