@@ -60,6 +60,7 @@ export const registerRefundRoutes =
         method: 'POST',
         url: '/api/checkout/v2/payments/{paymentId}/refunds/prepare',
         scope: 'refunds:write',
+        operationId: 'prepareRefund',
         tag: TAG,
         summary: 'Prepare a refund: the typed data its payout wallet signs',
         description:
@@ -91,6 +92,7 @@ export const registerRefundRoutes =
         method: 'POST',
         url: '/api/checkout/v2/refunds',
         scope: 'refunds:write',
+        operationId: 'createRefund',
         tag: TAG,
         summary: 'Make a refund from a signed authorization',
         description:
@@ -122,6 +124,7 @@ export const registerRefundRoutes =
         method: 'GET',
         url: '/api/checkout/v2/refunds/{refundId}',
         scope: 'refunds:read',
+        operationId: 'getRefund',
         tag: TAG,
         summary: 'Read a refund',
         description: 'Needs `refunds:read` (or `refunds:write`).',
@@ -149,6 +152,7 @@ export const registerRefundRoutes =
         method: 'GET',
         url: '/api/checkout/v2/refunds',
         scope: 'refunds:read',
+        operationId: 'listRefunds',
         tag: TAG,
         summary: 'List refunds',
         description:

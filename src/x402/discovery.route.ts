@@ -124,6 +124,8 @@ export function registerDiscoveryManifest(app: FastifyInstance, context: AppCont
       {
         method: 'GET',
         url,
+        // One manifest at two addresses: the second's name says which.
+        operationId: url.endsWith('.json') ? 'getDiscoveryManifestJson' : 'getDiscoveryManifest',
         tag: 'x402',
         summary: 'The payment links merchants made discoverable, for agents (x402 origin manifest)',
         description:

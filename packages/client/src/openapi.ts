@@ -48,6 +48,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/x402": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The payment links merchants made discoverable, for agents (x402 origin manifest)
+         * @description Public and cacheable (Cache-Control, ETag; If-None-Match answers 304). Lists only links their merchant marked discoverable, payable now, of the mode the deployment serves live (test links only on a test-only deployment). Paged by `cursor`. See docs/x402.md.
+         */
+        get: operations["getDiscoveryManifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/x402.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The payment links merchants made discoverable, for agents (x402 origin manifest)
+         * @description Public and cacheable (Cache-Control, ETag; If-None-Match answers 304). Lists only links their merchant marked discoverable, payable now, of the mode the deployment serves live (test links only on a test-only deployment). Paged by `cursor`. See docs/x402.md.
+         */
+        get: operations["getDiscoveryManifestJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/checkout/v2/payments/{paymentId}/refunds/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare a refund: the typed data its payout wallet signs
+         * @description Answers the EIP-712 typed data of the EIP-3009 authorization that moves `amount` USDC from the payout wallet that received the payment back to its payer, with a fresh nonce, valid at once for 10 minutes. Nothing is recorded: sign it with the payout wallet’s key and post it to `POST /api/checkout/v2/refunds`. Needs `refunds:write`.
+         */
+        post: operations["prepareRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/checkout/v2/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List refunds
+         * @description The merchant’s refunds of the credential’s mode, newest first, filtered by payment, session and status, a page at a time: pass `nextCursor` as `cursor` for the next page. Needs `refunds:read` (or `refunds:write`).
+         */
+        get: operations["listRefunds"];
+        put?: never;
+        /**
+         * Make a refund from a signed authorization
+         * @description Takes the prepared fields and the payout wallet’s signature. The checks are the dashboard’s: the amount against what is left of the payment (atomically), the validity window, the nonce, and that the payment’s payout wallet signed exactly these terms. Then the facilitator submits it and the chain is read at once; only the chain decides its status (PENDING until then; `refund.succeeded` / `refund.failed` webhook events when decided). A refused refund records nothing and moves nothing. Needs `refunds:write`.
+         */
+        post: operations["createRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/checkout/v2/refunds/{refundId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a refund
+         * @description Needs `refunds:read` (or `refunds:write`).
+         */
+        get: operations["getRefund"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/checkout/v2/orders/receipt/{publicOrderId}": {
         parameters: {
             query?: never;
@@ -265,7 +369,7 @@ export interface paths {
         };
         /**
          * Pay a session over x402 (E3)
-         * @description Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. See docs/x402.md for every `error` code.
+         * @description Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. A v2 payload may name its payment with the `payment-identifier` extension: a retry carrying the same identifier gets the first outcome and is never charged again. See docs/x402.md for every `error` code.
          */
         get: operations["payX402Session"];
         put?: never;
@@ -285,7 +389,7 @@ export interface paths {
         };
         /**
          * Pay a session over x402 (E3)
-         * @description Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. See docs/x402.md for every `error` code.
+         * @description Public. Without a proof: 402 with the challenge (body and PAYMENT-REQUIRED header). With X-PAYMENT or PAYMENT-SIGNATURE: verified, settled once, 200. A v2 payload may name its payment with the `payment-identifier` extension: a retry carrying the same identifier gets the first outcome and is never charged again. See docs/x402.md for every `error` code.
          */
         get: operations["payX402SessionUnderCheckout"];
         put?: never;
@@ -307,7 +411,7 @@ export interface paths {
         put?: never;
         /**
          * Token endpoint: client credentials for the payment API; authorization code and refresh token for coding agents
-         * @description `grant_type=client_credentials` takes `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body, or HTTP Basic; the token is valid 24 h. `grant_type=authorization_code` takes `code`, `redirect_uri`, `code_verifier` (PKCE) and `client_id` (the metadata document URL; no secret); `grant_type=refresh_token` takes `refresh_token` and `client_id`, and answers a new refresh token each time (a used one presented again revokes the authorization). Coding agents get a 15-minute token for `{mcp_url}/mcp` with a `refresh_token` and `scope`. Tokens are ES256 JWTs (`typ` `at+jwt`), verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.
+         * @description `grant_type=client_credentials` takes `client_id`, `client_secret` and `audience` (`{base_url}/checkout`, the only one) as a JSON or form body, or HTTP Basic, and an optional `scope` narrowing the token to `refunds:read` and/or `refunds:write` (without it the token may do everything the payment API does, as an API key may); the token is valid 24 h. `grant_type=authorization_code` takes `code`, `redirect_uri`, `code_verifier` (PKCE) and `client_id` (the metadata document URL; no secret); `grant_type=refresh_token` takes `refresh_token` and `client_id`, and answers a new refresh token each time (a used one presented again revokes the authorization). Coding agents get a 15-minute token for `{mcp_url}/mcp` with a `refresh_token` and `scope`. Tokens are ES256 JWTs (`typ` `at+jwt`), verifiable with `/.well-known/jwks.json`. Errors follow RFC 6749 §5.2.
          */
         post: operations["requestToken"];
         delete?: never;
@@ -367,7 +471,7 @@ export interface components {
                  * @description One of the closed catalogue of codes; each code's status and meaning are listed under `x-error-codes` at the document's root
                  * @enum {string}
                  */
-                code: "invalid_field" | "unknown_field" | "unsupported_chain" | "unsupported_token" | "payout_wallet_not_settable" | "invalid_json" | "invalid_request" | "unauthorized" | "test_mode_only" | "not_found" | "method_not_allowed" | "session_settled" | "session_expired" | "session_changed" | "payment_in_progress" | "order_id_in_use" | "idempotency_key_in_use" | "no_webhook_endpoint" | "body_too_large" | "form_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "no_pay_to" | "rate_limited" | "internal_error" | "rate_unavailable" | "facilitator_unavailable" | "facilitator_refused" | "database_unreachable" | "sandbox_unavailable";
+                code: "invalid_field" | "unknown_field" | "unsupported_chain" | "unsupported_token" | "payout_wallet_not_settable" | "invalid_payment_identifier" | "invalid_json" | "invalid_request" | "unauthorized" | "insufficient_scope" | "test_mode_only" | "not_found" | "method_not_allowed" | "session_settled" | "session_expired" | "session_changed" | "payment_in_progress" | "order_id_in_use" | "idempotency_key_in_use" | "payment_identifier_reused" | "no_webhook_endpoint" | "body_too_large" | "form_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "no_pay_to" | "rate_limited" | "internal_error" | "rate_unavailable" | "facilitator_unavailable" | "facilitator_refused" | "database_unreachable" | "sandbox_unavailable";
                 message: string;
                 field?: string;
             };
@@ -514,6 +618,142 @@ export interface components {
             /** @description Pass as `cursor` for the next page; null on the last page */
             nextCursor: string | null;
         };
+        X402DiscoveryManifest: {
+            /** @constant */
+            x402Version: 2;
+            items: components["schemas"]["X402DiscoveryResource"][];
+            pagination: {
+                limit: number;
+                cursor: string | null;
+            };
+        };
+        X402DiscoveryResource: {
+            resource: string;
+            /** @constant */
+            type: "http";
+            /** @constant */
+            x402Version: 2;
+            accepts: {
+                [key: string]: unknown;
+            }[];
+            lastUpdated: string;
+            description: string;
+            mimeType: string;
+            serviceName?: string;
+            extensions: {
+                [key: string]: unknown;
+            };
+            metadata: {
+                name: string;
+                price: string;
+                currency: string;
+                buyerChoosesAmount: boolean;
+                minAmount?: string;
+                merchant: string;
+            };
+        };
+        PreparedRefund: {
+            paymentId: string;
+            /** @description USDC, as asked */
+            amount: string;
+            typedData: components["schemas"]["RefundTypedData"];
+            /** @description ISO 8601, when it was prepared: the authorization is valid at once (the typed data’s validAfter is 0) */
+            validFrom: string;
+            /** @description ISO 8601: it must be submitted before this, 10 minutes after it was prepared */
+            validBefore: string;
+            /** @description The fields to post to POST /api/checkout/v2/refunds, with the `signature` */
+            submit: {
+                paymentId: string;
+                amount: string;
+                validBefore: string;
+                nonce: string;
+            };
+        };
+        /** @description EIP-712 typed data of the EIP-3009 TransferWithAuthorization to sign with the payout wallet (`eth_signTypedData_v4` takes it as it is; viem’s `signTypedData` without `EIP712Domain` and with the numbers as bigint) */
+        RefundTypedData: {
+            domain: {
+                name: string;
+                version: string;
+                chainId: number;
+                verifyingContract: string;
+            };
+            types: {
+                [key: string]: {
+                    name: string;
+                    type: string;
+                }[];
+            };
+            /** @constant */
+            primaryType: "TransferWithAuthorization";
+            message: {
+                /** @description The payout wallet that received the payment: it signs */
+                from: string;
+                /** @description The payer, who gets the refund */
+                to: string;
+                /** @description USDC base units, as a decimal string */
+                value: string;
+                validAfter: string;
+                /** @description Unix seconds */
+                validBefore: string;
+                nonce: string;
+            };
+        };
+        Refund: {
+            id: string;
+            /** @description The order id (TX-…) of the payment it refunds */
+            paymentId: string | null;
+            paymentSessionId: string;
+            /**
+             * @description Decided by the chain alone: PENDING until the transfer is seen (SUCCEEDED) or the authorization can no longer move money (FAILED: expired unused or cancelled)
+             * @enum {string}
+             */
+            status: "PENDING" | "SUCCEEDED" | "FAILED";
+            /** @description In the payment's currency (its share of the payment, rounded down) */
+            amount: number;
+            currency: string;
+            /** @description USDC given back, as a decimal string */
+            tokenAmount: string;
+            reason: string | null;
+            /** @description The payout wallet it is paid from */
+            from: string;
+            /** @description The payer it is paid to */
+            to: string;
+            transactionHash: string | null;
+            /** @description Why it FAILED, or while PENDING what stands in the way (a facilitator’s refusal); null otherwise */
+            lastError: string | null;
+            /**
+             * @description How it was made: the dashboard, the payment API, or a coding agent through MCP
+             * @enum {string}
+             */
+            origin: "dashboard" | "api" | "mcp";
+            createdAt: string;
+            updatedAt: string;
+        };
+        CreateRefund: {
+            /**
+             * @description The order id of the settled payment (`paymentId` of the session read: `TX-…`)
+             * @example TX-6B1F0C2A9D3E4F5A6B7C8D9E0F1A2B3C
+             */
+            paymentId: string;
+            /**
+             * @description USDC to give back, as a decimal string with at most 6 decimals; at most what is left to refund of the payment
+             * @example 0.40
+             */
+            amount: string;
+            /** @description The typed data’s `validBefore`, Unix seconds as prepared */
+            validBefore: string;
+            /** @description The typed data’s `nonce`, as prepared */
+            nonce: string;
+            /** @description The payout wallet’s EIP-712 signature of the typed data, 0x and hex */
+            signature: string;
+            /** @description Why, in the merchant’s words (at most 200 characters): in the webhook event and the buyer’s mail */
+            reason?: string;
+        };
+        RefundList: {
+            refunds: components["schemas"]["Refund"][];
+            /** @description The next page’s cursor; null on the last page */
+            nextCursor: string | null;
+        };
         OrderReceipt: {
             publicOrderId: string;
             /** @enum {string} */
@@ -612,6 +852,14 @@ export interface components {
             accepts: {
                 [key: string]: unknown;
             }[];
+            /** @description With an offer: `payment-identifier` (always) and `bazaar` (a discoverable link), as in PAYMENT-REQUIRED */
+            extensions?: {
+                [key: string]: unknown;
+            };
+            /** @description With an offer: the amount in the session currency that maxAmountRequired is the price of */
+            amount?: number;
+            /** @description The session currency (ISO 4217) */
+            currency?: string;
         };
         WebhookEventBody: {
             /** @description The event id (`evt_…`), also the `webhook-id` header: deduplicate by it */
@@ -948,6 +1196,332 @@ export interface operations {
                 };
             };
             /** @description No such session for this merchant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDiscoveryManifest: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the manifest */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402DiscoveryManifest"];
+                };
+            };
+            /** @description Unchanged since the ETag sent in If-None-Match */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed limit or cursor, or another query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDiscoveryManifestJson: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the manifest */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402DiscoveryManifest"];
+                };
+            };
+            /** @description Unchanged since the ETag sent in If-None-Match */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A malformed limit or cursor, or another query parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    prepareRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description USDC to give back, as a decimal string with at most 6 decimals; at most what is left to refund of the payment
+                     * @example 0.40
+                     */
+                    amount: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The typed data to sign */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreparedRefund"];
+                };
+            };
+            /** @description A field is refused and `error.field` names it (paymentId, amount, validBefore, nonce, signature, reason); nothing was recorded and nothing moved */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or wrong-mode API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A client-credentials token issued without this scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No settled payment with this order id for this merchant in the credential’s mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRefunds: {
+        parameters: {
+            query?: {
+                paymentId?: string;
+                paymentSessionId?: string;
+                status?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of refunds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundList"];
+                };
+            };
+            /** @description A query parameter is unknown, repeated or invalid; `error.field` names it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or wrong-mode API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A client-credentials token issued without this scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRefund"];
+            };
+        };
+        responses: {
+            /** @description The refund, as the chain has decided it so far */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description A field is refused and `error.field` names it (paymentId, amount, validBefore, nonce, signature, reason); nothing was recorded and nothing moved */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or wrong-mode API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A client-credentials token issued without this scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No settled payment with this order id for this merchant in the credential’s mode */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No facilitator is configured for this mode; nothing was recorded */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                refundId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refund */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The refund id is malformed (`error.field` is refundId) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown, revoked or wrong-mode API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A client-credentials token issued without this scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such refund for this merchant in the credential’s mode */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1440,7 +2014,7 @@ export interface operations {
                     "application/json": components["schemas"]["X402Paid"];
                 };
             };
-            /** @description ?amount= malformed, or sent for a fixed-amount session */
+            /** @description ?amount= malformed, or sent for a fixed-amount session; or a malformed payment-identifier id (invalid_payment_identifier) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1460,6 +2034,15 @@ export interface operations {
             };
             /** @description Unknown or expired session */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The payment-identifier names a payment of another session, payer or amount (payment_identifier_reused); nothing was charged */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1518,7 +2101,7 @@ export interface operations {
                     "application/json": components["schemas"]["X402Paid"];
                 };
             };
-            /** @description ?amount= malformed, or sent for a fixed-amount session */
+            /** @description ?amount= malformed, or sent for a fixed-amount session; or a malformed payment-identifier id (invalid_payment_identifier) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1538,6 +2121,15 @@ export interface operations {
             };
             /** @description Unknown or expired session */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The payment-identifier names a payment of another session, payer or amount (payment_identifier_reused); nothing was charged */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

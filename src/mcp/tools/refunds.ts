@@ -13,6 +13,7 @@ import {
 } from '../../chain/refund-schemas.ts';
 import { makeRefund, prepareRefund, RefundLimitRefusal, refundablePayment, refundableValue, refundValue } from '../../chain/refunds.ts';
 import type { AppContext } from '../../context.ts';
+import { recordActivity } from '../../merchants/events.ts';
 import { formatUsdc } from '../../money/usdc.ts';
 import type { McpAccess } from '../../oauth/mcp-access.ts';
 import { findRefund, grantRefundedSince, type LimitBreach, limitBreach, REFUND_LIMIT_WINDOW_MS } from '../../payments/refunds.ts';
@@ -82,6 +83,19 @@ export const submitRefundTool = defineTool({
         args.paymentId,
         { ...args, reason: args.reason },
         { origin: 'mcp', grantId: access.grant.id },
+        // The agent's refund is a line of the merchant's activity log, as a person's is.
+        (trx, refund) =>
+          recordActivity(
+            trx,
+            refund.merchant_id,
+            { kind: 'agent', id: access.grant.id, label: access.grant.clientName, ip: null, userAgent: null },
+            {
+              type: 'refund_sent',
+              mode: refund.mode,
+              detail: { order: args.paymentId, refund: refund.id, usdc: formatUsdc(refund.value), reason: refund.reason },
+            },
+            context.now(),
+          ),
       );
       const refund = await findRefund(context.db, scopeOf(access), made.id);
       return refundView(refund!);

@@ -10,6 +10,7 @@ import { removeGrantsOfUser } from '../../oauth/grants.ts';
 import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
+import { STEP_UP_FIELD, stepUpInput, stepUpRefusal } from '../kit/reauth.ts';
 import { type FieldProblem, labelledInput } from './form-controls.ts';
 import { type DashboardUser, dashboardPage } from './layout.ts';
 import { addDashboardRoute } from './page-route.ts';
@@ -35,13 +36,13 @@ function roleSelect(id: string, roles: readonly Role[], selected: string, proble
   )}</select>`;
 }
 
-function memberRow(signedIn: DashboardUser, member: User, view: TeamView): Html {
+function memberRow(signedIn: DashboardUser, member: User, view: TeamView, now: number): Html {
   const you = member.id === signedIn.user.id;
   const roles = assignable(signedIn, member.role);
   const problem = view.problem?.form === 'member' && view.problem.userId === member.id ? view.problem : undefined;
   const id = `role-${member.id}`;
   const manage = roles.includes(member.role)
-    ? html`<form method="post" action="${TEAM_PATH}/members/${member.id}/role" class="inline-form">${csrfInput(signedIn.csrfToken)}<label for="${id}" class="visually-hidden">Role of ${member.email}</label>${roleSelect(id, roles, member.role, !!problem)} <button type="submit" class="secondary">Change role</button>${problem ? html`<span id="${id}-problem" class="field-problem">Role ${problem.message}.</span>` : ''}</form>
+    ? html`<form method="post" action="${TEAM_PATH}/members/${member.id}/role" class="inline-form">${csrfInput(signedIn.csrfToken)}<label for="${id}" class="visually-hidden">Role of ${member.email}</label>${roleSelect(id, roles, member.role, !!problem)}${stepUpInput(signedIn, now, id, undefined, TEAM_PATH)} <button type="submit" class="secondary">Change role</button>${problem ? html`<span id="${id}-problem" class="field-problem">Role ${problem.message}.</span>` : ''}</form>
 <form method="post" action="${TEAM_PATH}/members/${member.id}/remove" class="inline-form">${csrfInput(signedIn.csrfToken)}<button type="submit" class="danger" aria-label="${you ? 'Leave the team' : 'Remove'} ${member.email}">${you ? 'Leave the team' : 'Remove'}</button></form>`
     : html`<span class="note">Only an owner changes an owner.</span>`;
   return html`<tr>
@@ -72,7 +73,7 @@ async function teamPage(context: AppContext, signedIn: DashboardUser, view: Team
   const body = html`<section aria-labelledby="members-heading"><h2 id="members-heading">Members</h2>
 <div class="table-scroll" role="region" aria-label="Members" tabindex="0"><table class="cards team"><thead><tr><th scope="col">Member</th><th scope="col">Role</th><th scope="col">Since</th><th scope="col">Manage</th></tr></thead><tbody>
 ${joinHtml(
-  members.map((member) => memberRow(signedIn, member, view)),
+  members.map((member) => memberRow(signedIn, member, view, context.now())),
   html`\n`,
 )}
 </tbody></table></div>
@@ -204,6 +205,9 @@ export function registerTeam(app: FastifyInstance, context: AppContext): void {
       const member = (await listMembers(context.db, signedIn.user.merchantId)).find((m) => m.id === userId);
       if (!member) return notFound(reply, signedIn, 'member');
       if (!mayAssign(signedIn.user.role, member.role, role)) return refuse('of an owner, or Owner itself, can be given by an owner only');
+      // A role is what a member may do with the merchant's money: a fresh second factor first, for a user with one.
+      const stepUp = await stepUpRefusal(context, signedIn, formFields(request)[STEP_UP_FIELD]);
+      if (stepUp) return refuse(`was not changed: the second factor ${stepUp}`);
       try {
         await changeRole(context.db, { merchantId: signedIn.user.merchantId, userId, role, actor: actorOf(signedIn.user, request) }, context.now());
       } catch (error) {
