@@ -139,7 +139,8 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(securitySchemes.apiKey, { ...securitySchemes.apiKey, type: 'apiKey', in: 'header', name: 'X-SC-ApiKey' });
     assert.deepEqual(securitySchemes.clientCredentials, { ...securitySchemes.clientCredentials, type: 'http', scheme: 'bearer' });
     const securityOf = (path: string, method: string) => (document.paths as Record<string, Record<string, { security: unknown }>>)[path]![method]!.security;
-    assert.deepEqual(securityOf('/api/checkout/v2/payment_session', 'post'), [{ apiKey: [] }, { clientCredentials: [] }]);
+    // Each names the scope a restricted key (or a token asked with scope) needs.
+    assert.deepEqual(securityOf('/api/checkout/v2/payment_session', 'post'), [{ apiKey: ['sessions:write'] }, { clientCredentials: ['sessions:write'] }]);
     for (const [path, method] of [
       ['/x402/session/{sessionId}', 'get'],
       ['/checkout/v2/orders/receipt/{publicOrderId}', 'get'],

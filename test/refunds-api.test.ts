@@ -11,7 +11,7 @@ import { createClient } from '../src/oauth/clients.ts';
 import { transfersOnChain } from '../src/testing/buyer.ts';
 import { describeOnEngine, engines, type PayingService, startPayingService } from '../src/testing/harness.ts';
 import { newAccount } from '../src/testing/payer.ts';
-import { challenge, createSession, fundedPayer, pay, signedPayment } from '../src/testing/shop.ts';
+import { paidOrder as paidOrderOf, signRefund } from '../src/testing/refunds.ts';
 import { waitFor } from '../src/testing/wait.ts';
 
 type TypedData = {
@@ -32,18 +32,6 @@ type ApiRefund = {
   to: string;
 };
 type ApiError = { error: { code: string; field?: string; message: string } };
-
-/** Signs refund typed data as viem does for a local account: EIP712Domain left out, the numbers as bigint. */
-export function signRefund(signer: LocalAccount, typed: TypedData) {
-  const { EIP712Domain: _, ...types } = typed.types;
-  const m = typed.message;
-  return signer.signTypedData({
-    domain: typed.domain,
-    types,
-    primaryType: typed.primaryType,
-    message: { ...m, value: BigInt(m.value), validAfter: BigInt(m.validAfter), validBefore: BigInt(m.validBefore) },
-  });
-}
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`refunds over the payment API on ${engine}`, skip, () => {
@@ -88,16 +76,7 @@ for (const { engine, skip } of engines) {
       chain().readContract({ address: env.sandbox.usdcAddress, abi: erc20Abi, functionName: 'balanceOf', args: [address] });
     const refundTransfers = (payer: Address) => transfersOnChain(env.sandbox.rpcUrl, env.sandbox.usdcAddress, { from: payout.address, to: payer });
 
-    /** A session of the merchant paid over x402 by a new buyer: the order id (TX-…) and the buyer. */
-    const paidOrder = async (key = apiKey) => {
-      const sessionId = await createSession(env.baseUrl, key, { amount: 1, currency: 'USD', orderId: `api-refund-${Math.random()}` });
-      const payer = await fundedPayer(env.sandbox, '2');
-      const offer = await challenge(env.baseUrl, sessionId);
-      const response = await pay(env.baseUrl, sessionId, (await signedPayment(payer, env.sandbox.usdcAddress, offer)).header);
-      const answer = (await response.json()) as { paymentId: string };
-      assert.equal(response.status, 200, JSON.stringify(answer));
-      return { sessionId, paymentId: answer.paymentId, payer };
-    };
+    const paidOrder = (key = apiKey) => paidOrderOf(env, key);
     const tokenFor = async (scope?: string) => {
       const client = await createClient(env.service.context.db, merchantId, 'sandbox');
       const response = await fetch(`${env.baseUrl}/oauth/token`, {

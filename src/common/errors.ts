@@ -78,7 +78,7 @@ export const ERROR_CATALOGUE = {
     403,
     'The credential is narrowed to scopes (a restricted API key, or a client-credentials token asked with `scope`) without the one this request needs; the message names it',
     (p: { scope: string }) =>
-      `This request needs the scope ${p.scope}, which this credential lacks; use an API key or token with ${p.scope} (or a full key, or a token asked without scope)`,
+      `This credential lacks the scope ${p.scope}, which this request needs; use an API key or token with ${p.scope} (or a full key, or a token asked without scope)`,
   ),
   test_mode_only: entry(
     403,
