@@ -17,6 +17,14 @@ export type PaymentSessionCreated = Schemas['PaymentSessionResponse'];
 export type PaymentSession = Schemas['PaymentSessionDetails'];
 /** An event as the events API lists it (its body as delivered, a JSON string). */
 export type StoredEvent = Schemas['WebhookEvent'];
+/** What prepare answers: the typed data for the payout wallet to sign and the fields to submit with its signature. */
+export type PreparedRefund = Schemas['PreparedRefund'];
+/** The EIP-712 typed data of a refund's TransferWithAuthorization. */
+export type RefundTypedData = Schemas['RefundTypedData'];
+/** The refund create's body: the prepared fields and the signature. */
+export type NewRefund = Schemas['CreateRefund'];
+/** A refund as the read and the list answer it, its status decided by the chain. */
+export type Refund = Schemas['Refund'];
 /** Every refusal: `error.code` from the closed catalogue, `error.field` naming a bad field. */
 export type TillError = Schemas['Error'];
 

@@ -1,16 +1,41 @@
 // The typed client against a running Till, as a merchant's server uses it: sessions created,
 // updated, read and listed with an API key and with a client-credentials token; events listed and
-// read; a real webhook delivery verified (and a tampered one refused) by the client's helper.
+// read; a real webhook delivery verified (and a tampered one refused) by the client's helper; and a
+// refund of a payment made on the sandbox chain: prepared, signed by the payout wallet, submitted,
+// read, listed and seen on the chain, and one refused by name.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import type { Address, LocalAccount } from 'viem';
 import { createClient as createOAuthClient } from '../../../src/oauth/clients.ts';
 import { everyRouteDocument } from '../../../src/testing/api-document.ts';
-import { describeOnEngine, engines, startListeningTestService, type TestService } from '../../../src/testing/harness.ts';
+import { transfersOnChain } from '../../../src/testing/buyer.ts';
+import {
+  describeOnEngine,
+  engines,
+  type PayingService,
+  startListeningTestService,
+  startPayingService,
+  type TestService,
+} from '../../../src/testing/harness.ts';
+import { newAccount } from '../../../src/testing/payer.ts';
+import { paidOrder, signRefund } from '../../../src/testing/refunds.ts';
+import { waitFor } from '../../../src/testing/wait.ts';
 import { setWebhook } from '../../../src/webhooks/endpoints.ts';
 import { createTillClient, isTillEvent, type TillClient, verifyWebhook, WebhookVerificationError } from '../src/index.ts';
+
+/** Every operation a client of this file called ("POST /api/…/{paymentId}/…"), as its document path names it. */
+const exercised = new Set<string>();
+const recording = (client: TillClient) => {
+  client.use({
+    onRequest({ request, schemaPath }) {
+      exercised.add(`${request.method} ${schemaPath}`);
+    },
+  });
+  return client;
+};
 
 type Delivery = { body: string; headers: IncomingHttpHeaders };
 
@@ -46,7 +71,7 @@ for (const { engine, skip } of engines) {
       service = await startListeningTestService(engine, {}, { workers: true });
       const merchant = await service.merchant({ name: 'Client Shop', walletAddress: '0x1111111111111111111111111111111111111111' });
       merchantId = merchant.merchantId;
-      client = createTillClient({ baseUrl: service.baseUrl, apiKey: merchant.apiKey });
+      client = recording(createTillClient({ baseUrl: service.baseUrl, apiKey: merchant.apiKey }));
     });
     after(() => service?.stop());
 
@@ -159,12 +184,95 @@ for (const { engine, skip } of engines) {
       }
     });
   });
+
+  describeOnEngine(`@till/client refunds a payment made on the sandbox chain (${engine})`, skip, () => {
+    let env: PayingService;
+    let payout: LocalAccount;
+    let apiKey: string;
+    let client: TillClient;
+    before(async () => {
+      env = await startPayingService(engine, { TILL_RECONCILE_INTERVAL_MS: '200' }, { workers: true });
+      payout = newAccount();
+      ({ apiKey } = await env.service.merchant({ name: 'Client Refund Shop', walletAddress: payout.address }));
+      client = recording(createTillClient({ baseUrl: env.baseUrl, apiKey }));
+    });
+    after(() => env?.stop());
+
+    const refundsOf = async (paymentId: string) => {
+      const listed = await client.GET('/api/checkout/v2/refunds', { params: { query: { paymentId } } });
+      assert.equal(listed.response.status, 200, JSON.stringify(listed.error));
+      return listed.data!.refunds;
+    };
+    const paidBackOnChain = (payer: Address) => transfersOnChain(env.sandbox.rpcUrl, env.sandbox.usdcAddress, { from: payout.address, to: payer });
+
+    test('prepares a partial refund, signs its typed data with the payout key, submits, reads and lists it; the chain pays the buyer back', async () => {
+      const { paymentId, payer } = await paidOrder(env, apiKey);
+      const prepared = await client.POST('/api/checkout/v2/payments/{paymentId}/refunds/prepare', {
+        params: { path: { paymentId } },
+        body: { amount: '0.25' },
+      });
+      assert.equal(prepared.response.status, 200, JSON.stringify(prepared.error));
+      const { typedData, submit } = prepared.data!;
+      assert.equal(typedData.message.from, payout.address);
+      assert.equal(typedData.message.to, payer.address);
+      assert.equal(typedData.message.value, '250000');
+
+      const made = await client.POST('/api/checkout/v2/refunds', {
+        body: { ...submit, signature: await signRefund(payout, typedData), reason: 'one coffee returned' },
+      });
+      assert.equal(made.response.status, 201, JSON.stringify(made.error));
+      const refundId = made.data!.id;
+      assert.equal(made.data!.paymentId, paymentId);
+      assert.equal(made.data!.origin, 'api');
+
+      // Only the chain decides: read the refund until it is no longer PENDING.
+      const decided = await waitFor(async () => {
+        const read = await client.GET('/api/checkout/v2/refunds/{refundId}', { params: { path: { refundId } } });
+        assert.equal(read.response.status, 200, JSON.stringify(read.error));
+        return read.data!.status !== 'PENDING' && read.data!;
+      }, `refund ${refundId} decided`);
+      assert.equal(decided.status, 'SUCCEEDED', decided.lastError ?? '');
+      assert.equal(decided.tokenAmount, '0.25');
+      assert.equal(decided.reason, 'one coffee returned');
+      assert.deepEqual(
+        (await paidBackOnChain(payer.address)).map((transfer) => [transfer.value, transfer.txHash]),
+        [[250_000n, decided.transactionHash]],
+        'the chain shows exactly the refund going from the payout wallet to the buyer',
+      );
+
+      assert.deepEqual(
+        (await refundsOf(paymentId)).map((refund) => [refund.id, refund.status]),
+        [[refundId, 'SUCCEEDED']],
+      );
+    });
+
+    test('a refund of more than was paid is refused as the typed error naming amount; nothing is recorded or moved', async () => {
+      const { paymentId, payer } = await paidOrder(env, apiKey);
+      const refused = await client.POST('/api/checkout/v2/payments/{paymentId}/refunds/prepare', { params: { path: { paymentId } }, body: { amount: '1.01' } });
+      assert.equal(refused.response.status, 400);
+      assert.equal(refused.data, undefined);
+      assert.equal(refused.error!.error.field, 'amount');
+      assert.match(refused.error!.error.message, /1\.01|left|more/i);
+
+      const unknown = await client.GET('/api/checkout/v2/refunds/{refundId}', { params: { path: { refundId: 'rf_AAAAAAAAAAAAAAAAAAAAAA' } } });
+      assert.equal(unknown.response.status, 404);
+      assert.equal(unknown.error!.error.code, 'not_found');
+
+      assert.deepEqual(await refundsOf(paymentId), []);
+      assert.deepEqual(await paidBackOnChain(payer.address), []);
+    });
+  });
 }
 
-// The payment API has no refund operation yet (refunds are made from the dashboard). When one is
-// added, this fails until the client's refund calls are tested above like the sessions' are.
+// Every refund operation of the document must be called by a test above: a new one fails this
+// until the client is tested on it too.
 test('the client is tested on every refund operation of the API', async () => {
-  const { paths } = (await everyRouteDocument()) as { paths: Record<string, unknown> };
-  const refundPaths = Object.keys(paths).filter((path) => /refund/i.test(path));
-  assert.deepEqual(refundPaths, [], 'the API has refund operations now: test them with the client in this file, then list them here');
+  const { paths } = (await everyRouteDocument()) as { paths: Record<string, Record<string, unknown>> };
+  const refundOperations = Object.entries(paths)
+    .filter(([path]) => /refund/i.test(path))
+    .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
+    .filter((operation) => !operation.startsWith('PARAMETERS '));
+  assert.ok(refundOperations.length >= 4, JSON.stringify(refundOperations));
+  const untested = refundOperations.filter((operation) => !exercised.has(operation));
+  assert.deepEqual(untested, [], 'refund operations no client call in this file made: test them above');
 });
