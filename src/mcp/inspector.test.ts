@@ -15,6 +15,7 @@ import { runNodeScript, runShellCommand, type ScriptRun } from '../testing/child
 import { temporaryDirectories } from '../testing/environment.ts';
 import { startListeningTestService, type TestService } from '../testing/harness.ts';
 import { MCP_INSPECTOR_CLI } from '../testing/tools.ts';
+import { TOOLS } from './tools.ts';
 
 const temporaryDirectory = temporaryDirectories('till-inspector-');
 
@@ -153,7 +154,7 @@ describe('the Inspector command till mcp login prints and docs/mcp.md shows', ()
       assert.equal(run.code, 0, `exit ${run.code}: ${run.stderr}`);
       assert.deepEqual(
         JSON.parse(run.stdout).tools.map((tool: { name: string }) => tool.name),
-        ['get_payment_settings', 'list_orders', 'get_receipt', 'list_api_keys', 'create_payment_session', 'create_api_key'],
+        TOOLS.map((tool) => tool.name),
       );
     } finally {
       await service.stop();

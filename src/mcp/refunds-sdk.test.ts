@@ -11,7 +11,7 @@ import { auth as authV2, Client, StreamableHTTPClientTransport } from '@modelcon
 import { auth as authV1 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Address, Hex, LocalAccount } from 'viem';
+import type { Address, LocalAccount } from 'viem';
 import { createUser } from '../accounts/users.ts';
 import { authorizedAgent as authorizedAgentInProcess, callMcpTool } from '../testing/agent.ts';
 import { AgentAuth } from '../testing/agent-auth.ts';
@@ -22,31 +22,15 @@ import { describeOnEngine, engines, type PayingService, startPayingService } fro
 import { merchantAtConsent, serveAgentDocument } from '../testing/oauth-flow.ts';
 import { Browser } from '../testing/page-browser.ts';
 import { newAccount } from '../testing/payer.ts';
+import { type RefundTypedData, signRefund } from '../testing/refunds.ts';
 import { challenge, createSession, fundedPayer, pay, signedPayment } from '../testing/shop.ts';
 import { waitFor } from '../testing/wait.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const REFUND_SCOPES = 'settings:read orders:read refunds:read refunds:write';
 
-type TypedData = {
-  domain: { name: string; version: string; chainId: number; verifyingContract: Address };
-  types: Record<string, { name: string; type: string }[]>;
-  primaryType: 'TransferWithAuthorization';
-  message: { from: Address; to: Address; value: string; validAfter: string; validBefore: string; nonce: Hex };
-};
 type ToolAnswer = { isError?: boolean; content: { type: string; text: string }[]; structuredContent?: Record<string, unknown> };
 type McpClient = { callTool(request: { name: string; arguments: Record<string, unknown> }): Promise<unknown>; close(): Promise<void> };
-
-const signRefund = (signer: LocalAccount, typed: TypedData) => {
-  const { EIP712Domain: _, ...types } = typed.types;
-  const m = typed.message;
-  return signer.signTypedData({
-    domain: typed.domain,
-    types,
-    primaryType: typed.primaryType,
-    message: { ...m, value: BigInt(m.value), validAfter: BigInt(m.validAfter), validBefore: BigInt(m.validBefore) },
-  });
-};
 
 for (const { engine, skip } of engines) {
   describeOnEngine(`refunds by coding agents through the MCP client SDKs on ${engine}`, skip, () => {
@@ -160,7 +144,7 @@ for (const { engine, skip } of engines) {
       assert.equal((await setLimits(grantId, '0.5', '0.6')).statusCode, 303);
       const prepared = await callTool(mcp, 'prepare_refund', { paymentId, amount: '0.4' });
       assert.notEqual(prepared.isError, true, JSON.stringify(prepared));
-      const { typedData, submit } = prepared.structuredContent as { typedData: TypedData; submit: Record<string, string> };
+      const { typedData, submit } = prepared.structuredContent as { typedData: RefundTypedData; submit: Record<string, string> };
       assert.equal(typedData.message.from, payout.address);
       const made = await callTool(mcp, 'submit_refund', { ...submit, signature: await signRefund(payout, typedData), reason: 'agent refund' });
       assert.notEqual(made.isError, true, JSON.stringify(made));
@@ -186,7 +170,7 @@ for (const { engine, skip } of engines) {
       );
       // One prepared within the limits, then the merchant lowers them: the submit is refused by the limit the merchant set last.
       const small = (await callTool(mcp, 'prepare_refund', { paymentId, amount: '0.1' })).structuredContent as {
-        typedData: TypedData;
+        typedData: RefundTypedData;
         submit: Record<string, string>;
       };
       assert.equal((await setLimits(grantId, '0.05', '0.6')).statusCode, 303);
@@ -220,7 +204,7 @@ for (const { engine, skip } of engines) {
       const signed = [];
       for (let i = 0; i < 2; i++) {
         const prepared = (await callMcpTool(env.service.app, agent.accessToken, 'prepare_refund', { paymentId, amount: '0.3' })).body.result;
-        const { typedData, submit } = prepared.structuredContent as { typedData: TypedData; submit: Record<string, string> };
+        const { typedData, submit } = prepared.structuredContent as { typedData: RefundTypedData; submit: Record<string, string> };
         signed.push({ ...submit, signature: await signRefund(payout, typedData) });
       }
       const answers = await Promise.all(signed.map((args) => callMcpTool(env.service.app, agent.accessToken, 'submit_refund', args)));

@@ -36,7 +36,8 @@ export async function createApiKey(db: Db, merchantId: string, mode: KeyMode, no
       created_at: now,
       revoked_at: null,
       last_used_at: null,
-      scopes: storedScopes(scopes),
+      // A full key leaves the column to its default (null), so a key is made the same way on any schema since 0001.
+      ...(scopes ? { scopes: storedScopes(scopes) } : {}),
     })
     .execute();
   return { keyId, apiKey, mode, lastFour, ...(scopes ? { scopes: [...scopes] } : {}) };

@@ -99,8 +99,8 @@ for (const { engine, skip } of engines) {
       const listed = await listApiKeys(db(), merchant.id);
       assert.deepEqual(listed, {
         keys: [
-          { keyId: first.keyId, masked: `…${first.apiKey.slice(-4)}`, mode: 'test', createdAt: new Date(1_000).toISOString(), lastUsedAt: null },
-          { keyId: second.keyId, masked: `…${second.apiKey.slice(-4)}`, mode: 'live', createdAt: new Date(2_000).toISOString(), lastUsedAt: null },
+          { keyId: first.keyId, masked: `…${first.apiKey.slice(-4)}`, mode: 'test', createdAt: new Date(1_000).toISOString(), lastUsedAt: null, scopes: null },
+          { keyId: second.keyId, masked: `…${second.apiKey.slice(-4)}`, mode: 'live', createdAt: new Date(2_000).toISOString(), lastUsedAt: null, scopes: null },
         ],
         count: 2,
       });
