@@ -81,10 +81,11 @@ const offPage = page(
 );
 
 /**
- * Self-serve sign-up, open only when the operator turns it on (TILL_SIGN_UP; off, every address
- * here answers 404): the form at
- * /sign-up, and the emailed link's page at /sign-up/confirm, whose button opens the account and signs
- * in. The link's page asks for a click so a mail scanner fetching the link opens nothing.
+ * Self-serve sign-up, open only when the operator turns it on (TILL_SIGN_UP; off, its pages answer
+ * 404, and a post 404 once past the one guard of form posts, which refuses any post without its
+ * token with 403): the form at /sign-up, and the emailed link's page at /sign-up/confirm, whose
+ * button opens the account and signs in. The link's page asks for a click so a mail scanner
+ * fetching the link opens nothing.
  */
 export function registerSignUpPages(app: FastifyInstance, context: AppContext): void {
   const mailMode = accountMailMode(context.config.modes);
@@ -135,7 +136,7 @@ export function registerSignUpPages(app: FastifyInstance, context: AppContext): 
     },
     {
       kind: 'signed-out',
-      refuse: (request, reply) => (off ? sendOff(reply) : again(request, reply, 403, { field: 'name', text: 'This form has expired. Please try again.' })),
+      refuse: (request, reply) => again(request, reply, 403, { field: 'name', text: 'This form has expired. Please try again.' }),
     },
     async (request, reply) => {
       if (off) return sendOff(reply);
@@ -199,16 +200,11 @@ export function registerSignUpPages(app: FastifyInstance, context: AppContext): 
     {
       kind: 'signed-out',
       refuse: (_request, reply) =>
-        off
-          ? sendOff(reply)
-          : sendPage(
-              reply,
-              403,
-              page(
-                'Open a Till account',
-                html`<main><h1>This form has expired</h1><p role="alert" class="problem">Open the link from the mail again.</p></main>`,
-              ),
-            ),
+        sendPage(
+          reply,
+          403,
+          page('Open a Till account', html`<main><h1>This form has expired</h1><p role="alert" class="problem">Open the link from the mail again.</p></main>`),
+        ),
     },
     async (request, reply) => {
       if (off) return sendOff(reply);
