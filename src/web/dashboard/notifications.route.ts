@@ -70,7 +70,15 @@ function endpointSection(signedIn: DashboardUser, endpoint: WebhookEndpoint | un
       ? html`<p>Deliveries: <strong>on</strong>.</p>`
       : html`<p class="problem">Deliveries are <strong>off</strong> since ${moment(endpoint.disabledAt)}: ${endpoint.disabledReason ?? ''}. Saving the URL turns them on again.</p>`
     : html`<p>No webhook URL yet: Till tells your server about payments by posting events to it.</p>`;
-  return html`<h2 id="endpoint">Webhook endpoint</h2>${status}
+  // A role that sees no form still reads where events go.
+  const readOnly =
+    endpoint && !can(signedIn.user.role, 'webhooks')
+      ? html`<p>URL: <code>${endpoint.url}</code><br>Events: ${joinHtml(
+          endpoint.events.map((type) => html`<code>${type}</code>`),
+          html`, `,
+        )}</p>`
+      : '';
+  return html`<h2 id="endpoint">Webhook endpoint</h2>${status}${readOnly}
 ${onlyFor(
   signedIn,
   'webhooks',
