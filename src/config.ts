@@ -118,6 +118,8 @@ export type Config = {
   signInMaxSeconds: number;
   /** An upstream OpenID Connect provider merchants' users may sign in with; unset: email and password only. */
   oidc: { issuer: string; clientId: string; clientSecret: string } | undefined;
+  /** Self-serve sign-up of new merchant accounts at /sign-up (TILL_SIGN_UP), verified by an emailed link; off unless the operator turns it on. */
+  signUp: boolean;
   /** OAuth clients whose client_id is an http URL on this machine, for developing an agent locally; never in live mode. */
   oauthDevAllowLoopbackClients: boolean;
   /** Client metadata documents /oauth/authorize may fetch per minute for one client IP (answers from the cache are free). */
@@ -373,6 +375,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signInIdleSeconds: required(read(env, 'TILL_SIGN_IN_IDLE_SECONDS', positiveInt, '1800')),
     signInMaxSeconds: required(read(env, 'TILL_SIGN_IN_MAX_SECONDS', positiveInt, '43200')),
     oidc: loadOidc(env),
+    signUp: flag(env, 'TILL_SIGN_UP', false),
     oauthDevAllowLoopbackClients: loadDevAllowLoopbackClients(env, mode),
     oauthClientFetchesPerMinutePerIp: required(read(env, 'TILL_OAUTH_CLIENT_FETCHES_PER_MINUTE_PER_IP', positiveInt, '30')),
   };

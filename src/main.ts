@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { type Logger, pino } from 'pino';
 import { purgeEndedPasswordResets } from './accounts/password-resets.ts';
+import { purgeEndedSignUps } from './accounts/sign-ups.ts';
 import { purgeForgottenFailures } from './accounts/throttle.ts';
 import { purgeEndedUserSessions } from './accounts/user-sessions.ts';
 import { createRails, railsList } from './chain/rails.ts';
@@ -161,6 +162,7 @@ export async function createService(config: Config, options: CreateServiceOption
           purgeOldQuotes,
           purgeEndedUserSessions,
           purgeEndedPasswordResets,
+          purgeEndedSignUps,
           purgeForgottenFailures,
           purgeEndedAuthorizationRequests,
           purgeEndedGrantSecrets,

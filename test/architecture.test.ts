@@ -121,6 +121,7 @@ const TABLE_OWNERS: Record<string, string> = {
   mail_receipt_addresses: 'src/mail/receipt-addresses.ts',
   password_resets: 'src/accounts/password-resets.ts',
   invitations: 'src/accounts/invitations.ts',
+  sign_ups: 'src/accounts/sign-ups.ts',
 };
 /** webhook_deliveries rows are born in the outbox, with their event, in the status change's transaction. */
 const ALSO_WRITES: Record<string, string[]> = { webhook_deliveries: ['src/webhooks/outbox.ts'] };

@@ -67,15 +67,20 @@ export async function createUser(db: Db, input: { merchantId: string; email: str
   if (problem) throw new UserError(emailProblem(email) ? `email ${problem}` : `password ${problem}`);
   const existing = await db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
   if (existing) throw new UserError(`a user with email ${email} already exists`);
-  const user: User = { id: newId('usr_'), merchantId: input.merchantId, email, role: input.role ?? 'owner', createdAt: now };
+  return insertUser(db, { merchantId: input.merchantId, email, role: input.role ?? 'owner', passwordHash: await hashPassword(input.password) }, now);
+}
+
+/** A user whose address and password were checked before (`passwordHash` from hashPassword); the unique address still refuses a second. */
+export async function insertUser(db: Db, input: { merchantId: string; email: string; role: Role; passwordHash: string }, now: number): Promise<User> {
+  const user: User = { id: newId('usr_'), merchantId: input.merchantId, email: normalizeEmail(input.email), role: input.role, createdAt: now };
   await db
     .insertInto('users')
     .values({
       id: user.id,
       merchant_id: user.merchantId,
-      email,
+      email: user.email,
       role: user.role,
-      password_hash: await hashPassword(input.password),
+      password_hash: input.passwordHash,
       created_at: now,
       updated_at: now,
     })

@@ -32,6 +32,7 @@ import * as eventList from './migrations/0029_event_list.ts';
 import { webhookEndpointModes } from './migrations/0030_webhook_endpoint_modes.ts';
 import * as apiKeyNotifications from './migrations/0031_api_key_notifications.ts';
 import * as teams from './migrations/0032_teams.ts';
+import * as signUps from './migrations/0033_sign_ups.ts';
 import * as apiKeyScopes from './migrations/0034_api_key_scopes.ts';
 import * as twoFactor from './migrations/0035_two_factor.ts';
 import * as agentRefunds from './migrations/0036_agent_refunds.ts';
@@ -72,6 +73,7 @@ export const migrationsWith = (secretKey: Buffer | undefined): Record<string, Mi
   '0030_webhook_endpoint_modes': webhookEndpointModes(secretKey),
   '0031_api_key_notifications': apiKeyNotifications,
   '0032_teams': teams,
+  '0033_sign_ups': signUps,
   '0034_api_key_scopes': apiKeyScopes,
   '0035_two_factor': twoFactor,
   '0036_agent_refunds': agentRefunds,

@@ -264,6 +264,7 @@ export interface Database {
   mail_preferences: MailPreferencesTable;
   password_resets: PasswordResetsTable;
   invitations: InvitationsTable;
+  sign_ups: SignUpsTable;
   mail_receipt_addresses: MailReceiptAddressesTable;
 }
 
@@ -525,6 +526,18 @@ export interface InvitationsTable {
   expires_at: number;
   accepted_at: number | null;
   revoked_at: number | null;
+}
+
+/** A self-serve sign-up waiting for its emailed link; the token is stored as its SHA-256. */
+export interface SignUpsTable {
+  id: string;
+  email: string;
+  business_name: string;
+  password_hash: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
 }
 
 /**

@@ -41,6 +41,8 @@ export type MailData =
     }
   | { kind: 'password_reset'; email: string; link: string; expiresAt: number }
   | { kind: 'password_changed'; email: string; at: number }
+  | { kind: 'sign_up'; businessName: string; link: string; expiresAt: number }
+  | { kind: 'sign_up_existing'; email: string }
   | { kind: 'invitation'; merchantName: string; invitedBy: string | null; role: string; link: string; expiresAt: number }
   | { kind: 'wallet_changed'; merchantName: string; wallet: string | null; previous: string | null; at: number };
 

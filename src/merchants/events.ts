@@ -52,6 +52,7 @@ export const ACTIVITY_TYPES = {
   invitation_accepted: 'Invitation accepted',
   password_changed: 'Password changed',
   signed_in_new_browser: 'Signed in from a new browser',
+  account_opened: 'Account opened (sign-up)',
 } as const;
 export type ActivityType = keyof typeof ACTIVITY_TYPES;
 

@@ -103,6 +103,12 @@ const REFUSAL_WRITES: { route: RegExp; status: RegExp; table: string; why: strin
     table: 'rate_limit_windows',
     why: 'fetches of client metadata documents count against the per-IP limit, refused ones included',
   },
+  {
+    route: /^POST \/sign-up$/,
+    status: /^429$/,
+    table: 'rate_limit_windows',
+    why: 'sign-ups count against the per-address and per-IP limits before they are mailed, refused ones included',
+  },
   { route: /^POST \/mcp$/, status: /^40[13]$/, table: 'mcp_tool_calls', why: 'a tool call refused for its grant (revoked, scope not granted) is audited' },
 ];
 /** Columns a request refreshes while reading: the last use of a key or an agent's grant, a browser session's last activity. */
@@ -132,6 +138,8 @@ async function setUp(engine: 'sqlite' | 'postgres', log: pino.Logger) {
       TILL_WEBHOOK_TEST_EVENTS_PER_HOUR: '100000000',
       // Client metadata documents are fetched from the fuzz's own site on loopback.
       TILL_OAUTH_DEV_ALLOW_LOOPBACK_CLIENTS: 'true',
+      // Self-serve sign-up on, so its pages are fuzzed and not only their 404.
+      TILL_SIGN_UP: 'true',
     },
     { log },
   );
@@ -675,6 +683,20 @@ function specs(f: Fixture): Record<string, Spec> {
     },
     'GET /invitations/accept': { query: { token: text } },
     'POST /invitations/accept': { body: { form: { csrf: text, token: text, password: oneOf('a new password of some length', ''), confirm: text } } },
+    'GET /sign-up': {},
+    'POST /sign-up': {
+      body: {
+        form: {
+          csrf: text,
+          name: oneOf('Fuzz Shop', '', 'x'.repeat(101)),
+          email: oneOf(f.email, 'not an address'),
+          password: oneOf('a new password of some length', 'short'),
+          confirm: text,
+        },
+      },
+    },
+    'GET /sign-up/confirm': { query: { token: text } },
+    'POST /sign-up/confirm': { body: { form: { csrf: text, token: text } } },
     'GET /sign-in/oidc/callback': { query: { code: text, state: text } },
     'POST /sign-out': { ...form({}), keepsSession: true },
     'GET /.well-known/jwks.json': {},

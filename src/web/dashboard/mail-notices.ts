@@ -30,6 +30,8 @@ const KIND_NAMES: Record<MailKind, string> = {
   receipt: 'Receipt to a buyer',
   refund_receipt: 'Refund receipt to a buyer',
   invitation: 'Invitation to a team',
+  sign_up: 'Sign-up confirmation link',
+  sign_up_existing: 'Sign-up with an address that has an account',
   payment_received: 'Payment received',
   refund_succeeded: 'Refund succeeded',
   refund_failed: 'Refund failed',

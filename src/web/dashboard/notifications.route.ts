@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { can } from '../../accounts/roles.ts';
 import { TillError } from '../../common/errors.ts';
 import type { Mode } from '../../common/modes.ts';
 import { refusalOf } from '../../common/ssrf.ts';
@@ -26,7 +27,7 @@ import { actorOf } from '../kit/actor.ts';
 import { type Html, html, joinHtml } from '../kit/html.ts';
 import { HTML_RESPONSE, sendPage } from '../kit/page.ts';
 import { passwordRefusal } from '../kit/reauth.ts';
-import { type DashboardUser, dashboardPage } from './layout.ts';
+import { type DashboardUser, dashboardPage, onlyFor } from './layout.ts';
 import { statusText } from './links.route.ts';
 import { noticeSection, readNoticeForm, undeliveredSection } from './mail-notices.ts';
 import { addDashboardRoute } from './page-route.ts';
@@ -56,7 +57,7 @@ const NOTICES: Record<string, string> = {
   mail: 'Email notices saved.',
 };
 
-function endpointSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): Html {
+function endpointSection(signedIn: DashboardUser, endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): Html {
   const url = state.form?.url ?? endpoint?.url ?? '';
   const events = new Set(state.form?.events ?? endpoint?.events ?? DEFAULT_EVENTS);
   const aria = (field: PageState['invalid']) => (state.invalid === field ? html` aria-invalid="true"` : '');
@@ -69,11 +70,23 @@ function endpointSection(endpoint: WebhookEndpoint | undefined, state: PageState
       ? html`<p>Deliveries: <strong>on</strong>.</p>`
       : html`<p class="problem">Deliveries are <strong>off</strong> since ${moment(endpoint.disabledAt)}: ${endpoint.disabledReason ?? ''}. Saving the URL turns them on again.</p>`
     : html`<p>No webhook URL yet: Till tells your server about payments by posting events to it.</p>`;
-  return html`<h2 id="endpoint">Webhook endpoint</h2>${status}
-<form method="post" action="${PATH}/endpoint">${csrfInput(csrf)}
+  // A role that sees no form still reads where events go.
+  const readOnly =
+    endpoint && !can(signedIn.user.role, 'webhooks')
+      ? html`<p>URL: <code>${endpoint.url}</code><br>Events: ${joinHtml(
+          endpoint.events.map((type) => html`<code>${type}</code>`),
+          html`, `,
+        )}</p>`
+      : '';
+  return html`<h2 id="endpoint">Webhook endpoint</h2>${status}${readOnly}
+${onlyFor(
+  signedIn,
+  'webhooks',
+  html`<form method="post" action="${PATH}/endpoint">${csrfInput(csrf)}
 <p><label for="wh-url">URL</label><input id="wh-url" name="url" type="url" inputmode="url" autocomplete="off" required value="${url}"${aria('url')}></p>
 <fieldset><legend>Events</legend><ul class="scopes checks">${boxes}</ul></fieldset>
-<p><button type="submit">Save</button></p></form>`;
+<p><button type="submit">Save</button></p></form>`,
+)}`;
 }
 
 function secretsSection(endpoint: WebhookEndpoint | undefined, state: PageState, csrf: string): Html {
@@ -91,7 +104,8 @@ ${endpoint.previousSecretUntil ? html`<p>The previous signing secret signs deliv
 <p class="actions"><button type="submit" class="secondary">Reveal</button> <button type="submit" class="danger" formaction="${PATH}/rotate">Rotate key and secret</button></p></form>`;
 }
 
-function deliveryItem(delivery: DeliveryView, csrf: string): Html {
+/** A delivery of the log; its Redeliver button only for a role that may change webhooks. */
+function deliveryItem(delivery: DeliveryView, csrf: string | undefined): Html {
   const attempts = delivery.attempts.length
     ? html`<ol class="attempts">${delivery.attempts.map(
         (a) =>
@@ -104,7 +118,11 @@ function deliveryItem(delivery: DeliveryView, csrf: string): Html {
   return html`<li class="delivery"><p><code>${delivery.event}</code> <span class="tag${delivery.status === 'SUCCEEDED' ? ' tag-granted' : delivery.status === 'FAILED' ? ' tag-opt-in' : ''}">${status}</span><br>
 <span class="note">Event <code>${delivery.eventId}</code>, ${moment(Date.parse(delivery.createdAt))}${delivery.nextAttemptAt ? html`, next attempt ${moment(Date.parse(delivery.nextAttemptAt))}` : ''}</span></p>
 ${attempts}
-<form method="post" action="${PATH}/events/${encodeURIComponent(delivery.eventId)}/redeliver">${csrfInput(csrf)}<button type="submit" class="secondary" aria-label="Redeliver event ${delivery.eventId}">Redeliver</button></form></li>`;
+${
+  csrf === undefined
+    ? ''
+    : html`<form method="post" action="${PATH}/events/${encodeURIComponent(delivery.eventId)}/redeliver">${csrfInput(csrf)}<button type="submit" class="secondary" aria-label="Redeliver event ${delivery.eventId}">Redeliver</button></form>`
+}</li>`;
 }
 
 /** Every order (payment session) the merchant created through the payment API (E1), newest first, paged by cursor. */
@@ -145,12 +163,14 @@ async function renderPage(context: AppContext, signedIn: DashboardUser, state: P
   const endpoint = await getWebhook(context.db, context.config.secretKey, merchantId, signedIn.modes.mode, context.now());
   const deliveries = await listDeliveries(context.db, signedIn.modes.mode, { merchantId, limit: DELIVERIES_SHOWN });
   const csrf = signedIn.csrfToken;
+  // The webhook forms only for a role that may change webhooks (the routes refuse the others anyway).
+  const mayChange = can(signedIn.user.role, 'webhooks');
   const log = html`<h2 id="deliveries">Delivery log</h2>
-${endpoint ? html`<form method="post" action="${PATH}/test">${csrfInput(csrf)}<button type="submit" class="secondary">Send a test event</button></form>` : ''}
+${endpoint && mayChange ? html`<form method="post" action="${PATH}/test">${csrfInput(csrf)}<button type="submit" class="secondary">Send a test event</button></form>` : ''}
 ${
   deliveries.length
     ? html`<ul class="deliveries">${joinHtml(
-        deliveries.map((d) => deliveryItem(d, csrf)),
+        deliveries.map((d) => deliveryItem(d, mayChange ? csrf : undefined)),
         html`\n`,
       )}</ul><p class="note">The ${DELIVERIES_SHOWN} latest deliveries.</p>`
     : html`<p>No delivery yet.</p>`
@@ -160,7 +180,7 @@ ${
     section: 'notifications',
     ...(state.notice ? { notice: state.notice } : {}),
     ...(state.problem ? { problem: state.problem } : {}),
-    body: html`${endpointSection(endpoint, state, csrf)}\n${secretsSection(endpoint, state, csrf)}\n${await apiOrdersSection(context, signedIn.modes.mode, merchantId, state.apiAfter)}\n${log}
+    body: html`${endpointSection(signedIn, endpoint, state, csrf)}\n${mayChange ? secretsSection(endpoint, state, csrf) : ''}\n${await apiOrdersSection(context, signedIn.modes.mode, merchantId, state.apiAfter)}\n${log}
 ${noticeSection(`${PATH}/mail`, signedIn.user.email, await findPreferences(context.db, signedIn.user.id), csrf, state.noticeInvalid)}
 ${await undeliveredSection(context, signedIn.modes.mode, merchantId)}`,
   });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import { createUser } from '../../accounts/users.ts';
 import { createApiKey } from '../../merchants/api-keys.ts';
 import { findSession } from '../../sessions/sessions.ts';
 import { authorizedAgent, callMcpTool } from '../../testing/agent.ts';
@@ -172,6 +173,33 @@ for (const { engine, skip } of engines) {
         deliveries.map((d) => d.eventId),
         [delivery!.eventId, delivery!.eventId],
       );
+    });
+
+    test('a viewer sees the endpoint and the delivery log but none of the webhook forms; a developer sees them all', async () => {
+      const owner = await signedInMerchant(service);
+      await post(owner.browser, `${PATH}/endpoint`, [
+        ['url', receiverUrl],
+        ['events', 'payment.succeeded'],
+      ]);
+      await post(owner.browser, `${PATH}/test`, {});
+      const [delivery] = await deliveredOnce(owner.merchantId, 1);
+      const webhookForms = [
+        ...['/endpoint', '/reveal', '/test', `/events/${delivery!.eventId}/redeliver`].map((path) => `action="${PATH}${path}"`),
+        `formaction="${PATH}/rotate"`,
+      ];
+      for (const role of ['viewer', 'developer'] as const) {
+        const email = `${role}-${engine}-${Date.now()}@shop.example`;
+        await createUser(service.context.db, { merchantId: owner.merchantId, email, password: owner.password, role });
+        const browser = new Browser(service);
+        await browser.signIn(email, owner.password);
+        const page = (await browser.request('GET', PATH)).body;
+        assert.ok(page.includes(receiverUrl), `${role}: the endpoint is shown`);
+        assert.match(page, /<code>webhook\.test<\/code>/, `${role}: the delivery log is shown`);
+        assert.ok(page.includes(`action="${PATH}/mail"`), `${role}: their own email notices stay`);
+        for (const form of webhookForms) assert.equal(page.includes(form), role === 'developer', `${role}: ${form}`);
+        if (role === 'viewer') assert.match(page, /Your role, Viewer, cannot/);
+        else assert.doesNotMatch(page, /Your role, Developer, cannot/);
+      }
     });
 
     test('orders received through the API: only E1 sessions, newest first, 25 a page, each with its link page; not another merchant’s', async () => {

@@ -43,6 +43,8 @@ const SIGNED_OUT_FORMS = [
   '/sign-in/forgot',
   '/sign-in/reset',
   '/invitations/accept',
+  '/sign-up',
+  '/sign-up/confirm',
   '/mail/receipt',
 ];
 

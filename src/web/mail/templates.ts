@@ -155,6 +155,30 @@ function wordsOf(data: MailData, baseUrl: string): MailText {
         action: { href: data.link, text: 'Choose a new password' },
         notes: ['If you did not ask for this, ignore this mail: your password stays as it is.'],
       };
+    case 'sign_up':
+      return {
+        subject: 'Confirm your Till account',
+        heading: `Confirm the account of ${data.businessName}`,
+        lines: [
+          `Someone (we hope you) signed up for a Till merchant account for ${data.businessName} with this address.`,
+          `The link works once, until ${when(data.expiresAt)} (24 hours): it opens the account and signs you in.`,
+        ],
+        rows: [['Business', data.businessName]],
+        action: { href: data.link, text: 'Confirm and open the dashboard' },
+        notes: ['If you did not sign up, ignore this mail: no account is made unless the link is used.'],
+      };
+    case 'sign_up_existing':
+      return {
+        subject: 'You already have a Till account',
+        heading: 'You already have a Till account',
+        lines: [
+          `Someone (we hope you) tried to sign up for a new Till merchant account with ${data.email}, which already signs in to Till, so no account was made.`,
+          'Sign in with it, or choose a new password if you forgot it.',
+        ],
+        rows: [],
+        action: { href: `${baseUrl}/sign-in`, text: 'Sign in' },
+        notes: [`Forgot the password? ${baseUrl}/sign-in/forgot`, 'If it was not you, ignore this mail: nothing was changed.'],
+      };
     case 'invitation':
       return {
         subject: `Join ${data.merchantName} on Till`,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { beginUpstreamSignIn, finishUpstreamSignIn, type PendingSignIn, upstreamProvider } from '../../accounts/oidc.ts';
+import { SIGN_UP_PATH } from '../../accounts/sign-ups.ts';
 import { attemptSucceeded, reserveAttempt, signInSubjects } from '../../accounts/throttle.ts';
 import { endUserSession } from '../../accounts/user-sessions.ts';
 import { checkPassword, findUserByEmail, normalizeEmail } from '../../accounts/users.ts';
@@ -23,13 +24,14 @@ import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
 import { registerInvitationPages } from './invitation.route.ts';
 import { FORGOT_PATH, registerPasswordResetPages } from './reset.route.ts';
 import { afterFirstFactor, registerSecondFactorPages } from './second-factor.route.ts';
+import { registerSignUpPages } from './sign-up.route.ts';
 
 const TAG = 'Merchant sign-in';
 
 /** The one answer to every refused sign-in: the same for an unknown email and a wrong password. */
 export const WRONG_CREDENTIALS = 'The email or password is not right.';
 
-function signInPage(view: { csrf: string; returnTo: string; email?: string; problem?: string; upstream: boolean; sandbox: boolean }) {
+function signInPage(view: { csrf: string; returnTo: string; email?: string; problem?: string; upstream: boolean; sandbox: boolean; signUp: boolean }) {
   return page(
     'Sign in · Till',
     html`<main>${view.sandbox ? html`<p class="sandbox-banner" role="note"><strong>Sandbox:</strong> the money here is fake.</p>` : ''}<h1>Sign in to Till</h1>
@@ -43,6 +45,7 @@ ${view.problem ? html`<p role="alert" class="problem">${view.problem}</p>` : ''}
 <p><button type="submit">Sign in</button></p>
 </form>
 <p><a href="${FORGOT_PATH}">Forgot your password?</a></p>
+${view.signUp ? html`<p>New to Till? <a href="${SIGN_UP_PATH}">Open an account</a></p>` : ''}
 ${view.upstream ? html`<p><a href="/sign-in/oidc?return_to=${encodeURIComponent(view.returnTo)}">Sign in with your identity provider</a></p>` : ''}</main>`,
   );
 }
@@ -74,6 +77,7 @@ export function registerSignInPages(app: FastifyInstance, context: AppContext): 
   registerPasswordResetPages(app, context);
   registerInvitationPages(app, context);
   registerSecondFactorPages(app, context);
+  registerSignUpPages(app, context);
   addRoute(
     app,
     { method: 'GET', url: '/sign-in', summary: 'The sign-in page of merchant users', tag: TAG, security: 'none', responses: { 200: HTML_RESPONSE } },
@@ -84,7 +88,13 @@ export function registerSignInPages(app: FastifyInstance, context: AppContext): 
       return sendPage(
         reply,
         200,
-        signInPage({ csrf: formCsrfToken(context, request, reply), returnTo, upstream: !!context.config.oidc, sandbox: context.config.mode === 'sandbox' }),
+        signInPage({
+          csrf: formCsrfToken(context, request, reply),
+          returnTo,
+          upstream: !!context.config.oidc,
+          sandbox: context.config.mode === 'sandbox',
+          signUp: context.config.signUp,
+        }),
       );
     },
   );
@@ -102,6 +112,7 @@ export function registerSignInPages(app: FastifyInstance, context: AppContext): 
         problem,
         upstream: !!context.config.oidc,
         sandbox: context.config.mode === 'sandbox',
+        signUp: context.config.signUp,
       }),
     );
   };
