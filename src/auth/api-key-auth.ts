@@ -3,7 +3,7 @@ import type { ApiKeyScope } from '../common/api-key-scopes.ts';
 import { TillError } from '../common/errors.ts';
 import { type KeyMode, type Mode, modeOfKey } from '../common/modes.ts';
 import type { AppContext } from '../context.ts';
-import { type AuthenticatedKey, authenticateApiKey } from '../merchants/api-keys.ts';
+import { authenticateApiKey } from '../merchants/api-keys.ts';
 import { activeClient } from '../oauth/clients.ts';
 import { otherMode, unservedMode } from '../oauth/credential-modes.ts';
 import { verifyCheckoutToken } from '../oauth/tokens.ts';

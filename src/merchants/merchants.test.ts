@@ -100,7 +100,14 @@ for (const { engine, skip } of engines) {
       assert.deepEqual(listed, {
         keys: [
           { keyId: first.keyId, masked: `…${first.apiKey.slice(-4)}`, mode: 'test', createdAt: new Date(1_000).toISOString(), lastUsedAt: null, scopes: null },
-          { keyId: second.keyId, masked: `…${second.apiKey.slice(-4)}`, mode: 'live', createdAt: new Date(2_000).toISOString(), lastUsedAt: null, scopes: null },
+          {
+            keyId: second.keyId,
+            masked: `…${second.apiKey.slice(-4)}`,
+            mode: 'live',
+            createdAt: new Date(2_000).toISOString(),
+            lastUsedAt: null,
+            scopes: null,
+          },
         ],
         count: 2,
       });
