@@ -220,5 +220,34 @@ for (const { engine, skip } of engines) {
       assert.match(made.body, /Access: <code>sessions:write<\/code>/);
       assert.equal(await keys(), keysBefore + 1);
     });
+
+    test("step-up: a role change on the Team page needs a fresh second factor of a user who has one; without it the member's role stays", async () => {
+      const owner = await newUser();
+      const { secret } = await enrol(owner.browser);
+      const member = await createUser(service.context.db, {
+        merchantId: owner.merchantId,
+        email: `member-${engine}@shop.example`,
+        password: PASSWORD,
+        role: 'viewer',
+      });
+      const roleOf = async () => (await service.context.db.selectFrom('users').select('role').where('id', '=', member.id).executeTakeFirstOrThrow()).role;
+      const changeRole = async (code?: string) =>
+        owner.browser.request('POST', `/dashboard/team/members/${member.id}/role`, {
+          csrf: csrfField((await owner.browser.request('GET', '/dashboard/team')).body),
+          role: 'developer',
+          ...(code === undefined ? {} : { second_factor_code: code }),
+        });
+      clock += 6 * 60_000;
+      assert.match((await owner.browser.request('GET', '/dashboard/team')).body, /name="second_factor_code"/, 'the role form asks for it');
+      const missing = await changeRole();
+      assert.equal(missing.statusCode, 400);
+      assert.match(missing.body, /second factor must be given/);
+      const wrong = await changeRole('000000' === totpCode(secret, totpStep(clock)) ? '111111' : '000000');
+      assert.equal(wrong.statusCode, 400);
+      assert.equal(await roleOf(), 'viewer', 'nothing changed');
+      const right = await changeRole(totpCode(secret, totpStep(clock)));
+      assert.equal(right.statusCode, 303, right.body.slice(0, 300));
+      assert.equal(await roleOf(), 'developer');
+    });
   });
 }
