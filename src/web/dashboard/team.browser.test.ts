@@ -1,11 +1,13 @@
 // A team in Debian's Chromium: the owner invites a viewer on the Team page, the invitation is read
-// on the sandbox's mail page, the invitee follows its link, chooses a password and is signed in; signs
-// in again with that password and the viewer's role: no wallet form, and the wallet form's post
+// on the sandbox's mail page, the invitee follows its link, chooses a password and is signed in, sets
+// up an authenticator app; signs in again with that password and a code of the app, in the viewer's
+// role: no wallet form, and the wallet form's post
 // refused with the 403 page. The owner reads it all on the Activity page. axe-core on every page;
 // the Team and Activity pages on a phone and a desktop under artifacts/dashboard/.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import { totpCode, totpStep } from '../../accounts/totp.ts';
 import { createUser } from '../../accounts/users.ts';
 import { listMails } from '../../mail/outbox.ts';
 import { type MailWorker, startMailWorker } from '../../mail/worker.ts';
@@ -24,9 +26,12 @@ for (const { engine, skip } of engines) {
     let service: TestService & { baseUrl: string };
     let browser: Browser;
     let worker: MailWorker;
+    // The service's clock runs with the real one, moved on by the test so a sign-in code is of a new step.
+    let ahead = 0;
+    const now = () => Date.now() + ahead;
 
     before(async () => {
-      [service, browser] = await Promise.all([startListeningTestService(engine), launchChromium()]);
+      [service, browser] = await Promise.all([startListeningTestService(engine, {}, { now }), launchChromium()]);
       const { merchantId } = await service.merchant({ name: 'Corner Coffee' });
       await createUser(service.context.db, { merchantId, email: OWNER, password: PASSWORD });
       await createUser(service.context.db, { merchantId, email: 'dev@corner-coffee.example', password: PASSWORD, role: 'developer' });
@@ -51,7 +56,7 @@ for (const { engine, skip } of engines) {
       await page.waitForURL(`${service.baseUrl}${path}`);
     }
 
-    test('invite → mail → accept with a password → signed in as a viewer, who has no wallet form and is refused its post', async () => {
+    test('invite → mail → accept with a password → an authenticator app → signed in with its code as a viewer, who has no wallet form and is refused its post', async () => {
       const ownerContext = await browser.newContext({ viewport: { width: 1280, height: 900 }, userAgent: 'Till test browser (owner)' });
       const inviteeContext = await browser.newContext({ viewport: { width: 1280, height: 900 }, userAgent: 'Till test browser (invitee)' });
       try {
@@ -87,10 +92,25 @@ for (const { engine, skip } of engines) {
         await typeInto(invitee, 'Password again', INVITEE_PASSWORD);
         await invitee.getByRole('button', { name: 'Join and sign in' }).click();
         await invitee.waitForURL(`${service.baseUrl}/dashboard`);
-        // Signed out, then in again with the password chosen: the viewer's dashboard.
+        // The new member sets up an authenticator app, as any user may whatever the role.
+        await invitee.goto(`${service.baseUrl}/dashboard/account/two-factor`);
+        await invitee.getByRole('button', { name: 'Set up an authenticator app' }).click();
+        const secret = ((await invitee.locator('#totp-secret').textContent()) ?? '').replaceAll(' ', '');
+        await typeInto(invitee, 'Code from the app', totpCode(secret, totpStep(now())));
+        await invitee.getByRole('button', { name: 'Turn on' }).click();
+        await invitee.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
+        // Signed out, then in again with the password chosen and a code of the next step: the viewer's dashboard.
         await invitee.getByRole('button', { name: 'Sign out' }).click();
         await invitee.waitForURL(/\/sign-in/);
-        await signIn(invitee, INVITEE, INVITEE_PASSWORD, '/dashboard/settings');
+        ahead += 30_000;
+        await invitee.goto(`${service.baseUrl}/dashboard/settings`);
+        await typeInto(invitee, 'Email', INVITEE);
+        await typeInto(invitee, 'Password', INVITEE_PASSWORD);
+        await invitee.getByRole('button', { name: 'Sign in' }).click();
+        await invitee.waitForURL(/\/sign-in\/second-factor/);
+        await typeInto(invitee, 'Code', totpCode(secret, totpStep(now())));
+        await invitee.getByRole('button', { name: 'Sign in' }).click();
+        await invitee.waitForURL(`${service.baseUrl}/dashboard/settings`);
         const nav = invitee.getByRole('navigation', { name: 'Dashboard' });
         assert.equal(await nav.getByRole('link', { name: 'Team' }).count(), 0, 'no Team for a viewer');
         assert.equal(await invitee.getByRole('button', { name: /payout wallet/ }).count(), 0, 'no wallet form for a viewer');
