@@ -5,7 +5,7 @@ import { TillError } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteRegistrar } from '../http/routes.ts';
-import { validate } from '../http/validation.ts';
+import { validate, validateQuery } from '../http/validation.ts';
 import { findRefund, type RefundReadScope } from '../payments/refunds.ts';
 import type { RailsByMode } from './rails.ts';
 import {
@@ -127,7 +127,7 @@ export const registerRefundRoutes =
         operationId: 'getRefund',
         tag: TAG,
         summary: 'Read a refund',
-        description: 'Needs `refunds:read` (or `refunds:write`).',
+        description: 'Needs `refunds:read` of a restricted key or narrowed token.',
         security: 'apiKey',
         params: RefundParams,
         responses: {
@@ -156,7 +156,7 @@ export const registerRefundRoutes =
         tag: TAG,
         summary: 'List refunds',
         description:
-          'The merchant’s refunds of the credential’s mode, newest first, filtered by payment, session and status, a page at a time: pass `nextCursor` as `cursor` for the next page. Needs `refunds:read` (or `refunds:write`).',
+          'The merchant’s refunds of the credential’s mode, newest first, filtered by payment, session and status, a page at a time: pass `nextCursor` as `cursor` for the next page. Needs `refunds:read` of a restricted key or narrowed token.',
         security: 'apiKey',
         query: RefundListQuery,
         responses: {
@@ -169,10 +169,7 @@ export const registerRefundRoutes =
       {},
       async (request) => {
         const scope = await refundScope(context, request);
-        const given = (request.query ?? {}) as Record<string, unknown>;
-        const repeated = Object.keys(RefundListQuery.shape).find((name) => Array.isArray(given[name]));
-        if (repeated) throw new TillError('invalid_field', { field: repeated, problem: 'must be given once' });
-        return listRefunds(context.db, scope, validate(RefundListQuery, given));
+        return listRefunds(context.db, scope, validateQuery(RefundListQuery, request.query, { status: 'statuses' }));
       },
     );
   };

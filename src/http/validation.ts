@@ -32,6 +32,18 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.outp
 }
 
 /**
+ * A list's query string: each parameter given once (a repeated one is a 400 naming it; `several`
+ * names the ones that take several values, comma-separated, with their plural for the hint), then
+ * validated as `validate` does.
+ */
+export function validateQuery<S extends z.ZodObject>(schema: S, query: unknown, several: Record<string, string> = {}): z.output<S> {
+  const given = (query ?? {}) as Record<string, unknown>;
+  const repeated = Object.keys(schema.shape).find((name) => Array.isArray(given[name]));
+  if (repeated) throw invalidField(repeated, `must be given once${several[repeated] ? `; several ${several[repeated]} are comma-separated` : ''}`);
+  return validate(schema, given);
+}
+
+/**
  * Where a request's input holds a NUL character (U+0000), as the field to name: a path or query
  * parameter, or a dotted path into the body, keys included. No field of ours takes one, and
  * PostgreSQL cannot store or compare one in text, so it is refused on every engine alike.

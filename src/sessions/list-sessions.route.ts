@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { requireMerchant } from '../auth/api-key-auth.ts';
-import { invalidField } from '../common/errors.ts';
 import type { AppContext } from '../context.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
-import { validate } from '../http/validation.ts';
+import { validateQuery } from '../http/validation.ts';
 import { listSessions } from './list-sessions.ts';
 import { SessionList, SessionListQuery } from './schemas.ts';
 
@@ -29,9 +28,6 @@ const doc: RouteDoc = {
 export function registerListSessions(app: FastifyInstance, context: AppContext): void {
   addRoute(app, doc, {}, async (request) => {
     const { merchantId, mode } = await requireMerchant(context, request);
-    const given = (request.query ?? {}) as Record<string, unknown>;
-    const repeated = Object.keys(SessionListQuery.shape).find((name) => Array.isArray(given[name]));
-    if (repeated) throw invalidField(repeated, `must be given once${repeated === 'status' ? '; several statuses are comma-separated' : ''}`);
-    return listSessions(context, { merchantId, mode }, validate(SessionListQuery, given));
+    return listSessions(context, { merchantId, mode }, validateQuery(SessionListQuery, request.query, { status: 'statuses' }));
   });
 }

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.ts';
 import { decodeCursor, encodeCursor } from '../http/cursor.ts';
 import { ErrorResponse, UNAUTHORIZED_RESPONSE } from '../http/errors.ts';
 import { addRoute, type RouteDoc } from '../http/routes.ts';
-import { validate } from '../http/validation.ts';
+import { validate, validateQuery } from '../http/validation.ts';
 import { EVENT_RETENTION_DAYS, type EventFilter, findEvent, MAX_EVENTS_PAGE_SIZE, pageOfEvents } from './event-log.ts';
 import { EVENT_TYPE_NAMES } from './event-types.ts';
 
@@ -101,10 +101,7 @@ function filterOf(query: z.output<typeof EventListQuery>): EventFilter {
 export function registerEventRoutes(app: FastifyInstance, context: AppContext): void {
   addRoute(app, listDoc, {}, async (request) => {
     const { merchantId, mode } = await requireMerchant(context, request);
-    const given = (request.query ?? {}) as Record<string, unknown>;
-    const repeated = Object.keys(EventListQuery.shape).find((name) => Array.isArray(given[name]));
-    if (repeated) throw invalidField(repeated, `must be given once${repeated === 'type' ? '; several types are comma-separated' : ''}`);
-    const query = validate(EventListQuery, given);
+    const query = validateQuery(EventListQuery, request.query, { type: 'types' });
     const page = await pageOfEvents(context.db, mode, merchantId, filterOf(query), {
       after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
       size: query.limit,

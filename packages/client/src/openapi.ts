@@ -117,7 +117,7 @@ export interface paths {
         };
         /**
          * List refunds
-         * @description The merchant’s refunds of the credential’s mode, newest first, filtered by payment, session and status, a page at a time: pass `nextCursor` as `cursor` for the next page. Needs `refunds:read` (or `refunds:write`).
+         * @description The merchant’s refunds of the credential’s mode, newest first, filtered by payment, session and status, a page at a time: pass `nextCursor` as `cursor` for the next page. Needs `refunds:read` of a restricted key or narrowed token.
          */
         get: operations["listRefunds"];
         put?: never;
@@ -141,7 +141,7 @@ export interface paths {
         };
         /**
          * Read a refund
-         * @description Needs `refunds:read` (or `refunds:write`).
+         * @description Needs `refunds:read` of a restricted key or narrowed token.
          */
         get: operations["getRefund"];
         put?: never;

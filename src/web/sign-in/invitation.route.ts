@@ -9,6 +9,7 @@ import { addRoute } from '../../http/routes.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { type Html, html } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
+import { sendFormExpired } from './form-expired.ts';
 
 const TAG = 'Merchant sign-in';
 
@@ -94,13 +95,10 @@ export function registerInvitationPages(app: FastifyInstance, context: AppContex
     {
       kind: 'signed-out',
       refuse: (_request, reply) =>
-        sendPage(
+        sendFormExpired(
           reply,
-          403,
-          page(
-            'Invitation · Till',
-            html`<main><h1>This form has expired</h1><p role="alert" class="problem">Open the link from the mail again, and choose your password there.</p></main>`,
-          ),
+          'Invitation · Till',
+          html`<p role="alert" class="problem">Open the link from the mail again, and choose your password there.</p>`,
         ),
     },
     async (request, reply) => {

@@ -12,6 +12,7 @@ import { addFormRoute } from '../kit/forms.ts';
 import { html } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
 import { ceremonyAnswer, keepCeremony, passkeyScript, relyingParty, takeCeremony } from '../kit/passkeys.ts';
+import { sendFormExpired } from './form-expired.ts';
 
 const TAG = 'Merchant sign-in';
 export const SECOND_FACTOR_PATH = '/sign-in/second-factor';
@@ -82,11 +83,7 @@ export function registerSecondFactorPages(app: FastifyInstance, context: AppCont
   /** The browser giving its second factor: past the password, or signed in and stepping up. */
   const confirming = async (request: FastifyRequest) => (await awaitingSecondFactor(context, request)) ?? (await currentUser(context, request));
   const formExpired = (_request: FastifyRequest, reply: FastifyReply) =>
-    sendPage(
-      reply,
-      403,
-      page('Two-factor sign-in · Till', html`<main><h1>This form has expired</h1><p><a href="${SECOND_FACTOR_PATH}">Try again</a></p></main>`),
-    );
+    sendFormExpired(reply, 'Two-factor sign-in · Till', html`<p><a href="${SECOND_FACTOR_PATH}">Try again</a></p>`);
 
   addRoute(
     app,
@@ -125,12 +122,7 @@ export function registerSecondFactorPages(app: FastifyInstance, context: AppCont
     },
     {
       kind: 'signed-out',
-      refuse: (_request, reply) =>
-        sendPage(
-          reply,
-          403,
-          page('Two-factor sign-in · Till', html`<main><h1>This form has expired</h1><p><a href="${SECOND_FACTOR_PATH}">Try again</a></p></main>`),
-        ),
+      refuse: formExpired,
     },
     async (request, reply) => {
       const fields = formFields(request);

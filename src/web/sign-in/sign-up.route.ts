@@ -20,6 +20,7 @@ import { BUSINESS_NAME_MAX_LENGTH } from '../../merchants/merchants.ts';
 import { addFormRoute } from '../kit/forms.ts';
 import { type Html, html } from '../kit/html.ts';
 import { HTML_RESPONSE, page, sendPage } from '../kit/page.ts';
+import { sendFormExpired } from './form-expired.ts';
 
 const TAG = 'Merchant sign-in';
 
@@ -199,12 +200,7 @@ export function registerSignUpPages(app: FastifyInstance, context: AppContext): 
     },
     {
       kind: 'signed-out',
-      refuse: (_request, reply) =>
-        sendPage(
-          reply,
-          403,
-          page('Open a Till account', html`<main><h1>This form has expired</h1><p role="alert" class="problem">Open the link from the mail again.</p></main>`),
-        ),
+      refuse: (_request, reply) => sendFormExpired(reply, 'Open a Till account', html`<p role="alert" class="problem">Open the link from the mail again.</p>`),
     },
     async (request, reply) => {
       if (off) return sendOff(reply);
